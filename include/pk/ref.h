@@ -1,0 +1,180 @@
+//===- pk/ref.h - Array references shared by eager and generated code -----===//
+//
+// The parameter types of a pk kernel: In/Out/InOut views over contiguous
+// row-major memory, plus pk::ShapeError. This header has no eager operations so
+// that generated CPU and CUDA code can include it cheaply.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_REF_H
+#define PK_REF_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if defined(__clang__) && !defined(__CUDA__)
+#define PK_KERNEL [[clang::annotate("pk.kernel")]]
+#else
+#define PK_KERNEL
+#endif
+
+namespace pk {
+
+/// Raised when extents do not fit a kernel's shape rules. Compiled kernels and
+/// CUDA launchers raise it before any write.
+class ShapeError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The tag of `ref[_]`, the only legal subscript.
+struct Whole {};
+
+namespace detail {
+/// The subscript check of `ref[...]`. A plain compiler rejects any index but
+/// `_` with a clear message. Under pkc (`__PK_PKC__`) every index is accepted
+/// so that the frontend sees `x[0]` and reports it as a kernel diagnostic
+/// ([pk-subscript]) at the right place.
+template <class W> struct OnlyWhole {
+#ifndef __PK_PKC__
+  static_assert(std::is_same_v<W, Whole>,
+                "pk: only ref[_] (the whole array) can be indexed");
+#endif
+  using type = void;
+};
+} // namespace detail
+
+template <class T> class Array;
+
+namespace detail {
+template <class T, int R> class RefBase {
+public:
+  static_assert(R >= 0, "rank must be non-negative");
+  using element_type = T;
+  static constexpr int rank = R;
+  using Shape = std::array<int64_t, R>;
+
+  const Shape &shape() const { return Extents; }
+  int64_t extent(int I) const { return Extents[I]; }
+  int64_t size() const {
+    int64_t N = 1;
+    for (int64_t E : Extents)
+      N *= E;
+    return N;
+  }
+  /// The label used in eager ShapeError messages ("" when unnamed).
+  const char *name() const { return Name; }
+
+protected:
+  RefBase() = default;
+  RefBase(const Shape &E, const char *N) : Extents(E), Name(N) { check(); }
+  RefBase(std::initializer_list<int64_t> E, const char *N) : Name(N) {
+    if (E.size() != static_cast<size_t>(R))
+      throw ShapeError("ref of rank " + std::to_string(R) + " built from " +
+                       std::to_string(E.size()) + " extents");
+    size_t I = 0;
+    for (int64_t X : E)
+      Extents[I++] = X;
+    check();
+  }
+  void check() const {
+    for (int64_t X : Extents)
+      if (X < 0)
+        throw ShapeError("negative extent " + std::to_string(X));
+  }
+
+  Shape Extents{};
+  const char *Name = "";
+};
+} // namespace detail
+
+/// A read-only view. Writing through it is a compile-time error in pkc.
+template <class T, int R = 1> class In : public detail::RefBase<T, R> {
+  using Base = detail::RefBase<T, R>;
+
+public:
+  In() = default;
+  In(const T *P, const typename Base::Shape &E, const char *N = "")
+      : Base(E, N), Ptr(P) {}
+  In(const T *P, std::initializer_list<int64_t> E, const char *N = "")
+      : Base(E, N), Ptr(P) {}
+  template <int RR = R, class = std::enable_if_t<RR == 1>>
+  In(const std::vector<T> &V, const char *N = "")
+      : Base({static_cast<int64_t>(V.size())}, N), Ptr(V.data()) {}
+  In named(const char *N) const {
+    In C = *this;
+    C.Name = N;
+    return C;
+  }
+  const T *data() const { return Ptr; }
+  /// Eager read of the whole array (defined in pk.h).
+  template <class W, class = typename detail::OnlyWhole<W>::type>
+  Array<T> operator[](W) const;
+
+private:
+  const T *Ptr = nullptr;
+};
+
+/// The proxy that `out[_]` returns in eager mode (defined in pk.h).
+template <class T, int R> class WholeProxy;
+
+/// Written by the kernel; every Out must be written at least once.
+template <class T, int R = 1> class Out : public detail::RefBase<T, R> {
+  using Base = detail::RefBase<T, R>;
+
+public:
+  Out() = default;
+  Out(T *P, const typename Base::Shape &E, const char *N = "")
+      : Base(E, N), Ptr(P) {}
+  Out(T *P, std::initializer_list<int64_t> E, const char *N = "")
+      : Base(E, N), Ptr(P) {}
+  template <int RR = R, class = std::enable_if_t<RR == 1>>
+  Out(std::vector<T> &V, const char *N = "")
+      : Base({static_cast<int64_t>(V.size())}, N), Ptr(V.data()) {}
+  Out named(const char *N) const {
+    Out C = *this;
+    C.Name = N;
+    return C;
+  }
+  T *data() const { return Ptr; }
+  template <class W, class = typename detail::OnlyWhole<W>::type>
+  WholeProxy<T, R> operator[](W) const;
+
+private:
+  T *Ptr = nullptr;
+};
+
+/// Read, then written: the caller's buffer is both an input and an output.
+template <class T, int R = 1> class InOut : public detail::RefBase<T, R> {
+  using Base = detail::RefBase<T, R>;
+
+public:
+  InOut() = default;
+  InOut(T *P, const typename Base::Shape &E, const char *N = "")
+      : Base(E, N), Ptr(P) {}
+  InOut(T *P, std::initializer_list<int64_t> E, const char *N = "")
+      : Base(E, N), Ptr(P) {}
+  template <int RR = R, class = std::enable_if_t<RR == 1>>
+  InOut(std::vector<T> &V, const char *N = "")
+      : Base({static_cast<int64_t>(V.size())}, N), Ptr(V.data()) {}
+  InOut named(const char *N) const {
+    InOut C = *this;
+    C.Name = N;
+    return C;
+  }
+  T *data() const { return Ptr; }
+  template <class W, class = typename detail::OnlyWhole<W>::type>
+  WholeProxy<T, R> operator[](W) const;
+
+private:
+  T *Ptr = nullptr;
+};
+
+} // namespace pk
+
+#endif // PK_REF_H
