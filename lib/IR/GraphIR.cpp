@@ -1,0 +1,744 @@
+//===- GraphIR.cpp - Graph IR: tables, builder, printer, verifier ---------===//
+
+#include "IR/GraphIR.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+using namespace pk::ir;
+
+llvm::StringRef pk::ir::dtypeName(DType T) {
+  switch (T) {
+  case DType::Bool:
+    return "bool";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  }
+  llvm_unreachable("bad dtype");
+}
+
+llvm::StringRef pk::ir::dtypeCppName(DType T) {
+  switch (T) {
+  case DType::Bool:
+    return "bool";
+  case DType::I32:
+    return "int32_t";
+  case DType::I64:
+    return "int64_t";
+  case DType::F32:
+    return "float";
+  case DType::F64:
+    return "double";
+  }
+  llvm_unreachable("bad dtype");
+}
+
+bool pk::ir::isFloat(DType T) { return T == DType::F32 || T == DType::F64; }
+bool pk::ir::isInteger(DType T) { return T == DType::I32 || T == DType::I64; }
+
+//===----------------------------------------------------------------------===//
+// Op table
+//===----------------------------------------------------------------------===//
+
+static const OpInfo OpTable[] = {
+#define PK_OP(Code, Name, Source, Arity, Result, Cpp, CudaF32, CudaF64)        \
+  {OpCode::Code,       Name, Source,  Arity,                                   \
+   ResultRule::Result, Cpp,  CudaF32, CudaF64},
+#include "IR/Ops.def"
+};
+
+const OpInfo &pk::ir::opInfo(OpCode C) {
+  return OpTable[static_cast<unsigned>(C)];
+}
+
+llvm::ArrayRef<OpInfo> pk::ir::allOps() { return OpTable; }
+
+const OpInfo *pk::ir::lookupOpBySource(llvm::StringRef Source) {
+  static const llvm::StringMap<const OpInfo *> BySource = [] {
+    llvm::StringMap<const OpInfo *> M;
+    for (const OpInfo &I : OpTable)
+      M[I.Source] = &I;
+    return M;
+  }();
+  auto It = BySource.find(Source);
+  return It == BySource.end() ? nullptr : It->second;
+}
+
+llvm::StringRef pk::ir::reduceKindName(ReduceKind K) {
+  switch (K) {
+  case ReduceKind::Sum:
+    return "sum";
+  case ReduceKind::Max:
+    return "max";
+  case ReduceKind::Min:
+    return "min";
+  case ReduceKind::Mean:
+    return "mean";
+  }
+  llvm_unreachable("bad reduction");
+}
+
+//===----------------------------------------------------------------------===//
+// Extents
+//===----------------------------------------------------------------------===//
+
+ExtentId ExtentTable::intern(const Extent &E) const {
+  auto Key = std::make_tuple(static_cast<int>(E.K), E.Value, E.Param, E.Axis,
+                             E.A, E.B);
+  auto [It, Inserted] = Index.try_emplace(Key, Items.size());
+  if (Inserted)
+    Items.push_back(E);
+  return It->second;
+}
+
+ExtentId ExtentTable::constant(int64_t V) const {
+  Extent E;
+  E.K = Extent::Const;
+  E.Value = V;
+  return intern(E);
+}
+
+ExtentId ExtentTable::dim(unsigned Param, unsigned Axis) const {
+  Extent E;
+  E.K = Extent::Dim;
+  E.Param = Param;
+  E.Axis = Axis;
+  return intern(E);
+}
+
+/// True when \p Needle occurs in the broadcast tree \p Hay.
+static bool occursIn(const ExtentTable &T, ExtentId Needle, ExtentId Hay) {
+  if (Needle == Hay)
+    return true;
+  const Extent &E = T.get(Hay);
+  return E.K == Extent::Bcast &&
+         (occursIn(T, Needle, E.A) || occursIn(T, Needle, E.B));
+}
+
+ExtentId ExtentTable::bcast(ExtentId A, ExtentId B) const {
+  if (A == B || isConst(B, 1))
+    return A;
+  if (isConst(A, 1))
+    return B;
+  // bcast(bcast(x, y), x) = bcast(x, y): x already took part.
+  if (occursIn(*this, B, A))
+    return A;
+  if (occursIn(*this, A, B))
+    return B;
+  const Extent &EA = get(A), &EB = get(B);
+  // Two different constants (neither 1) cannot broadcast; keep the first and
+  // let the Guards pass report it.
+  if (EA.K == Extent::Const && EB.K == Extent::Const)
+    return A;
+  // Canonical order so that bcast(a, b) and bcast(b, a) intern equal.
+  if (A > B)
+    std::swap(A, B);
+  Extent E;
+  E.K = Extent::Bcast;
+  E.A = A;
+  E.B = B;
+  return intern(E);
+}
+
+//===----------------------------------------------------------------------===//
+// Constant folding (used while building)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reads a Const node as double or int64 and applies C++ semantics of the
+/// node's dtype.
+double asDouble(const Node &N) {
+  return isFloat(N.Type) ? N.FloatValue : static_cast<double>(N.IntValue);
+}
+
+/// Normalises an integer to the range of its dtype (C++ conversion).
+int64_t wrapInt(int64_t V, DType T) {
+  switch (T) {
+  case DType::Bool:
+    return V != 0;
+  case DType::I32:
+    return static_cast<int32_t>(V);
+  default:
+    return V;
+  }
+}
+
+double roundFloat(double V, DType T) {
+  return T == DType::F32 ? static_cast<double>(static_cast<float>(V)) : V;
+}
+
+/// Folds integer ops; returns false for ops that are not folded (or would
+/// be undefined: division by zero, overflow of the i64 range is left as the
+/// wrapped value).
+bool foldInt(OpCode Op, llvm::ArrayRef<int64_t> A, int64_t &R) {
+  auto U = [](int64_t X) { return static_cast<uint64_t>(X); };
+  switch (Op) {
+  case OpCode::Add:
+    R = static_cast<int64_t>(U(A[0]) + U(A[1]));
+    return true;
+  case OpCode::Sub:
+    R = static_cast<int64_t>(U(A[0]) - U(A[1]));
+    return true;
+  case OpCode::Mul:
+    R = static_cast<int64_t>(U(A[0]) * U(A[1]));
+    return true;
+  case OpCode::Div:
+    if (A[1] == 0)
+      return false;
+    R = A[0] / A[1];
+    return true;
+  case OpCode::Rem:
+    if (A[1] == 0)
+      return false;
+    R = A[0] % A[1];
+    return true;
+  case OpCode::Neg:
+    R = static_cast<int64_t>(0 - U(A[0]));
+    return true;
+  case OpCode::Lt:
+    R = A[0] < A[1];
+    return true;
+  case OpCode::Le:
+    R = A[0] <= A[1];
+    return true;
+  case OpCode::Gt:
+    R = A[0] > A[1];
+    return true;
+  case OpCode::Ge:
+    R = A[0] >= A[1];
+    return true;
+  case OpCode::Eq:
+    R = A[0] == A[1];
+    return true;
+  case OpCode::Ne:
+    R = A[0] != A[1];
+    return true;
+  case OpCode::And:
+    R = A[0] && A[1];
+    return true;
+  case OpCode::Or:
+    R = A[0] || A[1];
+    return true;
+  case OpCode::Not:
+    R = !A[0];
+    return true;
+  case OpCode::Abs:
+    R = A[0] < 0 ? -A[0] : A[0];
+    return true;
+  case OpCode::Maximum:
+    R = A[0] > A[1] ? A[0] : A[1];
+    return true;
+  case OpCode::Minimum:
+    R = A[0] < A[1] ? A[0] : A[1];
+    return true;
+  case OpCode::Clamp:
+    R = std::min(std::max(A[0], A[1]), A[2]);
+    return true;
+  case OpCode::Select:
+    R = A[0] ? A[1] : A[2];
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Folds float ops exactly as the generated code would compute them for
+/// the arithmetic and comparisons; transcendental functions are not folded
+/// (their generated implementation may differ from the host's libm).
+bool foldFloat(OpCode Op, llvm::ArrayRef<double> A, double &R) {
+  switch (Op) {
+  case OpCode::Add:
+    R = A[0] + A[1];
+    return true;
+  case OpCode::Sub:
+    R = A[0] - A[1];
+    return true;
+  case OpCode::Mul:
+    R = A[0] * A[1];
+    return true;
+  case OpCode::Div:
+    R = A[0] / A[1];
+    return true;
+  case OpCode::Neg:
+    R = -A[0];
+    return true;
+  case OpCode::Lt:
+    R = A[0] < A[1];
+    return true;
+  case OpCode::Le:
+    R = A[0] <= A[1];
+    return true;
+  case OpCode::Gt:
+    R = A[0] > A[1];
+    return true;
+  case OpCode::Ge:
+    R = A[0] >= A[1];
+    return true;
+  case OpCode::Eq:
+    R = A[0] == A[1];
+    return true;
+  case OpCode::Ne:
+    R = A[0] != A[1];
+    return true;
+  case OpCode::Select:
+    R = A[0] != 0 ? A[1] : A[2];
+    return true;
+  default:
+    return false;
+  }
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Builder
+//===----------------------------------------------------------------------===//
+
+NodeId Builder::add(Node N) {
+  F.Nodes.push_back(std::move(N));
+  return F.Nodes.size() - 1;
+}
+
+unsigned Builder::addParam(llvm::StringRef Name, ParamKind K, DType T,
+                           unsigned Rank, SrcLoc Loc) {
+  Param P;
+  P.Name = Name.str();
+  P.Kind = K;
+  P.Type = T;
+  P.Rank = K == ParamKind::Scalar ? 0 : Rank;
+  P.Loc = Loc;
+  F.Params.push_back(std::move(P));
+  return F.Params.size() - 1;
+}
+
+NodeId Builder::scalarParam(unsigned Param, SrcLoc Loc) {
+  Node N(NodeKind::ScalarParam);
+  N.Type = F.Params[Param].Type;
+  N.Param = Param;
+  N.Weak = true;
+  N.Name = F.Params[Param].Name;
+  N.Label = N.Name;
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::constFloat(double V, DType T, bool Weak, SrcLoc Loc) {
+  Node N(NodeKind::Const);
+  N.Type = T;
+  if (isFloat(T))
+    N.FloatValue = roundFloat(V, T);
+  else
+    N.IntValue = wrapInt(static_cast<int64_t>(V), T);
+  N.Weak = Weak;
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::constInt(int64_t V, DType T, bool Weak, SrcLoc Loc) {
+  Node N(NodeKind::Const);
+  N.Type = T;
+  if (isFloat(T))
+    N.FloatValue = roundFloat(static_cast<double>(V), T);
+  else
+    N.IntValue = wrapInt(V, T);
+  N.Weak = Weak;
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::load(unsigned Param, SrcLoc Loc) {
+  Node N(NodeKind::Load);
+  N.Type = F.Params[Param].Type;
+  N.Param = Param;
+  N.Name = F.Params[Param].Name;
+  N.Label = N.Name;
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+std::optional<double> Builder::constValue(NodeId Id) const {
+  const Node &N = F.Nodes[Id];
+  if (N.Kind != NodeKind::Const)
+    return std::nullopt;
+  return asDouble(N);
+}
+
+NodeId Builder::elementwise(OpCode Op, llvm::ArrayRef<NodeId> Operands,
+                            DType Result, SrcLoc Loc) {
+  bool AllConst = llvm::all_of(
+      Operands, [&](NodeId O) { return F.Nodes[O].Kind == NodeKind::Const; });
+  if (AllConst) {
+    bool Weak =
+        llvm::all_of(Operands, [&](NodeId O) { return F.Nodes[O].Weak; });
+    // The operands share one dtype (the frontend casts them); fold in it.
+    DType In = F.Nodes[Operands.back()].Type;
+    if (isFloat(In)) {
+      llvm::SmallVector<double, 3> A;
+      for (NodeId O : Operands)
+        A.push_back(asDouble(F.Nodes[O]));
+      double R;
+      if (foldFloat(Op, A, R))
+        return constFloat(isFloat(Result) ? roundFloat(R, Result) : R, Result,
+                          Weak, Loc);
+    } else {
+      llvm::SmallVector<int64_t, 3> A;
+      for (NodeId O : Operands)
+        A.push_back(F.Nodes[O].IntValue);
+      int64_t R;
+      if (foldInt(Op, A, R))
+        return constInt(wrapInt(R, Result), Result, Weak, Loc);
+    }
+  }
+  Node N(NodeKind::Elementwise);
+  N.Op = Op;
+  N.Type = Result;
+  N.Operands.assign(Operands.begin(), Operands.end());
+  N.Weak = llvm::all_of(Operands, [&](NodeId O) { return F.Nodes[O].Weak; });
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::cast(NodeId V, DType T, SrcLoc Loc) {
+  const Node &Src = F.Nodes[V];
+  if (Src.Type == T)
+    return V;
+  if (Src.Kind == NodeKind::Const) {
+    if (isFloat(Src.Type)) {
+      if (isFloat(T))
+        return constFloat(Src.FloatValue, T, Src.Weak, Loc);
+      if (T == DType::Bool)
+        return constInt(Src.FloatValue != 0, T, Src.Weak, Loc);
+      // Float to integer outside the range is UB in C++: don't fold it.
+      if (std::isfinite(Src.FloatValue) && std::fabs(Src.FloatValue) < 9e18)
+        return constInt(static_cast<int64_t>(Src.FloatValue), T, Src.Weak, Loc);
+    } else {
+      return constInt(Src.IntValue, T, Src.Weak, Loc);
+    }
+  }
+  Node N(NodeKind::Cast);
+  N.Type = T;
+  N.Operands = {V};
+  N.Weak = Src.Weak;
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::reduce(ReduceKind K, NodeId V, llvm::ArrayRef<int> Axes,
+                       bool KeepDims, DType Result, SrcLoc Loc) {
+  Node N(NodeKind::Reduce);
+  N.Reduction = K;
+  N.Type = Result;
+  N.Operands = {V};
+  N.Axes.assign(Axes.begin(), Axes.end());
+  N.KeepDims = KeepDims;
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::broadcastTo(NodeId V, NodeId ShapeOf, SrcLoc Loc) {
+  Node N(NodeKind::BroadcastTo);
+  N.Type = F.Nodes[V].Type;
+  N.Operands = {V, ShapeOf};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::expandDims(NodeId V, int Axis, SrcLoc Loc) {
+  Node N(NodeKind::ExpandDims);
+  N.Type = F.Nodes[V].Type;
+  N.Operands = {V};
+  N.Axes = {Axis};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::squeeze(NodeId V, int Axis, SrcLoc Loc) {
+  Node N(NodeKind::Squeeze);
+  N.Type = F.Nodes[V].Type;
+  N.Operands = {V};
+  N.Axes = {Axis};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::index(NodeId V, int Axis, SrcLoc Loc) {
+  Node N(NodeKind::Index);
+  N.Type = DType::I64;
+  N.Operands = {V};
+  N.Axes = {Axis};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc) {
+  Node N(NodeKind::MatMul);
+  N.Type = Result;
+  N.Operands = {A, B};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::transpose(NodeId V, SrcLoc Loc) {
+  Node N(NodeKind::Transpose);
+  N.Type = F.Nodes[V].Type;
+  N.Operands = {V};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+NodeId Builder::store(unsigned Param, NodeId V, SrcLoc Loc) {
+  Node N(NodeKind::Store);
+  N.Type = F.Params[Param].Type;
+  N.Param = Param;
+  N.Operands = {V};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+void Builder::setName(NodeId Id, llvm::StringRef Name) {
+  if (F.Nodes[Id].Name.empty())
+    F.Nodes[Id].Name = Name.str();
+}
+
+void Builder::setLabel(NodeId Id, llvm::StringRef Label) {
+  F.Nodes[Id].Label = Label.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+std::string pk::ir::extentToString(const Function &F, ExtentId Id) {
+  const Extent &E = F.Extents.get(Id);
+  switch (E.K) {
+  case Extent::Const:
+    return std::to_string(E.Value);
+  case Extent::Dim:
+    return fmt::format("{}.{}", F.Params[E.Param].Name, E.Axis);
+  case Extent::Bcast:
+    return fmt::format("bcast({}, {})", extentToString(F, E.A),
+                       extentToString(F, E.B));
+  }
+  llvm_unreachable("bad extent");
+}
+
+std::string pk::ir::shapeToString(const Function &F,
+                                  llvm::ArrayRef<ExtentId> S) {
+  std::string R = "[";
+  for (size_t I = 0; I < S.size(); ++I) {
+    if (I)
+      R += ", ";
+    R += extentToString(F, S[I]);
+  }
+  return R + "]";
+}
+
+static llvm::StringRef paramKindName(ParamKind K) {
+  switch (K) {
+  case ParamKind::In:
+    return "in";
+  case ParamKind::Out:
+    return "out";
+  case ParamKind::InOut:
+    return "inout";
+  case ParamKind::Scalar:
+    return "scalar";
+  }
+  llvm_unreachable("bad param kind");
+}
+
+static std::string formatConst(const Node &N) {
+  if (N.Type == DType::Bool)
+    return N.IntValue ? "true" : "false";
+  if (isInteger(N.Type))
+    return std::to_string(N.IntValue);
+  return fmt::format("{}", N.FloatValue);
+}
+
+static std::string nodeBody(const Function &F, const Node &N) {
+  auto Ops = [&] {
+    std::string R;
+    for (size_t I = 0; I < N.Operands.size(); ++I)
+      R += fmt::format("{}%{}", I ? ", " : "", N.Operands[I]);
+    return R;
+  };
+  switch (N.Kind) {
+  case NodeKind::ScalarParam:
+    return fmt::format("param {}", F.Params[N.Param].Name);
+  case NodeKind::Const:
+    return fmt::format("const {}", formatConst(N));
+  case NodeKind::Load:
+    return fmt::format("load {}", F.Params[N.Param].Name);
+  case NodeKind::Elementwise:
+    return fmt::format("{} {}", opInfo(N.Op).Name, Ops());
+  case NodeKind::Cast:
+    return fmt::format("cast {}", Ops());
+  case NodeKind::Reduce:
+    return fmt::format("reduce.{} {} axes=[{}]{}", reduceKindName(N.Reduction),
+                       Ops(), fmt::join(N.Axes, ", "),
+                       N.KeepDims ? " keepdims" : "");
+  case NodeKind::BroadcastTo:
+    return fmt::format("broadcast_to {}", Ops());
+  case NodeKind::ExpandDims:
+    return fmt::format("expand_dims {} axis={}", Ops(), N.Axes[0]);
+  case NodeKind::Squeeze:
+    return fmt::format("squeeze {} axis={}", Ops(), N.Axes[0]);
+  case NodeKind::Index:
+    return fmt::format("index {} axis={}", Ops(), N.Axes[0]);
+  case NodeKind::MatMul:
+    return fmt::format("matmul {}", Ops());
+  case NodeKind::Transpose:
+    return fmt::format("transpose {}", Ops());
+  case NodeKind::Store:
+    return fmt::format("store {}, {}", F.Params[N.Param].Name, Ops());
+  }
+  llvm_unreachable("bad node kind");
+}
+
+void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
+                   const llvm::DenseMap<NodeId, unsigned> *GroupOf) {
+  OS << "func @" << F.QualifiedName << "(";
+  for (size_t I = 0; I < F.Params.size(); ++I) {
+    const Param &P = F.Params[I];
+    if (I)
+      OS << ", ";
+    OS << paramKindName(P.Kind) << " " << P.Name << ": " << dtypeName(P.Type);
+    if (P.isRef()) {
+      OS << "[";
+      for (unsigned A = 0; A < P.Rank; ++A)
+        OS << (A ? ", " : "") << P.Name << "." << A;
+      OS << "]";
+    }
+  }
+  OS << ") {\n";
+  for (const Guard &G : F.Guards) {
+    static const char *const Kinds[] = {"fits", "equal", "nonzero"};
+    OS << "  guard " << Kinds[G.K] << " " << extentToString(F, G.A);
+    if (G.K != Guard::NonZero)
+      OS << ", " << extentToString(F, G.B);
+    OS << "  ; axis " << G.Axis;
+    if (G.Loc.Line)
+      OS << " line " << G.Loc.Line;
+    OS << "\n";
+  }
+  for (size_t I = 0; I < F.Nodes.size(); ++I) {
+    const Node &N = F.Nodes[I];
+    if (N.Dead)
+      continue;
+    OS << "  ";
+    if (!N.isStore())
+      OS << "%" << I << " = ";
+    OS << nodeBody(F, N);
+    if (!N.isStore())
+      OS << " : " << dtypeName(N.Type) << shapeToString(F, N.Sh);
+    if (N.Weak && !N.isStore())
+      OS << " weak";
+    if (GroupOf) {
+      auto It = GroupOf->find(I);
+      if (It != GroupOf->end())
+        OS << "  group=" << It->second;
+    }
+    if (!N.Name.empty() && N.Kind != NodeKind::Load &&
+        N.Kind != NodeKind::ScalarParam)
+      OS << "  ; " << N.Name;
+    if (N.Loc.Line)
+      OS << (N.Name.empty() || N.Kind == NodeKind::Load ||
+                     N.Kind == NodeKind::ScalarParam
+                 ? "  ; "
+                 : " ")
+         << "line " << N.Loc.Line;
+    OS << "\n";
+  }
+  OS << "}\n";
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier
+//===----------------------------------------------------------------------===//
+
+std::string pk::ir::verify(const Function &F) {
+  for (size_t I = 0; I < F.Nodes.size(); ++I) {
+    const Node &N = F.Nodes[I];
+    if (N.Dead)
+      continue;
+    for (NodeId O : N.Operands) {
+      if (O >= I)
+        return fmt::format("%{} uses %{} before its definition", I, O);
+      if (F.Nodes[O].Dead)
+        return fmt::format("%{} uses dead %{}", I, O);
+      if (F.Nodes[O].isStore())
+        return fmt::format("%{} uses store %{} as a value", I, O);
+    }
+    auto ExpectOperands = [&](size_t Count) -> std::string {
+      if (N.Operands.size() != Count)
+        return fmt::format("%{} has {} operands, expected {}", I,
+                           N.Operands.size(), Count);
+      return "";
+    };
+    std::string Err;
+    switch (N.Kind) {
+    case NodeKind::ScalarParam:
+    case NodeKind::Load:
+    case NodeKind::Store:
+      if (N.Param >= F.Params.size())
+        return fmt::format("%{} refers to parameter {} of {}", I, N.Param,
+                           F.Params.size());
+      if (N.Kind == NodeKind::ScalarParam && F.Params[N.Param].isRef())
+        return fmt::format("%{}: param of a ref", I);
+      if (N.Kind != NodeKind::ScalarParam && !F.Params[N.Param].isRef())
+        return fmt::format("%{}: load/store of a scalar parameter", I);
+      if (N.Kind == NodeKind::Store && !F.Params[N.Param].isWritable())
+        return fmt::format("%{}: store to an In parameter", I);
+      Err = ExpectOperands(N.Kind == NodeKind::Store ? 1 : 0);
+      break;
+    case NodeKind::Const:
+      Err = ExpectOperands(0);
+      break;
+    case NodeKind::Elementwise: {
+      const OpInfo &Info = opInfo(N.Op);
+      Err = ExpectOperands(Info.Arity);
+      if (!Err.empty())
+        break;
+      if (Info.Result == ResultRule::Bool && N.Type != DType::Bool)
+        return fmt::format("%{}: {} must give bool", I, Info.Name);
+      size_t First = N.Op == OpCode::Select ? 1 : 0;
+      if (N.Op == OpCode::Select && F.Nodes[N.Operands[0]].Type != DType::Bool)
+        return fmt::format("%{}: select mask must be bool", I);
+      DType Expect = Info.Result == ResultRule::Same
+                         ? N.Type
+                         : F.Nodes[N.Operands[First]].Type;
+      for (size_t O = First; O < N.Operands.size(); ++O)
+        if (F.Nodes[N.Operands[O]].Type != Expect)
+          return fmt::format("%{}: operand {} of {} is {}, expected {}", I, O,
+                             Info.Name, dtypeName(F.Nodes[N.Operands[O]].Type),
+                             dtypeName(Expect));
+      break;
+    }
+    case NodeKind::Cast:
+    case NodeKind::Reduce:
+    case NodeKind::ExpandDims:
+    case NodeKind::Squeeze:
+    case NodeKind::Index:
+    case NodeKind::Transpose:
+      Err = ExpectOperands(1);
+      break;
+    case NodeKind::BroadcastTo:
+    case NodeKind::MatMul:
+      Err = ExpectOperands(2);
+      break;
+    }
+    if (!Err.empty())
+      return Err;
+  }
+  return "";
+}

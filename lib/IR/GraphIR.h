@@ -1,0 +1,295 @@
+//===- GraphIR.h - SSA graph over whole arrays ------------------*- C++ -*-===//
+//
+// Graph IR is the first layer below the AST: a kernel is a list of SSA nodes
+// over whole arrays. Each node has a dtype and a shape whose extents are
+// symbolic (`x.0`, constants, broadcasts of two extents). Stores are the only
+// side effects and keep their source order. No Clang type ever appears here.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_IR_GRAPHIR_H
+#define PK_IR_GRAPHIR_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+}
+
+namespace pk::ir {
+
+//===----------------------------------------------------------------------===//
+// Element types
+//===----------------------------------------------------------------------===//
+
+enum class DType : uint8_t { Bool, I32, I64, F32, F64 };
+
+/// "bool", "i32", "i64", "f32", "f64" as printed in the IR.
+llvm::StringRef dtypeName(DType T);
+/// The C++ spelling: "bool", "int32_t", "int64_t", "float", "double".
+llvm::StringRef dtypeCppName(DType T);
+bool isFloat(DType T);
+bool isInteger(DType T); // I32 or I64 (not bool)
+
+//===----------------------------------------------------------------------===//
+// The op table (Ops.def)
+//===----------------------------------------------------------------------===//
+
+enum class OpCode : uint8_t {
+#define PK_OP(Code, ...) Code,
+#include "Ops.def"
+};
+
+enum class ResultRule : uint8_t { Same, Bool };
+
+struct OpInfo {
+  OpCode Code;
+  llvm::StringRef Name;   ///< printed in the IR
+  llvm::StringRef Source; ///< spelling in the kernel language
+  unsigned Arity;
+  ResultRule Result;
+  llvm::StringRef Cpp;     ///< fmt template over {0} {1} {2}
+  llvm::StringRef CudaF32; ///< CUDA spelling for float/integer/bool results
+  llvm::StringRef CudaF64; ///< CUDA spelling for double results
+};
+
+const OpInfo &opInfo(OpCode C);
+llvm::ArrayRef<OpInfo> allOps();
+/// Looks an op up by its kernel-language spelling: "exp", "+", "unary-",
+/// "where", ... Returns nullptr when the name is not an elementwise op.
+const OpInfo *lookupOpBySource(llvm::StringRef Source);
+
+//===----------------------------------------------------------------------===//
+// Source locations
+//===----------------------------------------------------------------------===//
+
+/// Where a node came from. `Raw` is an opaque token the frontend can turn back
+/// into its own location type to report a diagnostic at the right place.
+struct SrcLoc {
+  unsigned Line = 0;
+  unsigned Col = 0;
+  uint64_t Raw = 0;
+};
+
+/// A problem in the user's kernel found below the frontend (shape mismatch
+/// known at compile time, construct not supported by a lowering yet). The
+/// frontend reports it as a Clang diagnostic at `Loc`. `Id` is the
+/// `[pk-<id>]` tag.
+struct UserDiag {
+  SrcLoc Loc;
+  std::string Id;
+  std::string Message;
+  std::string Note; ///< what to write instead ("" for none)
+};
+
+//===----------------------------------------------------------------------===//
+// Symbolic extents
+//===----------------------------------------------------------------------===//
+
+using ExtentId = unsigned;
+using Shape = llvm::SmallVector<ExtentId, 4>;
+
+/// An extent expression. Extents are hash-consed in the function's
+/// ExtentTable, so equal ids mean equal expressions.
+struct Extent {
+  enum Kind : uint8_t {
+    Const, ///< a compile-time constant `Value`
+    Dim,   ///< extent `Axis` of parameter `Param` (printed `x.0`)
+    Bcast, ///< NumPy broadcast of extents `A` and `B`: A == 1 ? B : A
+  };
+  Kind K = Const;
+  int64_t Value = 0;
+  unsigned Param = 0, Axis = 0;
+  ExtentId A = 0, B = 0;
+};
+
+/// Interning does not change what any existing id means, so the table is
+/// logically const: passes that only read a Function may still name extents.
+class ExtentTable {
+public:
+  ExtentId constant(int64_t V) const;
+  ExtentId dim(unsigned Param, unsigned Axis) const;
+  /// Simplifies: bcast(x, x) = x, bcast(1, x) = x, bcast(c, c') for
+  /// constants. Does not check compatibility (see the Guards pass).
+  ExtentId bcast(ExtentId A, ExtentId B) const;
+  const Extent &get(ExtentId Id) const { return Items[Id]; }
+  bool isConst(ExtentId Id, int64_t V) const {
+    return Items[Id].K == Extent::Const && Items[Id].Value == V;
+  }
+  size_t size() const { return Items.size(); }
+
+private:
+  ExtentId intern(const Extent &E) const;
+  mutable std::vector<Extent> Items;
+  mutable std::map<
+      std::tuple<int, int64_t, unsigned, unsigned, unsigned, unsigned>,
+      ExtentId>
+      Index;
+};
+
+//===----------------------------------------------------------------------===//
+// Parameters and nodes
+//===----------------------------------------------------------------------===//
+
+enum class ParamKind : uint8_t { In, Out, InOut, Scalar };
+
+struct Param {
+  std::string Name;
+  ParamKind Kind = ParamKind::In;
+  DType Type = DType::F32;
+  unsigned Rank = 0; ///< 0 for scalars
+  SrcLoc Loc;
+  bool isRef() const { return Kind != ParamKind::Scalar; }
+  bool isWritable() const {
+    return Kind == ParamKind::Out || Kind == ParamKind::InOut;
+  }
+};
+
+using NodeId = unsigned;
+
+enum class NodeKind : uint8_t {
+  ScalarParam, ///< value of scalar parameter `Param` (rank 0, weak)
+  Const,       ///< literal (rank 0, weak when it came from a C++ literal)
+  Load,        ///< whole-array read of ref parameter `Param`
+  Elementwise, ///< `Op` over `Operands` (broadcast together)
+  Cast,        ///< operand 0 converted to `Type`
+  Reduce,      ///< `Reduction` of operand 0 over `Axes`, `KeepDims`
+  BroadcastTo, ///< operand 0 broadcast to the shape of operand 1
+  ExpandDims,  ///< new extent-1 axis at `Axes[0]`
+  Squeeze,     ///< remove the extent-1 axis `Axes[0]`
+  Index,       ///< coordinate along `Axes[0]` of each element of operand 0
+  MatMul,      ///< matrix product of operands 0 and 1 (rank 2 or 3)
+  Transpose,   ///< swap the last two axes of operand 0
+  Store,       ///< write operand 0 to ref `Param`, broadcast to its shape
+};
+
+enum class ReduceKind : uint8_t { Sum, Max, Min, Mean };
+llvm::StringRef reduceKindName(ReduceKind K);
+
+struct Node {
+  explicit Node(NodeKind K) : Kind(K) {}
+  NodeKind Kind;
+  DType Type = DType::F32;
+  Shape Sh; ///< filled by inferShapes(); empty for rank 0 and stores
+  llvm::SmallVector<NodeId, 3> Operands;
+  OpCode Op = OpCode::Add; ///< Elementwise
+  unsigned Param = 0;      ///< ScalarParam, Load, Store
+  double FloatValue = 0;   ///< Const of float type
+  int64_t IntValue = 0;    ///< Const of integer or bool type
+  bool Weak = false;       ///< scalar that takes the array's float type
+  ReduceKind Reduction = ReduceKind::Sum;
+  llvm::SmallVector<int, 2> Axes; ///< as written (may be negative)
+  bool KeepDims = false;
+  /// A readable name: the local variable or ref it was bound to, or "".
+  std::string Name;
+  /// What the user wrote, for messages ("x[_] * x[_]"), possibly shortened.
+  std::string Label;
+  SrcLoc Loc;
+  bool Dead = false; ///< removed by a pass; skipped by everyone
+
+  bool isStore() const { return Kind == NodeKind::Store; }
+  unsigned rank() const { return Sh.size(); }
+};
+
+/// A run-time shape condition checked once at kernel entry, before any write.
+struct Guard {
+  enum Kind : uint8_t {
+    Fits,    ///< extent A can broadcast to extent B (A == B || A == 1)
+    Equal,   ///< extents A and B are equal (matmul's K, squeezed axes)
+    NonZero, ///< extent A is not 0 (max/min of an empty axis)
+  };
+  Kind K;
+  ExtentId A, B;
+  NodeId NodeA, NodeB; ///< for the message: whose shapes to print
+  int Axis;            ///< counted from the end (-1 = last), for the message
+  SrcLoc Loc;
+};
+
+/// A kernel in Graph IR.
+struct Function {
+  std::string Name;          ///< unqualified, e.g. "rmsnorm"
+  std::string QualifiedName; ///< e.g. "ns::rmsnorm"
+  std::string File;          ///< main source file, for comments
+  SrcLoc Loc;
+  std::vector<Param> Params; ///< in signature order
+  std::vector<Node> Nodes;   ///< SSA order; stores keep program order
+  ExtentTable Extents;
+  std::vector<Guard> Guards; ///< filled by the Guards pass
+
+  const Node &node(NodeId Id) const { return Nodes[Id]; }
+  Node &node(NodeId Id) { return Nodes[Id]; }
+};
+
+//===----------------------------------------------------------------------===//
+// Building (used by the frontend and the unit tests)
+//===----------------------------------------------------------------------===//
+
+/// Appends nodes to a Function. Shapes are not computed here (inferShapes()).
+class Builder {
+public:
+  explicit Builder(Function &F) : F(F) {}
+  unsigned addParam(llvm::StringRef Name, ParamKind K, DType T, unsigned Rank,
+                    SrcLoc Loc = {});
+  NodeId scalarParam(unsigned Param, SrcLoc Loc = {});
+  NodeId constFloat(double V, DType T, bool Weak, SrcLoc Loc = {});
+  NodeId constInt(int64_t V, DType T, bool Weak, SrcLoc Loc = {});
+  NodeId load(unsigned Param, SrcLoc Loc = {});
+  /// `Result` is the dtype the eager header gives the expression. Operands
+  /// must already have the dtype the op computes in (see Ops.def). When every
+  /// operand is a Const, the result is folded into a Const.
+  NodeId elementwise(OpCode Op, llvm::ArrayRef<NodeId> Operands, DType Result,
+                     SrcLoc Loc = {});
+  /// Folds casts of constants; returns V itself when it already has type T.
+  NodeId cast(NodeId V, DType T, SrcLoc Loc = {});
+  NodeId reduce(ReduceKind K, NodeId V, llvm::ArrayRef<int> Axes, bool KeepDims,
+                DType Result, SrcLoc Loc = {});
+  NodeId broadcastTo(NodeId V, NodeId ShapeOf, SrcLoc Loc = {});
+  NodeId expandDims(NodeId V, int Axis, SrcLoc Loc = {});
+  NodeId squeeze(NodeId V, int Axis, SrcLoc Loc = {});
+  NodeId index(NodeId V, int Axis, SrcLoc Loc = {});
+  NodeId matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc = {});
+  NodeId transpose(NodeId V, SrcLoc Loc = {});
+  NodeId store(unsigned Param, NodeId V, SrcLoc Loc = {});
+
+  /// Returns the value of a Const node (after folding), or nullopt. The
+  /// frontend uses it for `if`/loop conditions and axes.
+  std::optional<double> constValue(NodeId Id) const;
+
+  /// Names a value after the local variable it is bound to (first one wins).
+  void setName(NodeId Id, llvm::StringRef Name);
+  void setLabel(NodeId Id, llvm::StringRef Label);
+
+private:
+  NodeId add(Node N);
+  Function &F;
+};
+
+//===----------------------------------------------------------------------===//
+// Printing and verification
+//===----------------------------------------------------------------------===//
+
+/// `x.0`, `128`, `bcast(a.0, b.0)`.
+std::string extentToString(const Function &F, ExtentId E);
+/// `[x.0, x.1]`.
+std::string shapeToString(const Function &F, llvm::ArrayRef<ExtentId> S);
+/// The readable text form used by `--emit=graph`. `GroupOf`, when given,
+/// maps node ids to fusion group ids printed beside each node.
+void print(const Function &F, llvm::raw_ostream &OS,
+           const llvm::DenseMap<NodeId, unsigned> *GroupOf = nullptr);
+/// Checks structural invariants (operand order, arities, dtypes of ops,
+/// params of loads/stores). Returns "" when valid, else the first problem.
+/// A failure is a compiler bug, not a user error.
+std::string verify(const Function &F);
+
+} // namespace pk::ir
+
+#endif // PK_IR_GRAPHIR_H

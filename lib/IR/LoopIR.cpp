@@ -1,0 +1,149 @@
+//===- LoopIR.cpp - Loop IR printer and verifier --------------------------===//
+
+#include "IR/LoopIR.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+using namespace pk;
+using namespace pk::loop;
+
+bool Nest::canFlatten() const {
+  for (const Stmt &S : Body)
+    if (S.K == Stmt::Load) {
+      if (S.Axes.size() != Domain.size())
+        return false;
+      for (AxisMap M : S.Axes)
+        if (M == AxisMap::Broadcast)
+          return false;
+    }
+  return true;
+}
+
+static llvm::StringRef axisMapName(AxisMap M) {
+  switch (M) {
+  case AxisMap::Same:
+    return "same";
+  case AxisMap::Broadcast:
+    return "bcast";
+  case AxisMap::Runtime:
+    return "runtime";
+  }
+  return "?";
+}
+
+static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
+                      unsigned Indent) {
+  const ir::Function &F = *P.F;
+  std::string Pad(Indent, ' ');
+  OS << Pad << "nest " << N.Group << " for " << ir::shapeToString(F, N.Domain)
+     << " {";
+  if (!N.Lines.empty())
+    OS << "  ; line" << (N.Lines.size() > 1 ? "s " : " ")
+       << fmt::format("{}", fmt::join(N.Lines, ", "));
+  OS << "\n";
+  for (auto &[A, B] : N.FuseConds)
+    OS << Pad << "  fused if " << ir::extentToString(F, A)
+       << " == " << ir::extentToString(F, B) << "\n";
+  for (size_t I = 0; I < N.Body.size(); ++I) {
+    const Stmt &S = N.Body[I];
+    OS << Pad << "  ";
+    auto Arg = [&](unsigned J) { return N.Body[S.Args[J]].Name; };
+    switch (S.K) {
+    case Stmt::Load: {
+      std::vector<std::string> Maps;
+      for (AxisMap M : S.Axes)
+        Maps.push_back(axisMapName(M).str());
+      OS << S.Name << " = load " << F.Params[S.Param].Name << "["
+         << fmt::format("{}", fmt::join(Maps, ", ")) << "]";
+      break;
+    }
+    case Stmt::Scalar:
+      OS << S.Name << " = param " << F.Params[S.Param].Name;
+      break;
+    case Stmt::Const:
+      OS << S.Name << " = const "
+         << (ir::isFloat(S.Type) ? fmt::format("{}", S.FloatValue)
+                                 : std::to_string(S.IntValue));
+      break;
+    case Stmt::Apply: {
+      OS << S.Name << " = " << ir::opInfo(S.Op).Name << " ";
+      for (size_t J = 0; J < S.Args.size(); ++J)
+        OS << (J ? ", " : "") << Arg(J);
+      break;
+    }
+    case Stmt::Cast:
+      OS << S.Name << " = cast " << Arg(0);
+      break;
+    case Stmt::Store:
+      OS << "store " << F.Params[S.Param].Name << ", " << Arg(0);
+      break;
+    }
+    if (S.K != Stmt::Store)
+      OS << " : " << ir::dtypeName(S.Type);
+    OS << "\n";
+  }
+  if (!N.Unfused.empty()) {
+    OS << Pad << "  else unfused {\n";
+    for (const Nest &U : N.Unfused)
+      printNest(P, U, OS, Indent + 4);
+    OS << Pad << "  }\n";
+  } else if (!N.UnfusedError.empty()) {
+    OS << Pad << "  else error \"" << N.UnfusedError << "\"\n";
+  }
+  OS << Pad << "}\n";
+}
+
+void pk::loop::print(const Program &P, llvm::raw_ostream &OS) {
+  OS << "loops @" << P.F->QualifiedName << " {\n";
+  for (const Nest &N : P.Nests)
+    printNest(P, N, OS, 2);
+  OS << "}\n";
+}
+
+static std::string verifyNest(const Program &P, const Nest &N) {
+  bool HasStore = false;
+  for (size_t I = 0; I < N.Body.size(); ++I) {
+    const Stmt &S = N.Body[I];
+    for (unsigned A : S.Args) {
+      if (A >= I)
+        return fmt::format("nest {}: statement {} uses {} before it", N.Group,
+                           I, A);
+      if (N.Body[A].K == Stmt::Store)
+        return fmt::format("nest {}: statement {} uses a store", N.Group, I);
+    }
+    if (S.K == Stmt::Load && S.Axes.size() != P.F->Params[S.Param].Rank)
+      return fmt::format("nest {}: load of {} maps {} axes, rank is {}",
+                         N.Group, P.F->Params[S.Param].Name, S.Axes.size(),
+                         P.F->Params[S.Param].Rank);
+    if (S.K == Stmt::Load && S.Axes.size() > N.Domain.size())
+      return fmt::format("nest {}: load of {} has a higher rank than the "
+                         "domain",
+                         N.Group, P.F->Params[S.Param].Name);
+    if (S.K == Stmt::Store) {
+      HasStore = true;
+      if (!P.F->Params[S.Param].isWritable())
+        return fmt::format("nest {}: store to read-only {}", N.Group,
+                           P.F->Params[S.Param].Name);
+      if (P.F->Params[S.Param].Rank != N.Domain.size())
+        return fmt::format("nest {}: store to {} of rank {} in a domain of "
+                           "rank {}",
+                           N.Group, P.F->Params[S.Param].Name,
+                           P.F->Params[S.Param].Rank, N.Domain.size());
+    }
+  }
+  if (!HasStore)
+    return fmt::format("nest {} stores nothing", N.Group);
+  for (const Nest &U : N.Unfused)
+    if (std::string E = verifyNest(P, U); !E.empty())
+      return E;
+  return "";
+}
+
+std::string pk::loop::verify(const Program &P) {
+  for (const Nest &N : P.Nests)
+    if (std::string E = verifyNest(P, N); !E.empty())
+      return E;
+  return "";
+}

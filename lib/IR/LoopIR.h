@@ -1,0 +1,87 @@
+//===- LoopIR.h - Loop nests with scalar bodies -----------------*- C++ -*-===//
+//
+// Loop IR is what a fused group becomes: a loop nest over an iteration domain
+// (the shape of the refs the group writes) with a scalar body in
+// three-address form. It is target independent: the CPU and CUDA emitters
+// both print it. Loads carry how each of their axes maps onto the domain, so
+// broadcasting is index arithmetic, never a copy.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_IR_LOOPIR_H
+#define PK_IR_LOOPIR_H
+
+#include "IR/GraphIR.h"
+
+#include <string>
+#include <vector>
+
+namespace pk::loop {
+
+using ir::DType;
+using ir::ExtentId;
+
+/// How one axis of a loaded ref is indexed by the domain.
+enum class AxisMap : uint8_t {
+  Same,      ///< the ref's extent is the domain's: index with the domain index
+  Broadcast, ///< the extent is the constant 1: stride 0
+  Runtime,   ///< only known at run time (extent 1 broadcasts, else same)
+};
+
+/// One scalar statement. Every kind but Store defines the value `Name`.
+struct Stmt {
+  enum Kind : uint8_t {
+    Load,   ///< element of ref `Param` at the current domain index
+    Scalar, ///< the scalar parameter `Param`
+    Const,  ///< literal
+    Apply,  ///< `Op` of `Args`
+    Cast,   ///< Args[0] converted to `Type`
+    Store,  ///< write Args[0] (converted to the ref's dtype) to ref `Param`
+  };
+  Kind K;
+  DType Type = DType::F32;
+  std::string Name; ///< C++ identifier, unique in the kernel
+  unsigned Param = 0;
+  ir::OpCode Op = ir::OpCode::Add;
+  std::vector<unsigned> Args; ///< indices of earlier statements
+  double FloatValue = 0;
+  int64_t IntValue = 0;
+  /// Load: one entry per axis of the ref (right-aligned to the domain).
+  std::vector<AxisMap> Axes;
+  unsigned Line = 0; ///< source line, for comments
+};
+
+/// One loop nest: for every index of `Domain`, run `Body`.
+struct Nest {
+  unsigned Group = 0;
+  std::vector<ExtentId> Domain;
+  std::vector<Stmt> Body;
+  std::vector<unsigned> Lines; ///< source lines of the stores, for comments
+  /// Pairs of extents that must be equal at run time for this nest to be
+  /// valid as one loop (stores to refs whose extents are different symbols).
+  std::vector<std::pair<ExtentId, ExtentId>> FuseConds;
+  /// What to run when FuseConds fail: one nest per store, in an order that
+  /// reads every ref before it is overwritten. Empty when FuseConds is empty.
+  std::vector<Nest> Unfused;
+  /// Set when FuseConds can fail and no safe unfused order exists: the
+  /// emitted code raises this as a ShapeError.
+  std::string UnfusedError;
+
+  /// True when every load has the domain's rank and no Broadcast axis: then
+  /// one flat loop over all elements is valid whenever the Runtime axes turn
+  /// out to equal the domain (the emitters test that at entry).
+  bool canFlatten() const;
+};
+
+/// A kernel in Loop IR: the nests in execution order.
+struct Program {
+  const ir::Function *F = nullptr;
+  std::vector<Nest> Nests;
+};
+
+void print(const Program &P, llvm::raw_ostream &OS);
+/// Structural checks (argument order, store targets). "" when valid.
+std::string verify(const Program &P);
+
+} // namespace pk::loop
+
+#endif // PK_IR_LOOPIR_H

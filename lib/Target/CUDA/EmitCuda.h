@@ -1,0 +1,31 @@
+//===- EmitCuda.h - Loop IR to CUDA kernels and launchers -------*- C++ -*-===//
+#ifndef PK_TARGET_CUDA_EMITCUDA_H
+#define PK_TARGET_CUDA_EMITCUDA_H
+
+#include "IR/LoopIR.h"
+
+#include <string>
+
+namespace pk::cuda {
+
+/// The CUDA text of one kernel.
+struct KernelText {
+  std::string Kernels;     ///< `__global__` functions, one per loop nest
+  std::string Launcher;    ///< `void <name>(refs..., CUstream_st *)` body
+  std::string Declaration; ///< the launcher's declaration for the .pk.h
+};
+
+/// Grid-stride elementwise kernels (flat or with broadcast index
+/// arithmetic) and a host launcher that checks the entry guards, picks the
+/// grid and launches on the caller's stream through PK_LAUNCH.
+KernelText emitCuda(const loop::Program &P);
+
+/// The whole .pk.cu / .pk.h for the kernels of one source file.
+std::string cudaFile(llvm::StringRef Source, llvm::StringRef HeaderName,
+                     llvm::ArrayRef<KernelText> Kernels);
+std::string cudaHeader(llvm::StringRef Source,
+                       llvm::ArrayRef<KernelText> Kernels);
+
+} // namespace pk::cuda
+
+#endif // PK_TARGET_CUDA_EMITCUDA_H

@@ -1,0 +1,66 @@
+//===- HostCode.h - Pieces shared by the C++ and CUDA emitters --*- C++ -*-===//
+//
+// Both backends check the same entry guards on the host and print the same
+// scalar statements (with the spelling column of the op table that fits the
+// target). What differs between them — loops versus threads — stays in
+// Target/CPU and Target/CUDA.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_TARGET_HOSTCODE_H
+#define PK_TARGET_HOSTCODE_H
+
+#include "IR/LoopIR.h"
+
+#include <functional>
+#include <string>
+
+namespace pk::target {
+
+enum class Backend { Cpu, Cuda };
+
+/// Names the emitters give things; every one starts with `pk_`, which the
+/// frontend keeps out of user names.
+std::string extentVar(const ir::Function &F, unsigned Param, unsigned Axis);
+std::string strideVar(const ir::Function &F, unsigned Param, unsigned Axis);
+std::string pointerVar(const ir::Function &F, unsigned Param);
+std::string indexVar(unsigned Axis); ///< pk_i0, pk_i1, ...
+
+/// The C++ expression of an extent at run time (after emitExtents()).
+std::string extentExpr(const ir::Function &F, ir::ExtentId E);
+/// `pk_o_0 * pk_o_1` (or `1` for rank 0).
+std::string domainSize(const ir::Function &F, const loop::Nest &N);
+/// A C++ string literal with the text escaped.
+std::string stringLiteral(llvm::StringRef Text);
+/// A literal of the given dtype, valid in C++ and CUDA.
+std::string literal(ir::DType T, double FloatValue, int64_t IntValue);
+
+/// Declares `const int64_t pk_x_0 = x.extent(0);` for every ref.
+void emitExtents(const ir::Function &F, std::string &Out,
+                 llvm::StringRef Indent);
+/// Checks every entry guard, throwing pk::ShapeError with a message naming
+/// the kernel, the values and their shapes. Needs emitExtents() first.
+void emitGuards(const ir::Function &F, std::string &Out,
+                llvm::StringRef Indent);
+/// Declares the strides of every ref a nest loads (0 on broadcast axes).
+void emitStrides(const ir::Function &F, const loop::Nest &N, std::string &Out,
+                 llvm::StringRef Indent);
+
+/// `pk_a_0 == pk_o_0 && ...` for the Runtime axes of every load: when true,
+/// one flat loop is valid. "" when the nest has no Runtime axis.
+std::string flatCondition(const ir::Function &F, const loop::Nest &N);
+/// The conjunction of the nest's FuseConds ("" when none).
+std::string fuseCondition(const ir::Function &F, const loop::Nest &N);
+
+/// The strided index of a load: sum of domain index times stride.
+std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
+                         const loop::Stmt &Load);
+
+/// Prints the nest's statements, one per line. `Index` gives the element
+/// index of a load or store ("pk_i" for flat loops).
+void emitBody(const ir::Function &F, const loop::Nest &N, Backend B,
+              const std::function<std::string(const loop::Stmt &)> &Index,
+              std::string &Out, llvm::StringRef Indent);
+
+} // namespace pk::target
+
+#endif // PK_TARGET_HOSTCODE_H

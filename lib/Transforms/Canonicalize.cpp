@@ -1,0 +1,91 @@
+//===- Canonicalize.cpp - Folding, CSE and DCE on Graph IR ----------------===//
+//
+// Constants are folded while the graph is built (Builder::elementwise); this
+// pass merges nodes that compute the same thing (so `x[_] * x[_]` loads x
+// once) and removes what no store needs, including stores that a later store
+// to the same ref overwrites entirely (every store writes the whole ref).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/Passes.h"
+
+#include <cstring>
+#include <map>
+#include <tuple>
+
+using namespace pk;
+using namespace pk::ir;
+
+namespace {
+
+/// Everything that makes two nodes compute the same value.
+using NodeKey = std::tuple<int, int, int, std::vector<NodeId>, unsigned,
+                           uint64_t, int64_t, int, std::vector<int>, bool>;
+
+NodeKey keyOf(const Node &N) {
+  uint64_t Bits;
+  static_assert(sizeof(Bits) == sizeof(N.FloatValue));
+  std::memcpy(&Bits, &N.FloatValue, sizeof(Bits));
+  return {static_cast<int>(N.Kind),
+          static_cast<int>(N.Op),
+          static_cast<int>(N.Type),
+          std::vector<NodeId>(N.Operands.begin(), N.Operands.end()),
+          N.Param,
+          Bits,
+          N.IntValue,
+          static_cast<int>(N.Reduction),
+          std::vector<int>(N.Axes.begin(), N.Axes.end()),
+          N.KeepDims};
+}
+
+void eliminateCommonSubexpressions(Function &F) {
+  std::map<NodeKey, NodeId> Seen;
+  std::vector<NodeId> Replacement(F.Nodes.size());
+  for (NodeId I = 0; I < F.Nodes.size(); ++I) {
+    Replacement[I] = I;
+    Node &N = F.Nodes[I];
+    if (N.Dead)
+      continue;
+    for (NodeId &O : N.Operands)
+      O = Replacement[O];
+    if (N.isStore())
+      continue;
+    auto [It, Inserted] = Seen.try_emplace(keyOf(N), I);
+    if (Inserted)
+      continue;
+    Node &Kept = F.Nodes[It->second];
+    if (Kept.Name.empty())
+      Kept.Name = N.Name;
+    Kept.Weak = Kept.Weak && N.Weak;
+    Replacement[I] = It->second;
+    N.Dead = true;
+  }
+}
+
+void eliminateDeadCode(Function &F) {
+  // A store followed by another store to the same ref is never observed:
+  // reads of the ref in between see the stored SSA value, not memory.
+  std::map<unsigned, NodeId> LastStore;
+  for (NodeId I = 0; I < F.Nodes.size(); ++I)
+    if (!F.Nodes[I].Dead && F.Nodes[I].isStore())
+      LastStore[F.Nodes[I].Param] = I;
+  std::vector<bool> Live(F.Nodes.size(), false);
+  for (auto &[Param, Store] : LastStore)
+    Live[Store] = true;
+  for (NodeId I = F.Nodes.size(); I-- > 0;) {
+    if (!Live[I])
+      continue;
+    for (NodeId O : F.Nodes[I].Operands)
+      Live[O] = true;
+  }
+  for (NodeId I = 0; I < F.Nodes.size(); ++I)
+    if (!Live[I])
+      F.Nodes[I].Dead = true;
+}
+
+} // namespace
+
+void pk::canonicalize(Function &F) {
+  eliminateCommonSubexpressions(F);
+  eliminateDeadCode(F);
+}

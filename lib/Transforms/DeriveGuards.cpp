@@ -1,0 +1,144 @@
+//===- DeriveGuards.cpp - Run-time shape conditions at kernel entry -------===//
+//
+// Shape inference leaves bcast(a, b) extents wherever two extents are only
+// known at run time. This pass turns every such meeting into a guard that the
+// generated code checks once, at entry, before any write, so that a bad call
+// raises pk::ShapeError instead of reading out of bounds. It runs before
+// dead-code elimination: eager code fails on any operation whose shapes do not
+// broadcast, used or not, and the compiled code must fail on the same calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/Passes.h"
+
+#include <set>
+#include <tuple>
+
+using namespace pk;
+using namespace pk::ir;
+
+namespace {
+
+class GuardDeriver {
+public:
+  explicit GuardDeriver(Function &F) : F(F), X(F.Extents) {}
+
+  void run() {
+    for (NodeId I = 0; I < F.Nodes.size(); ++I)
+      if (!F.Nodes[I].Dead)
+        visit(I);
+  }
+
+private:
+  /// `A` fits `B` whatever the run-time extents are.
+  bool alwaysFits(ExtentId A, ExtentId B) const {
+    if (A == B || X.isConst(A, 1))
+      return true;
+    // bcast(A, Y) evaluates to A unless A is 1: A fits it either way.
+    const Extent &EB = X.get(B);
+    return EB.K == Extent::Bcast && EB.A == A;
+  }
+
+  void add(Guard::Kind K, ExtentId A, ExtentId B, NodeId NA, NodeId NB,
+           int Axis, SrcLoc Loc) {
+    if (!Seen.insert({K, A, B}).second)
+      return;
+    F.Guards.push_back({K, A, B, NA, NB, Axis, Loc});
+  }
+
+  /// Every axis of `From` (right-aligned) must fit the same axis of `To`.
+  void fitShape(NodeId From, const Shape &To, NodeId ToNode, SrcLoc Loc) {
+    const Shape &S = F.Nodes[From].Sh;
+    unsigned Off = To.size() - S.size();
+    for (unsigned K = 0; K < S.size(); ++K)
+      if (!alwaysFits(S[K], To[Off + K]))
+        add(Guard::Fits, S[K], To[Off + K], From, ToNode,
+            static_cast<int>(K) - static_cast<int>(S.size()), Loc);
+  }
+
+  void visit(NodeId Id) {
+    const Node &N = F.Nodes[Id];
+    switch (N.Kind) {
+    case NodeKind::Elementwise: {
+      // Each operand must fit the broadcast result; name the operand that
+      // contributed the other extent in the message.
+      for (NodeId O : N.Operands) {
+        const Shape &S = F.Nodes[O].Sh;
+        unsigned Off = N.rank() - S.size();
+        for (unsigned K = 0; K < S.size(); ++K) {
+          ExtentId R = N.Sh[Off + K];
+          if (alwaysFits(S[K], R))
+            continue;
+          NodeId Other = O;
+          for (NodeId P : N.Operands) {
+            const Shape &PS = F.Nodes[P].Sh;
+            if (P != O && PS.size() >= S.size() - K &&
+                PS[PS.size() - (S.size() - K)] != S[K]) {
+              Other = P;
+              break;
+            }
+          }
+          add(Guard::Fits, S[K], R, O, Other,
+              static_cast<int>(K) - static_cast<int>(S.size()), N.Loc);
+        }
+      }
+      return;
+    }
+    case NodeKind::BroadcastTo:
+      fitShape(N.Operands[0], N.Sh, N.Operands[1], N.Loc);
+      return;
+    case NodeKind::Store: {
+      Shape RefShape;
+      for (unsigned A = 0; A < F.Params[N.Param].Rank; ++A)
+        RefShape.push_back(X.dim(N.Param, A));
+      if (F.Nodes[N.Operands[0]].rank() <= RefShape.size())
+        fitShape(N.Operands[0], RefShape, Id, N.Loc);
+      return;
+    }
+    case NodeKind::Squeeze: {
+      const Shape &In = F.Nodes[N.Operands[0]].Sh;
+      int R = In.size();
+      int K = N.Axes[0] < 0 ? N.Axes[0] + R : N.Axes[0];
+      if (K >= 0 && K < R && !X.isConst(In[K], 1))
+        add(Guard::Equal, In[K], X.constant(1), N.Operands[0], N.Operands[0],
+            K - R, N.Loc);
+      return;
+    }
+    case NodeKind::MatMul: {
+      const Shape &A = F.Nodes[N.Operands[0]].Sh;
+      const Shape &B = F.Nodes[N.Operands[1]].Sh;
+      if (A.size() < 2 || B.size() < 2)
+        return;
+      ExtentId KA = A.back(), KB = B[B.size() - 2];
+      if (KA != KB)
+        add(Guard::Equal, KA, KB, N.Operands[0], N.Operands[1], -1, N.Loc);
+      return;
+    }
+    case NodeKind::Reduce: {
+      if (N.Reduction != ReduceKind::Max && N.Reduction != ReduceKind::Min)
+        return;
+      const Shape &In = F.Nodes[N.Operands[0]].Sh;
+      int R = In.size();
+      for (int K = 0; K < R; ++K) {
+        bool Reduced = N.Axes.empty();
+        for (int A : N.Axes)
+          Reduced |= (A < 0 ? A + R : A) == K;
+        const Extent &E = X.get(In[K]);
+        if (Reduced && !(E.K == Extent::Const && E.Value != 0))
+          add(Guard::NonZero, In[K], In[K], N.Operands[0], Id, K - R, N.Loc);
+      }
+      return;
+    }
+    default:
+      return;
+    }
+  }
+
+  Function &F;
+  ExtentTable &X;
+  std::set<std::tuple<int, ExtentId, ExtentId>> Seen;
+};
+
+} // namespace
+
+void pk::deriveGuards(Function &F) { GuardDeriver(F).run(); }

@@ -1,0 +1,241 @@
+//===- InferShapes.cpp - Symbolic shapes and compile-time shape errors ----===//
+//
+// Every node gets a shape of symbolic extents. Broadcasting follows NumPy
+// (right-aligned, extent 1 stretches); two extents that are different symbols
+// broadcast to bcast(a, b), checked at run time by the guards. Errors that are
+// certain at compile time (constants that cannot broadcast, ranks that do not
+// fit, axes out of range) become diagnostics here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/Passes.h"
+
+#include <fmt/format.h>
+
+using namespace pk;
+using namespace pk::ir;
+
+namespace {
+
+class ShapeInference {
+public:
+  explicit ShapeInference(Function &F) : F(F), X(F.Extents) {}
+
+  std::vector<UserDiag> run() {
+    for (NodeId I = 0; I < F.Nodes.size(); ++I)
+      if (!F.Nodes[I].Dead)
+        visit(I);
+    return std::move(Diags);
+  }
+
+private:
+  std::string describe(NodeId Id) const {
+    const Node &N = F.Nodes[Id];
+    std::string Label = !N.Label.empty()  ? N.Label
+                        : !N.Name.empty() ? N.Name
+                                          : "value";
+    return Label + shapeToString(F, N.Sh);
+  }
+
+  void error(const Node &N, std::string Message, std::string Note = "") {
+    Diags.push_back({N.Loc, "pk-shape", std::move(Message), std::move(Note)});
+  }
+
+  /// Normalises `Axis` for a value of rank `Rank`; reports and returns -1
+  /// when it is out of range.
+  int normaliseAxis(const Node &N, int Axis, unsigned Rank) {
+    int R = static_cast<int>(Rank);
+    if (Axis < -R || Axis >= R) {
+      error(N,
+            fmt::format("axis {} is out of range for a value of rank {}", Axis,
+                        Rank),
+            R ? fmt::format("valid axes are {}..{} (negative counts from the "
+                            "end)",
+                            -R, R - 1)
+              : "a rank-0 value has no axes");
+      return -1;
+    }
+    return Axis < 0 ? Axis + R : Axis;
+  }
+
+  /// Broadcasts extent `E` of operand `Op` into `Acc`, reporting constants
+  /// that cannot broadcast.
+  ExtentId broadcastInto(const Node &N, ExtentId Acc, NodeId AccFrom,
+                         ExtentId E, NodeId Op) {
+    const Extent &A = X.get(Acc), &B = X.get(E);
+    if (A.K == Extent::Const && B.K == Extent::Const && A.Value != B.Value &&
+        A.Value != 1 && B.Value != 1) {
+      error(N,
+            fmt::format("cannot broadcast {} against {}", describe(Op),
+                        describe(AccFrom)),
+            "extents must be equal or 1 along each axis (counted from the "
+            "end)");
+      return Acc;
+    }
+    return X.bcast(Acc, E);
+  }
+
+  void visitElementwise(NodeId Id) {
+    Node &N = F.Nodes[Id];
+    unsigned Rank = 0;
+    for (NodeId O : N.Operands)
+      Rank = std::max(Rank, F.Nodes[O].rank());
+    Shape Sh(Rank, X.constant(1));
+    llvm::SmallVector<NodeId, 4> From(Rank, N.Operands.front());
+    for (NodeId O : N.Operands) {
+      const Shape &OS = F.Nodes[O].Sh;
+      unsigned Off = Rank - OS.size();
+      for (unsigned K = 0; K < OS.size(); ++K) {
+        ExtentId Before = Sh[Off + K];
+        Sh[Off + K] = broadcastInto(N, Before, From[Off + K], OS[K], O);
+        if (!X.isConst(OS[K], 1) && X.isConst(Before, 1))
+          From[Off + K] = O;
+      }
+    }
+    N.Sh = std::move(Sh);
+  }
+
+  void visit(NodeId Id) {
+    Node &N = F.Nodes[Id];
+    auto Operand = [&](unsigned I) -> Node & { return F.Nodes[N.Operands[I]]; };
+    switch (N.Kind) {
+    case NodeKind::ScalarParam:
+    case NodeKind::Const:
+      N.Sh.clear();
+      return;
+    case NodeKind::Load:
+      N.Sh.clear();
+      for (unsigned A = 0; A < F.Params[N.Param].Rank; ++A)
+        N.Sh.push_back(X.dim(N.Param, A));
+      return;
+    case NodeKind::Elementwise:
+      visitElementwise(Id);
+      return;
+    case NodeKind::Cast:
+    case NodeKind::Index:
+      N.Sh = Operand(0).Sh;
+      if (N.Kind == NodeKind::Index)
+        normaliseAxis(N, N.Axes[0], N.Sh.size());
+      return;
+    case NodeKind::Reduce: {
+      Shape In = Operand(0).Sh;
+      llvm::SmallVector<bool, 4> Reduced(In.size(), N.Axes.empty());
+      for (int A : N.Axes) {
+        int K = normaliseAxis(N, A, In.size());
+        if (K < 0)
+          return;
+        if (Reduced[K])
+          error(N, fmt::format("axis {} is reduced twice", A));
+        Reduced[K] = true;
+      }
+      N.Sh.clear();
+      for (unsigned K = 0; K < In.size(); ++K) {
+        if (!Reduced[K])
+          N.Sh.push_back(In[K]);
+        else if (N.KeepDims)
+          N.Sh.push_back(X.constant(1));
+      }
+      return;
+    }
+    case NodeKind::BroadcastTo: {
+      const Shape &From = Operand(0).Sh, &To = Operand(1).Sh;
+      N.Sh = To;
+      if (From.size() > To.size()) {
+        error(N, fmt::format("cannot broadcast {} to the shape {}: it has "
+                             "more axes",
+                             describe(N.Operands[0]), shapeToString(F, To)));
+        return;
+      }
+      for (unsigned K = 0; K < From.size(); ++K)
+        broadcastInto(N, To[To.size() - From.size() + K], N.Operands[1],
+                      From[K], N.Operands[0]);
+      return;
+    }
+    case NodeKind::ExpandDims: {
+      Shape In = Operand(0).Sh;
+      int K = normaliseAxis(N, N.Axes[0], In.size() + 1);
+      if (K < 0)
+        return;
+      In.insert(In.begin() + K, X.constant(1));
+      N.Sh = std::move(In);
+      return;
+    }
+    case NodeKind::Squeeze: {
+      Shape In = Operand(0).Sh;
+      int K = normaliseAxis(N, N.Axes[0], In.size());
+      if (K < 0)
+        return;
+      const Extent &E = X.get(In[K]);
+      if (E.K == Extent::Const && E.Value != 1)
+        error(N,
+              fmt::format("cannot squeeze axis {} of {}: its extent is {}",
+                          N.Axes[0], describe(N.Operands[0]), E.Value),
+              "squeeze removes an axis of extent 1 only");
+      In.erase(In.begin() + K);
+      N.Sh = std::move(In);
+      return;
+    }
+    case NodeKind::Transpose: {
+      Shape In = Operand(0).Sh;
+      if (In.size() < 2) {
+        error(N, fmt::format("transpose needs a value of rank 2 or more, {} "
+                             "has rank {}",
+                             describe(N.Operands[0]), In.size()));
+        N.Sh = In;
+        return;
+      }
+      std::swap(In[In.size() - 1], In[In.size() - 2]);
+      N.Sh = std::move(In);
+      return;
+    }
+    case NodeKind::MatMul: {
+      const Shape &A = Operand(0).Sh, &B = Operand(1).Sh;
+      if (A.size() < 2 || B.size() < 2 || A.size() > 3 || B.size() > 3) {
+        error(N,
+              fmt::format("matmul takes values of rank 2 or 3, not {} and {}",
+                          describe(N.Operands[0]), describe(N.Operands[1])));
+        return;
+      }
+      ExtentId KA = A[A.size() - 1], KB = B[B.size() - 2];
+      const Extent &EA = X.get(KA), &EB = X.get(KB);
+      if (EA.K == Extent::Const && EB.K == Extent::Const &&
+          EA.Value != EB.Value)
+        error(N, fmt::format("matmul: the inner extents of {} and {} differ",
+                             describe(N.Operands[0]), describe(N.Operands[1])));
+      N.Sh.clear();
+      if (A.size() == 3 || B.size() == 3) {
+        ExtentId BA = A.size() == 3 ? A[0] : X.constant(1);
+        ExtentId BB = B.size() == 3 ? B[0] : X.constant(1);
+        N.Sh.push_back(broadcastInto(N, BA, N.Operands[0], BB, N.Operands[1]));
+      }
+      N.Sh.push_back(A[A.size() - 2]);
+      N.Sh.push_back(B[B.size() - 1]);
+      return;
+    }
+    case NodeKind::Store: {
+      const Node &V = Operand(0);
+      const Param &P = F.Params[N.Param];
+      N.Sh.clear();
+      if (V.rank() > P.Rank) {
+        error(N,
+              fmt::format("cannot store {} (rank {}) into {} of rank {}",
+                          describe(N.Operands[0]), V.rank(), P.Name, P.Rank),
+              "reduce the value (sum, mean, ...) or declare the ref with a "
+              "higher rank");
+      }
+      // Ref extents are only known at run time: the guards check the fit.
+      return;
+    }
+    }
+  }
+
+  Function &F;
+  ExtentTable &X;
+  std::vector<UserDiag> Diags;
+};
+
+} // namespace
+
+std::vector<UserDiag> pk::inferShapes(Function &F) {
+  return ShapeInference(F).run();
+}

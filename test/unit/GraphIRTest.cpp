@@ -1,0 +1,136 @@
+// Graph IR: the op table, the builder (with folding), extents, the printer
+// and the verifier, without Clang.
+#include "IR/GraphIR.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+using namespace pk::ir;
+
+namespace {
+
+std::string printed(const Function &F) {
+  std::string S;
+  llvm::raw_string_ostream OS(S);
+  print(F, OS);
+  return S;
+}
+
+TEST(OpTable, EveryRowIsConsistent) {
+  for (const OpInfo &I : allOps()) {
+    EXPECT_EQ(&opInfo(I.Code), &I) << I.Name.str();
+    EXPECT_EQ(lookupOpBySource(I.Source), &I) << I.Source.str();
+    EXPECT_GE(I.Arity, 1u);
+    EXPECT_LE(I.Arity, 3u);
+    // Every spelling uses each operand placeholder.
+    for (unsigned A = 0; A < I.Arity; ++A) {
+      std::string P = "{" + std::to_string(A) + "}";
+      EXPECT_NE(I.Cpp.find(P), llvm::StringRef::npos) << I.Name.str();
+      EXPECT_NE(I.CudaF32.find(P), llvm::StringRef::npos) << I.Name.str();
+      EXPECT_NE(I.CudaF64.find(P), llvm::StringRef::npos) << I.Name.str();
+    }
+  }
+  EXPECT_EQ(lookupOpBySource("where")->Code, OpCode::Select);
+  EXPECT_EQ(lookupOpBySource("unary-")->Code, OpCode::Neg);
+  EXPECT_EQ(lookupOpBySource("no_such_op"), nullptr);
+}
+
+TEST(Extents, HashConsingAndBroadcastSimplification) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned Y = B.addParam("y", ParamKind::In, DType::F32, 1);
+  ExtentTable &T = F.Extents;
+  ExtentId X1 = T.dim(X, 1), Y0 = T.dim(Y, 0), One = T.constant(1);
+  EXPECT_EQ(T.dim(X, 1), X1);
+  EXPECT_EQ(T.bcast(X1, X1), X1);
+  EXPECT_EQ(T.bcast(One, Y0), Y0);
+  EXPECT_EQ(T.bcast(Y0, One), Y0);
+  ExtentId XY = T.bcast(X1, Y0);
+  EXPECT_EQ(T.bcast(Y0, X1), XY) << "broadcast is commutative";
+  EXPECT_EQ(T.bcast(XY, X1), XY) << "an extent already in the tree";
+  EXPECT_EQ(extentToString(F, XY), "bcast(x.1, y.0)");
+  EXPECT_EQ(shapeToString(F, {X1, One}), "[x.1, 1]");
+}
+
+TEST(Builder, FoldsConstantsWithCppSemantics) {
+  Function F;
+  Builder B(F);
+  NodeId Two = B.constInt(2, DType::I32, true);
+  NodeId Three = B.constInt(3, DType::I32, true);
+  NodeId Sum = B.elementwise(OpCode::Add, {Two, Three}, DType::I32);
+  ASSERT_TRUE(B.constValue(Sum));
+  EXPECT_EQ(*B.constValue(Sum), 5);
+  NodeId Div = B.elementwise(
+      OpCode::Div, {B.constInt(-7, DType::I32, true), Two}, DType::I32);
+  EXPECT_EQ(*B.constValue(Div), -3) << "C++ truncates toward zero";
+  NodeId Lt = B.elementwise(OpCode::Lt, {Two, Three}, DType::Bool);
+  EXPECT_EQ(*B.constValue(Lt), 1);
+  // Division by zero is left to run time rather than folded.
+  NodeId Zero = B.constInt(0, DType::I32, true);
+  EXPECT_FALSE(
+      B.constValue(B.elementwise(OpCode::Div, {Two, Zero}, DType::I32)));
+  // Float constants round to float.
+  NodeId Third = B.constFloat(1.0 / 3.0, DType::F32, true);
+  EXPECT_EQ(F.node(Third).FloatValue,
+            static_cast<double>(static_cast<float>(1.0 / 3.0)));
+  // Casts of constants fold; casts to the same type are no-ops.
+  EXPECT_EQ(B.cast(Third, DType::F32), Third);
+  EXPECT_EQ(
+      *B.constValue(B.cast(B.constFloat(2.75, DType::F64, true), DType::I32)),
+      2);
+}
+
+TEST(Builder, DoesNotFoldTranscendentals) {
+  Function F;
+  Builder B(F);
+  NodeId One = B.constFloat(1, DType::F32, true);
+  NodeId E = B.elementwise(OpCode::Exp, {One}, DType::F32);
+  EXPECT_FALSE(B.constValue(E))
+      << "exp must run as the generated code runs it, not as the host's libm";
+}
+
+TEST(Printer, ShowsParamsNodesAndNames) {
+  Function F;
+  F.Name = F.QualifiedName = "scale";
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 1);
+  unsigned S = B.addParam("s", ParamKind::Scalar, DType::F32, 0);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 1);
+  NodeId L = B.load(X);
+  NodeId M = B.elementwise(OpCode::Mul, {L, B.scalarParam(S)}, DType::F32);
+  B.setName(M, "t");
+  B.store(O, M);
+  EXPECT_EQ(printed(F), "func @scale(in x: f32[x.0], scalar s: f32, out o: "
+                        "f32[o.0]) {\n"
+                        "  %0 = load x : f32[]\n"
+                        "  %1 = param s : f32[] weak\n"
+                        "  %2 = mul %0, %1 : f32[]  ; t\n"
+                        "  store o, %2\n"
+                        "}\n");
+}
+
+TEST(Verifier, AcceptsWellFormedAndRejectsBrokenGraphs) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 1);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 1);
+  NodeId L = B.load(X);
+  B.store(O, B.elementwise(OpCode::Neg, {L}, DType::F32));
+  EXPECT_EQ(verify(F), "");
+
+  Function Bad = F;
+  Bad.Nodes[1].Operands[0] = 1; // uses itself
+  EXPECT_NE(verify(Bad).find("before its definition"), std::string::npos);
+
+  Function BadType = F;
+  BadType.Nodes[1].Type = DType::F64; // neg of f32 claiming f64
+  EXPECT_NE(verify(BadType).find("expected f64"), std::string::npos);
+
+  Function StoreIn = F;
+  StoreIn.Nodes[2].Param = X;
+  EXPECT_NE(verify(StoreIn).find("store to an In"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,263 @@
+// The Graph IR passes and the lowering to Loop IR, each on small graphs
+// built by hand (no Clang).
+#include "Transforms/Passes.h"
+#include "IR/LoopIR.h"
+#include "Target/CPU/EmitCpp.h"
+#include "Target/CUDA/EmitCuda.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+using namespace pk;
+using namespace pk::ir;
+
+namespace {
+
+/// x[T, D] + b[D] stored into y[T, D].
+struct BiasKernel {
+  Function F;
+  unsigned X, Bias, Y;
+  NodeId Sum, Store;
+  BiasKernel() {
+    F.Name = F.QualifiedName = "bias";
+    Builder B(F);
+    X = B.addParam("x", ParamKind::In, DType::F32, 2);
+    Bias = B.addParam("b", ParamKind::In, DType::F32, 1);
+    Y = B.addParam("y", ParamKind::Out, DType::F32, 2);
+    NodeId LX = B.load(X), LB = B.load(Bias);
+    Sum = B.elementwise(OpCode::Add, {LX, LB}, DType::F32);
+    Store = B.store(Y, Sum);
+  }
+};
+
+TEST(InferShapes, BroadcastsRightAligned) {
+  BiasKernel K;
+  EXPECT_TRUE(inferShapes(K.F).empty());
+  EXPECT_EQ(shapeToString(K.F, K.F.node(K.Sum).Sh), "[x.0, bcast(x.1, b.0)]");
+}
+
+TEST(InferShapes, ReportsConstantExtentsThatCannotBroadcast) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 1);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 2);
+  NodeId L = B.load(X);
+  NodeId E = B.expandDims(L, 0); // [1, x.0]
+  NodeId R = B.reduce(ReduceKind::Sum, B.load(X), {0}, true, DType::F32);
+  NodeId T = B.expandDims(R, -1); // [1, 1]
+  (void)T;
+  B.setLabel(E, "e");
+  NodeId C3 = B.expandDims(E, 0); // [1, 1, x.0]
+  B.store(O, C3);                 // rank 3 into rank 2
+  std::vector<UserDiag> D = inferShapes(F);
+  ASSERT_EQ(D.size(), 1u);
+  EXPECT_EQ(D[0].Id, "pk-shape");
+  EXPECT_NE(D[0].Message.find("rank 3"), std::string::npos) << D[0].Message;
+}
+
+TEST(InferShapes, AxisOutOfRange) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  B.reduce(ReduceKind::Sum, B.load(X), {2}, false, DType::F32);
+  std::vector<UserDiag> D = inferShapes(F);
+  ASSERT_EQ(D.size(), 1u);
+  EXPECT_EQ(D[0].Message, "axis 2 is out of range for a value of rank 2");
+  EXPECT_EQ(D[0].Note, "valid axes are -2..1 (negative counts from the end)");
+}
+
+TEST(InferShapes, ReductionShapes) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 3);
+  NodeId L = B.load(X);
+  NodeId R1 = B.reduce(ReduceKind::Sum, L, {-1}, true, DType::F32);
+  NodeId R2 = B.reduce(ReduceKind::Max, L, {0, 2}, false, DType::F32);
+  NodeId R3 = B.reduce(ReduceKind::Mean, L, {}, false, DType::F32);
+  ASSERT_TRUE(inferShapes(F).empty());
+  EXPECT_EQ(shapeToString(F, F.node(R1).Sh), "[x.0, x.1, 1]");
+  EXPECT_EQ(shapeToString(F, F.node(R2).Sh), "[x.1]");
+  EXPECT_EQ(shapeToString(F, F.node(R3).Sh), "[]");
+}
+
+TEST(DeriveGuards, OneGuardPerRunTimeBroadcast) {
+  BiasKernel K;
+  inferShapes(K.F);
+  deriveGuards(K.F);
+  // b.0 must fit x.1 (the add), and the sum must fit y (two axes).
+  std::vector<std::string> G;
+  for (const Guard &Gd : K.F.Guards)
+    G.push_back(extentToString(K.F, Gd.A) + " -> " + extentToString(K.F, Gd.B));
+  EXPECT_EQ(G, (std::vector<std::string>{"b.0 -> bcast(x.1, b.0)", "x.0 -> y.0",
+                                         "bcast(x.1, b.0) -> y.1"}));
+}
+
+TEST(DeriveGuards, NoGuardWhenShapesAreTheSameSymbols) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::InOut, DType::F32, 1);
+  NodeId L = B.load(X);
+  B.store(X, B.elementwise(OpCode::Mul, {L, L}, DType::F32));
+  inferShapes(F);
+  deriveGuards(F);
+  EXPECT_TRUE(F.Guards.empty());
+}
+
+TEST(Canonicalize, MergesCommonSubexpressionsAndDropsDeadCode) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 1);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 1);
+  NodeId L1 = B.load(X), L2 = B.load(X);
+  NodeId Sq = B.elementwise(OpCode::Mul, {L1, L2}, DType::F32);
+  NodeId Unused = B.elementwise(OpCode::Exp, {L1}, DType::F32);
+  NodeId First = B.store(O, L1); // overwritten below: dead
+  B.store(O, Sq);
+  inferShapes(F);
+  canonicalize(F);
+  EXPECT_TRUE(F.node(L2).Dead) << "second load of x merged into the first";
+  EXPECT_EQ(F.node(Sq).Operands[0], L1);
+  EXPECT_EQ(F.node(Sq).Operands[1], L1);
+  EXPECT_TRUE(F.node(Unused).Dead);
+  EXPECT_TRUE(F.node(First).Dead);
+  EXPECT_EQ(verify(F), "");
+}
+
+TEST(Fusion, GroupsByRankAndOrdersReadsBeforeWrites) {
+  Function F;
+  Builder B(F);
+  unsigned W = B.addParam("w", ParamKind::InOut, DType::F32, 1);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned Y = B.addParam("y", ParamKind::Out, DType::F32, 2);
+  NodeId LW = B.load(W);
+  // w is overwritten first in source order, but y reads its old value...
+  // no: y reads the SSA value of w after the write, computed from the old w.
+  NodeId W2 = B.elementwise(OpCode::Add, {LW, LW}, DType::F32);
+  B.store(W, W2);
+  B.store(Y, B.elementwise(OpCode::Mul, {B.load(X), W2}, DType::F32));
+  inferShapes(F);
+  deriveGuards(F);
+  canonicalize(F);
+  std::vector<UserDiag> D;
+  FusionPlan P = fuse(F, D);
+  ASSERT_TRUE(D.empty());
+  ASSERT_EQ(P.Groups.size(), 2u);
+  // The rank-2 group reads w's old contents: it must run before the rank-1
+  // group overwrites w.
+  EXPECT_EQ(F.Params[F.node(P.Groups[0].Stores[0]).Param].Name, "y");
+  EXPECT_EQ(F.Params[F.node(P.Groups[1].Stores[0]).Param].Name, "w");
+}
+
+TEST(Fusion, ReportsWhatIsNotLoweredYet) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 1);
+  SrcLoc Loc{7, 3, 0};
+  B.store(O,
+          B.reduce(ReduceKind::Sum, B.load(X), {-1}, false, DType::F32, Loc));
+  inferShapes(F);
+  canonicalize(F);
+  std::vector<UserDiag> D;
+  fuse(F, D);
+  ASSERT_EQ(D.size(), 1u);
+  EXPECT_EQ(D[0].Id, "pk-not-supported-yet");
+  EXPECT_EQ(D[0].Message, "pkc cannot compile reductions yet");
+  EXPECT_EQ(D[0].Loc.Line, 7u);
+}
+
+loop::Program lower(Function &F) {
+  EXPECT_TRUE(inferShapes(F).empty());
+  deriveGuards(F);
+  canonicalize(F);
+  std::vector<UserDiag> D;
+  FusionPlan P = fuse(F, D);
+  EXPECT_TRUE(D.empty());
+  loop::Program L = lowerToLoops(F, P);
+  EXPECT_EQ(loop::verify(L), "");
+  return L;
+}
+
+TEST(LowerToLoops, AxisMapsOfBroadcastLoads) {
+  BiasKernel K;
+  loop::Program L = lower(K.F);
+  ASSERT_EQ(L.Nests.size(), 1u);
+  const loop::Nest &N = L.Nests[0];
+  EXPECT_EQ(shapeToString(K.F, N.Domain), "[y.0, y.1]");
+  std::vector<loop::AxisMap> XMap, BMap;
+  for (const loop::Stmt &S : N.Body)
+    if (S.K == loop::Stmt::Load)
+      (S.Param == K.X ? XMap : BMap) = S.Axes;
+  EXPECT_EQ(XMap, (std::vector<loop::AxisMap>{loop::AxisMap::Runtime,
+                                              loop::AxisMap::Runtime}));
+  EXPECT_EQ(BMap, (std::vector<loop::AxisMap>{loop::AxisMap::Runtime}));
+  EXPECT_FALSE(N.canFlatten()) << "b has a lower rank than the domain";
+}
+
+TEST(LowerToLoops, StoresToDifferentSymbolsFuseUnderARunTimeCondition) {
+  // a[_] = a[_] + g[_]; b[_] = b[_] * a[_] (new a): a is read by b's cone,
+  // so the unfused fallback must compute b before overwriting a.
+  Function F;
+  F.Name = F.QualifiedName = "two";
+  Builder B(F);
+  unsigned A = B.addParam("a", ParamKind::InOut, DType::F32, 1);
+  unsigned Bp = B.addParam("b", ParamKind::InOut, DType::F32, 1);
+  unsigned G = B.addParam("g", ParamKind::In, DType::F32, 1);
+  NodeId NewA = B.elementwise(OpCode::Add, {B.load(A), B.load(G)}, DType::F32);
+  B.store(A, NewA);
+  B.store(Bp, B.elementwise(OpCode::Mul, {B.load(Bp), NewA}, DType::F32));
+  loop::Program L = lower(F);
+  ASSERT_EQ(L.Nests.size(), 1u);
+  const loop::Nest &N = L.Nests[0];
+  ASSERT_EQ(N.FuseConds.size(), 1u);
+  EXPECT_EQ(extentToString(F, N.FuseConds[0].first), "b.0");
+  ASSERT_EQ(N.Unfused.size(), 2u);
+  EXPECT_EQ(N.UnfusedError, "");
+  auto StoredParam = [](const loop::Nest &U) { return U.Body.back().Param; };
+  EXPECT_EQ(StoredParam(N.Unfused[0]), Bp) << "b reads a's old value first";
+  EXPECT_EQ(StoredParam(N.Unfused[1]), A);
+}
+
+TEST(Emitters, CppBodyHasGuardsThreadThresholdAndSimd) {
+  BiasKernel K;
+  K.F.File = "/some/dir/bias.cpp";
+  loop::Program L = lower(K.F);
+  std::string Body = cpu::emitKernelBody(L);
+  EXPECT_NE(Body.find("Generated by pkc from bias.cpp"), std::string::npos)
+      << "file name only, so output does not depend on the build dir";
+  EXPECT_NE(Body.find("const int64_t pk_b_0 = b.extent(0);"),
+            std::string::npos);
+  EXPECT_NE(Body.find("pk::rt::shape_fail(\"bias\", \"cannot broadcast\", "
+                      "\"b\", {pk_b_0}, \"against\", \"x\""),
+            std::string::npos)
+      << Body;
+  EXPECT_NE(Body.find("if (pk_n >= pk::rt::kParallelMinWork)"),
+            std::string::npos);
+  EXPECT_NE(Body.find("#pragma omp parallel for"), std::string::npos);
+  EXPECT_NE(Body.find("#pragma omp simd"), std::string::npos);
+  EXPECT_NE(Body.find("(pk_b_0 == 1 ? 0 : 1)"), std::string::npos)
+      << "b's stride is 0 when it broadcasts";
+  // Deterministic.
+  BiasKernel K2;
+  K2.F.File = "/other/dir/bias.cpp";
+  EXPECT_EQ(cpu::emitKernelBody(lower(K2.F)), Body);
+}
+
+TEST(Emitters, CudaLauncherChecksGuardsAndLaunchesThroughTheMacro) {
+  BiasKernel K;
+  K.F.File = "bias.cpp";
+  cuda::KernelText T = cuda::emitCuda(lower(K.F));
+  EXPECT_NE(T.Kernels.find("__global__ void pk_bias_g0("), std::string::npos);
+  EXPECT_NE(T.Kernels.find("pk_i += pk_step"), std::string::npos)
+      << "grid-stride loop";
+  EXPECT_NE(T.Launcher.find("pk::rt::shape_fail"), std::string::npos);
+  EXPECT_LT(T.Launcher.find("pk::rt::shape_fail"),
+            T.Launcher.find("PK_LAUNCH(pk_bias_g0"))
+      << "guards come before the launch";
+  EXPECT_EQ(T.Declaration,
+            "void bias(pk::In<float, 2> x, pk::In<float, 1> b, "
+            "pk::Out<float, 2> y, CUstream_st *pk_stream = nullptr);\n");
+}
+
+} // namespace
