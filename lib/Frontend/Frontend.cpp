@@ -1,0 +1,358 @@
+//===- Frontend.cpp - Clang AST to Graph IR, one file at a time -----------===//
+//
+// compileFiles() runs a ClangTool per input file (so that each file's result
+// and failure are its own). The action finds the PK_KERNEL definitions of
+// the main file, builds each one's Graph IR (GraphBuilder), hands it to the
+// pipeline, reports the pipeline's UserDiags as Clang errors, and rewrites
+// the kernel bodies in a copy of the main file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Frontend/Frontend.h"
+#include "Frontend/ASTUtil.h"
+#include "Frontend/Diagnostics.h"
+#include "Frontend/GraphBuilder.h"
+
+#include "clang/AST/ASTConsumer.h"
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Attr.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Basic/SourceManager.h"
+#include "clang/Driver/Options.h"
+#include "clang/Frontend/CompilerInstance.h"
+#include "clang/Frontend/FrontendAction.h"
+#include "clang/Rewrite/Core/Rewriter.h"
+#include "clang/Tooling/ArgumentsAdjusters.h"
+#include "clang/Tooling/CompilationDatabase.h"
+#include "clang/Tooling/Tooling.h"
+
+#include "llvm/Option/ArgList.h"
+#include "llvm/Option/OptTable.h"
+#include "llvm/Option/Option.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace clang;
+using namespace pk;
+using namespace pk::frontend;
+
+namespace {
+
+bool isKernel(const FunctionDecl *FD) {
+  for (const auto *A : FD->specific_attrs<AnnotateAttr>())
+    if (A->getAnnotation() == "pk.kernel")
+      return true;
+  return false;
+}
+
+/// Every PK_KERNEL function definition of the translation unit, in source
+/// order; template instantiations are not visited (the pattern is).
+class KernelFinder : public RecursiveASTVisitor<KernelFinder> {
+public:
+  bool shouldVisitTemplateInstantiations() const { return false; }
+  bool VisitFunctionDecl(FunctionDecl *FD) {
+    if (FD->doesThisDeclarationHaveABody() && isKernel(FD) &&
+        !FD->isTemplateInstantiation())
+      Found.push_back(FD);
+    return true;
+  }
+  std::vector<FunctionDecl *> Found;
+};
+
+/// What one run of the action leaves behind.
+struct RunState {
+  unsigned Runs = 0;
+  bool Verify = false; ///< -verify: the diagnostics are the expected output
+};
+
+class KernelConsumer : public ASTConsumer {
+public:
+  KernelConsumer(CompilerInstance &CI, const CompileKernelFn &Compile,
+                 FileResult &Result, RunState &State)
+      : CI(CI), Compile(Compile), Result(Result), State(State) {}
+
+  void HandleTranslationUnit(ASTContext &Ctx) override;
+
+private:
+  void compileKernel(FunctionDecl *FD, ASTContext &Ctx, Reporter &Rep,
+                     bool ClangErrors);
+  void reportUserDiag(const ir::UserDiag &D, const FunctionDecl *FD,
+                      Reporter &Rep);
+  std::vector<std::string> dependencies(const SourceManager &SM) const;
+
+  CompilerInstance &CI;
+  const CompileKernelFn &Compile;
+  FileResult &Result;
+  RunState &State;
+  /// Kernel body (braces included) -> its replacement.
+  std::vector<std::pair<SourceRange, std::string>> Replacements;
+};
+
+std::string absolutePath(llvm::StringRef Name, const FileManager &FM) {
+  llvm::SmallString<256> P(Name);
+  FM.makeAbsolutePath(P);
+  llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
+  return std::string(P);
+}
+
+void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
+  ++State.Runs;
+  State.Verify = CI.getDiagnosticOpts().VerifyDiagnostics;
+  SourceManager &SM = Ctx.getSourceManager();
+  DiagnosticsEngine &DE = CI.getDiagnostics();
+  Reporter Rep(DE);
+  // Clang's own errors: the AST may be incomplete; still check the kernels
+  // (to report every problem at once) but do not compile them.
+  bool ClangErrors = DE.hasErrorOccurred();
+
+  KernelFinder Finder;
+  Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
+  for (FunctionDecl *FD : Finder.Found) {
+    SourceLocation L = SM.getExpansionLoc(FD->getLocation());
+    if (!SM.isWrittenInMainFile(L)) {
+      Rep.warning(rule::IncludedKernel, FD->getLocation(),
+                  ("kernel in an included file is not compiled; pass " +
+                   SM.getFilename(L) + " to pkc")
+                      .str());
+      continue;
+    }
+    ++Result.NumKernels;
+    if (FD->isInvalidDecl())
+      continue;
+    compileKernel(FD, Ctx, Rep, ClangErrors);
+  }
+
+  Result.Dependencies = dependencies(SM);
+  Result.HadErrors = DE.hasErrorOccurred();
+  if (Result.HadErrors) {
+    Result.Rewritten.clear();
+    return;
+  }
+  Rewriter RW(SM, Ctx.getLangOpts());
+  for (const auto &[Range, Body] : Replacements)
+    RW.ReplaceText(Range, Body);
+  FileID Main = SM.getMainFileID();
+  if (const RewriteBuffer *RB = RW.getRewriteBufferFor(Main))
+    Result.Rewritten = std::string(RB->begin(), RB->end());
+  else
+    Result.Rewritten = SM.getBufferData(Main).str();
+}
+
+void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
+                                   Reporter &Rep, bool ClangErrors) {
+  SourceManager &SM = Ctx.getSourceManager();
+  std::string Name = FD->getNameAsString();
+  if (FD->isTemplated()) {
+    Rep.error(rule::NotSupportedYet, FD->getLocation(), SourceRange(),
+              "the kernel '" + Name +
+                  "' is a template; kernel templates are not supported by "
+                  "pkc yet",
+              "write one kernel per element type; it may call a template "
+              "helper, which is inlined");
+    return;
+  }
+  if (const auto *MD = dyn_cast<CXXMethodDecl>(FD)) {
+    Rep.error(rule::Unsupported, FD->getLocation(), SourceRange(),
+              "the kernel '" + MD->getQualifiedNameAsString() +
+                  "' is a member function; a kernel must be a free function",
+              "declare it at namespace scope");
+    return;
+  }
+  const auto *Body = dyn_cast_or_null<CompoundStmt>(FD->getBody());
+  if (!Body)
+    return;
+  if (!Body->getLBracLoc().isFileID() || !Body->getRBracLoc().isFileID() ||
+      !SM.isWrittenInMainFile(Body->getLBracLoc()) ||
+      !SM.isWrittenInMainFile(Body->getRBracLoc())) {
+    Rep.error(rule::Unsupported, FD->getLocation(), SourceRange(),
+              "the body of the kernel '" + Name +
+                  "' comes from a macro, so pkc cannot rewrite it",
+              "write the kernel's braces in the source file");
+    return;
+  }
+
+  ir::Function F;
+  F.Name = Name;
+  F.QualifiedName = FD->getQualifiedNameAsString();
+  if (OptionalFileEntryRef FE = SM.getFileEntryRefForID(SM.getMainFileID()))
+    F.File = FE->getName().str();
+  F.Loc = makeSrcLoc(FD->getLocation(), SM);
+  if (!buildKernelGraph(FD, Ctx, Rep, F) || ClangErrors)
+    return;
+  if (std::string Err = ir::verify(F); !Err.empty()) {
+    Rep.error(rule::Internal, FD->getLocation(), SourceRange(),
+              "internal error: pkc built invalid Graph IR for '" + Name +
+                  "': " + Err,
+              "please report this with the kernel's source");
+    return;
+  }
+  KernelResult R = Compile(F);
+  if (!R.Diags.empty()) {
+    for (const ir::UserDiag &D : R.Diags)
+      reportUserDiag(D, FD, Rep);
+    return;
+  }
+  Replacements.emplace_back(Body->getSourceRange(), std::move(R.CppBody));
+}
+
+void KernelConsumer::reportUserDiag(const ir::UserDiag &D,
+                                    const FunctionDecl *FD, Reporter &Rep) {
+  SourceLocation L = SourceLocation::getFromRawEncoding(
+      static_cast<SourceLocation::UIntTy>(D.Loc.Raw));
+  if (L.isInvalid())
+    L = FD->getLocation();
+  std::string Id = D.Id;
+  if (!llvm::StringRef(Id).starts_with("pk-"))
+    Id = "pk-" + Id;
+  Rep.error(Id, L, SourceRange(), D.Message, D.Note);
+}
+
+std::vector<std::string>
+KernelConsumer::dependencies(const SourceManager &SM) const {
+  const FileManager &FM = SM.getFileManager();
+  std::string Main;
+  if (OptionalFileEntryRef FE = SM.getFileEntryRefForID(SM.getMainFileID()))
+    Main = absolutePath(FE->getName(), FM);
+  std::vector<std::string> Others;
+  for (auto It = SM.fileinfo_begin(), E = SM.fileinfo_end(); It != E; ++It) {
+    std::string P = absolutePath(It->first.getName(), FM);
+    if (P != Main)
+      Others.push_back(std::move(P));
+  }
+  std::sort(Others.begin(), Others.end());
+  Others.erase(std::unique(Others.begin(), Others.end()), Others.end());
+  std::vector<std::string> Deps;
+  if (!Main.empty())
+    Deps.push_back(Main);
+  Deps.insert(Deps.end(), Others.begin(), Others.end());
+  return Deps;
+}
+
+class KernelAction : public ASTFrontendAction {
+public:
+  KernelAction(const CompileKernelFn &Compile, FileResult &Result,
+               RunState &State)
+      : Compile(Compile), Result(Result), State(State) {}
+
+protected:
+  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI,
+                                                 llvm::StringRef) override {
+    return std::make_unique<KernelConsumer>(CI, Compile, Result, State);
+  }
+
+private:
+  const CompileKernelFn &Compile;
+  FileResult &Result;
+  RunState &State;
+};
+
+class KernelActionFactory : public tooling::FrontendActionFactory {
+public:
+  KernelActionFactory(const CompileKernelFn &Compile, FileResult &Result,
+                      RunState &State)
+      : Compile(Compile), Result(Result), State(State) {}
+  std::unique_ptr<FrontendAction> create() override {
+    return std::make_unique<KernelAction>(Compile, Result, State);
+  }
+
+private:
+  const CompileKernelFn &Compile;
+  FileResult &Result;
+  RunState &State;
+};
+
+/// Only the first compile command of a file: a database may list a file
+/// several times (several targets); pkc compiles each kernel once.
+class FirstCommandDatabase : public tooling::CompilationDatabase {
+public:
+  explicit FirstCommandDatabase(const tooling::CompilationDatabase &DB)
+      : DB(DB) {}
+  std::vector<tooling::CompileCommand>
+  getCompileCommands(llvm::StringRef File) const override {
+    std::vector<tooling::CompileCommand> Commands = DB.getCompileCommands(File);
+    if (Commands.size() > 1)
+      Commands.resize(1);
+    return Commands;
+  }
+  std::vector<std::string> getAllFiles() const override {
+    return DB.getAllFiles();
+  }
+
+private:
+  const tooling::CompilationDatabase &DB;
+};
+
+/// Drops the arguments Clang's driver does not know (GCC-only flags from a
+/// g++ compile database: -fno-fat-lto-objects, -fconcepts-diagnostics-depth,
+/// ...), which would otherwise be "unknown argument" errors.
+tooling::ArgumentsAdjuster stripUnknownArguments() {
+  return [](const tooling::CommandLineArguments &Args, llvm::StringRef) {
+    if (Args.size() < 2)
+      return Args;
+    std::vector<const char *> Ptrs;
+    for (size_t I = 1; I < Args.size(); ++I)
+      Ptrs.push_back(Args[I].c_str());
+    unsigned MissingIndex = 0, MissingCount = 0;
+    const llvm::opt::OptTable &Table = driver::getDriverOptTable();
+    llvm::opt::InputArgList List =
+        Table.ParseArgs(Ptrs, MissingIndex, MissingCount,
+                        llvm::opt::Visibility(driver::options::ClangOption));
+    std::set<unsigned> Drop;
+    for (const llvm::opt::Arg *A : List)
+      if (A->getOption().getKind() == llvm::opt::Option::UnknownClass)
+        Drop.insert(A->getIndex() + 1);
+    if (Drop.empty())
+      return Args;
+    tooling::CommandLineArguments Out;
+    for (size_t I = 0; I < Args.size(); ++I)
+      if (!Drop.count(I))
+        Out.push_back(Args[I]);
+    return Out;
+  };
+}
+
+} // namespace
+
+bool pk::frontend::compileFiles(const tooling::CompilationDatabase &DB,
+                                llvm::ArrayRef<std::string> Files,
+                                const Options &Opts,
+                                const CompileKernelFn &Compile,
+                                std::vector<FileResult> &Results) {
+  using tooling::ArgumentInsertPosition;
+  bool AllOK = true;
+  for (const std::string &File : Files) {
+    FileResult Result;
+    Result.InputPath = File;
+    RunState State;
+    FirstCommandDatabase First(DB);
+    tooling::ClangTool Tool(First, {File});
+    Tool.appendArgumentsAdjuster(stripUnknownArguments());
+    if (!Opts.ExtraArgsBefore.empty())
+      Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+          Opts.ExtraArgsBefore, ArgumentInsertPosition::BEGIN));
+    Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+        {"-D__PK_PKC__=1", "-Wno-unknown-warning-option"},
+        ArgumentInsertPosition::END));
+    if (!Opts.ExtraArgsAfter.empty())
+      Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+          Opts.ExtraArgsAfter, ArgumentInsertPosition::END));
+    KernelActionFactory Factory(Compile, Result, State);
+    int RC = Tool.run(&Factory);
+    // Under -verify the diagnostics are the expected output: the run fails
+    // only when they differ from the expectations (RC). The file still
+    // HadErrors, so nothing may be written for it.
+    bool Failed =
+        RC != 0 || State.Runs == 0 || (Result.HadErrors && !State.Verify);
+    if (RC != 0 || State.Runs == 0)
+      Result.HadErrors = true; // not parsed, or -verify found a mismatch
+    if (Result.HadErrors)
+      Result.Rewritten.clear();
+    if (Failed)
+      AllOK = false;
+    Results.push_back(std::move(Result));
+  }
+  return AllOK;
+}

@@ -1,0 +1,838 @@
+//===- LowerExprs.cpp - Values, refs and expressions ----------------------===//
+//
+// Part of the AST walker (Lowering.h): how each expression becomes IR
+// values, how `ref[_]` reads and writes become loads, stores and SSA
+// renames, and the promotion rules that put casts before every op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Frontend/Lowering.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace pk::frontend::lowering {
+
+/// C++'s usual arithmetic conversions over the five dtypes, normalised like
+/// pk.h's Canon (bool and small integers promote to i32).
+DType usual(DType A, DType B) {
+  if (A == DType::F64 || B == DType::F64)
+    return DType::F64;
+  if (A == DType::F32 || B == DType::F32)
+    return DType::F32;
+  if (A == DType::I64 || B == DType::I64)
+    return DType::I64;
+  return DType::I32;
+}
+
+/// pk.h's Join: the weak-scalar promotion rule (design.md).
+Operand join(Operand A, Operand B) {
+  if (A.Weak && !B.Weak)
+    std::swap(A, B);
+  if (!A.Weak && !B.Weak)
+    return {usual(A.T, B.T), false};
+  if (!A.Weak) // B weak
+    return {ir::isFloat(A.T) && ir::isFloat(B.T) ? A.T : usual(A.T, B.T),
+            false};
+  return {usual(A.T, B.T), true};
+}
+
+const ir::OpInfo *binaryOpFor(BinaryOperatorKind K) {
+  switch (K) {
+  case BO_Add:
+    return ir::lookupOpBySource("+");
+  case BO_Sub:
+    return ir::lookupOpBySource("-");
+  case BO_Mul:
+    return ir::lookupOpBySource("*");
+  case BO_Div:
+    return ir::lookupOpBySource("/");
+  case BO_Rem:
+    return ir::lookupOpBySource("%");
+  case BO_LT:
+    return ir::lookupOpBySource("<");
+  case BO_LE:
+    return ir::lookupOpBySource("<=");
+  case BO_GT:
+    return ir::lookupOpBySource(">");
+  case BO_GE:
+    return ir::lookupOpBySource(">=");
+  case BO_EQ:
+    return ir::lookupOpBySource("==");
+  case BO_NE:
+    return ir::lookupOpBySource("!=");
+  default:
+    return nullptr;
+  }
+}
+
+/// The arithmetic operator of a compound assignment (`+=` -> "+").
+llvm::StringRef compoundOpSpelling(OverloadedOperatorKind OO) {
+  switch (OO) {
+  case OO_PlusEqual:
+    return "+";
+  case OO_MinusEqual:
+    return "-";
+  case OO_StarEqual:
+    return "*";
+  case OO_SlashEqual:
+    return "/";
+  case OO_PercentEqual:
+    return "%";
+  default:
+    return "";
+  }
+}
+
+/// Strips what does not change a value: parens, temporaries, cleanups,
+/// no-op and derived-to-base casts.
+const Expr *strip(const Expr *E) {
+  while (true) {
+    const Expr *Next = E->IgnoreParens();
+    if (const auto *FE = dyn_cast<FullExpr>(Next))
+      Next = FE->getSubExpr();
+    else if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(Next))
+      Next = MT->getSubExpr();
+    else if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(Next))
+      Next = BT->getSubExpr();
+    else if (const auto *IC = dyn_cast<ImplicitCastExpr>(Next)) {
+      CastKind K = IC->getCastKind();
+      if (K == CK_NoOp || K == CK_LValueToRValue || K == CK_DerivedToBase ||
+          K == CK_UncheckedDerivedToBase)
+        Next = IC->getSubExpr();
+    } else if (const auto *CE = dyn_cast<CXXConstructExpr>(Next)) {
+      if (CE->getNumArgs() == 1 &&
+          CE->getConstructor()->isCopyOrMoveConstructor())
+        Next = CE->getArg(0);
+    }
+    if (Next == E)
+      return E;
+    E = Next;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+std::optional<NodeId> Lowering::valueOf(Val V) {
+  if (V.K == Val::Value)
+    return V.Id;
+  if (V.K == Val::LazyScalar) {
+    auto It = ScalarNodes.find(V.Param);
+    if (It != ScalarNodes.end())
+      return It->second;
+    const ParmVarDecl *PVD = Refs[V.Param].Decl;
+    NodeId Id = B.scalarParam(V.Param, makeSrcLoc(PVD->getLocation(), SM));
+    ScalarNodes[V.Param] = Id;
+    return Id;
+  }
+  return std::nullopt;
+}
+
+NodeId Lowering::castTo(NodeId V, DType T, const Expr *At) {
+  size_t Before = F.Nodes.size();
+  NodeId R = B.cast(V, T, loc(At));
+  if (R >= Before && F.node(R).Label.empty())
+    B.setLabel(R, text(At));
+  return R;
+}
+
+Val Lowering::convertTo(Val V, QualType T, const Expr *At) {
+  if (T->isVoidType())
+    return V.ok() ? Val::voidVal() : V;
+  if (V.K != Val::Value && V.K != Val::LazyScalar)
+    return V;
+  std::optional<DType> To = dtypeOf(T);
+  std::optional<NodeId> Id = valueOf(V);
+  if (!To || !Id)
+    return V;
+  return Val::value(castTo(*Id, *To, At));
+}
+
+NodeId Lowering::constant(const APValue &V, QualType T, const Expr *At) {
+  DType D = *valueDType(T, Ctx);
+  if (V.isInt()) {
+    const llvm::APSInt &I = V.getInt();
+    int64_t X = I.isSigned() ? I.getSExtValue()
+                             : static_cast<int64_t>(I.getZExtValue());
+    return B.constInt(X, D, /*Weak=*/true, loc(At));
+  }
+  llvm::APFloat X = V.getFloat();
+  bool Lost = false;
+  X.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+            &Lost);
+  return B.constFloat(X.convertToDouble(), D, /*Weak=*/true, loc(At));
+}
+
+NodeId Lowering::buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,
+                         DType ComputeIn, DType Result, const Expr *At) {
+  llvm::SmallVector<NodeId, 3> Cast;
+  const ir::OpInfo &Info = ir::opInfo(Op);
+  for (size_t I = 0; I < Operands.size(); ++I) {
+    DType T = ComputeIn;
+    if (Op == ir::OpCode::Select && I == 0)
+      T = DType::Bool;
+    else if (Op == ir::OpCode::And || Op == ir::OpCode::Or ||
+             Op == ir::OpCode::Not)
+      T = DType::Bool;
+    Cast.push_back(castTo(Operands[I], T, At));
+  }
+  DType R = Info.Result == ir::ResultRule::Bool ? DType::Bool : Result;
+  return B.elementwise(Op, Cast, R, loc(At));
+}
+
+//===----------------------------------------------------------------------===//
+// Refs
+//===----------------------------------------------------------------------===//
+
+NodeId Lowering::entryLoad(unsigned P, const Expr *At) {
+  RefState &S = Refs[P];
+  if (!S.Load) {
+    S.Load = B.load(P, At ? loc(At) : makeSrcLoc(S.Decl->getLocation(), SM));
+    if (At)
+      B.setLabel(*S.Load, text(At));
+  }
+  return *S.Load;
+}
+
+NodeId Lowering::shapeSource(unsigned P, const Expr *At) {
+  RefState &S = Refs[P];
+  if (param(P).Kind != ir::ParamKind::Out)
+    return entryLoad(P, nullptr);
+  // An Out has no entry value; this load only gives the ref's shape.
+  if (!S.ShapeSrc)
+    S.ShapeSrc = B.load(P, makeSrcLoc(S.Decl->getLocation(), SM));
+  (void)At;
+  return *S.ShapeSrc;
+}
+
+Val Lowering::readRef(unsigned P, const Expr *At) {
+  RefState &S = Refs[P];
+  const ir::Param &Pm = param(P);
+  if (!S.Written) {
+    if (Pm.Kind == ir::ParamKind::Out) {
+      error(rule::ReadBeforeWrite, At,
+            "'" + Pm.Name + "' is read before it is written; an " +
+                refSpell(P) + " has no initial contents",
+            "declare '" + Pm.Name + "' as " +
+                refSpelling(ir::ParamKind::InOut, Pm.Type, Pm.Rank) +
+                " to read the caller's values",
+            S.Decl->getLocation());
+      return Val::invalid();
+    }
+    return Val::value(entryLoad(P, At));
+  }
+  if (!S.Current) {
+    S.Current = B.broadcastTo(*S.Stored, shapeSource(P, At), loc(At));
+    B.setName(*S.Current, Pm.Name);
+    B.setLabel(*S.Current, text(At));
+  }
+  return Val::value(*S.Current);
+}
+
+void Lowering::storeRef(unsigned P, NodeId V, const Expr *At) {
+  RefState &S = Refs[P];
+  NodeId Stored = castTo(V, param(P).Type, At);
+  B.store(P, Stored, makeSrcLoc(At->getBeginLoc(), SM));
+  S.Written = true;
+  S.Stored = Stored;
+  S.Current.reset();
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+Val Lowering::eval(const Expr *E) {
+  if (!E)
+    return Val::invalid();
+  if (E->containsErrors() || E->isValueDependent() || E->isTypeDependent()) {
+    // Clang reported an error here already: stay quiet, and do not call
+    // the refs it might have written "never written".
+    SkippedCode = true;
+    return Val::invalid();
+  }
+  size_t Before = F.Nodes.size();
+  Val V = evalImpl(E);
+  if (V.K == Val::Value && V.Id >= Before && F.node(V.Id).Label.empty() &&
+      !isa<ParenExpr>(E))
+    B.setLabel(V.Id, text(E));
+  return V;
+}
+
+std::optional<Val> Lowering::tryFold(const Expr *E) {
+  QualType T = E->getType();
+  if (!(isArithmeticScalar(T) || T->isEnumeralType()) || !dtypeOf(T))
+    return std::nullopt;
+  // A local's value is the environment's, not its initializer's (a `const`
+  // local may be usable in constant expressions; that agrees anyway).
+  Expr::EvalResult R;
+  if (!E->EvaluateAsRValue(R, Ctx) || R.HasSideEffects)
+    return std::nullopt;
+  if (!R.Val.isInt() && !R.Val.isFloat())
+    return std::nullopt;
+  if (R.Val.isInt() && R.Val.getInt().getSignificantBits() > 64)
+    return std::nullopt;
+  return Val::value(constant(R.Val, E->getType(), E));
+}
+
+Val Lowering::evalImpl(const Expr *E) {
+  if (std::optional<Val> C = tryFold(E))
+    return *C;
+
+  if (const auto *PE = dyn_cast<ParenExpr>(E))
+    return eval(PE->getSubExpr());
+  if (const auto *FE = dyn_cast<FullExpr>(E))
+    return convert(eval(FE->getSubExpr()), E);
+  if (const auto *MT = dyn_cast<MaterializeTemporaryExpr>(E))
+    return eval(MT->getSubExpr());
+  if (const auto *BT = dyn_cast<CXXBindTemporaryExpr>(E))
+    return eval(BT->getSubExpr());
+  if (const auto *DA = dyn_cast<CXXDefaultArgExpr>(E))
+    return convert(eval(DA->getExpr()), E);
+  if (const auto *ST = dyn_cast<SubstNonTypeTemplateParmExpr>(E))
+    return convert(eval(ST->getReplacement()), E);
+  if (const auto *OV = dyn_cast<OpaqueValueExpr>(E)) {
+    if (OV->getSourceExpr())
+      return eval(OV->getSourceExpr());
+    return unsupported(E, "this expression");
+  }
+  if (const auto *RB = dyn_cast<CXXRewrittenBinaryOperator>(E))
+    return convert(eval(RB->getSemanticForm()), E);
+  if (const auto *CE = dyn_cast<CastExpr>(E))
+    return evalCast(CE);
+  if (const auto *DR = dyn_cast<DeclRefExpr>(E))
+    return evalDeclRef(DR);
+  if (const auto *UO = dyn_cast<UnaryOperator>(E))
+    return evalUnary(UO);
+  if (const auto *BO = dyn_cast<BinaryOperator>(E))
+    return evalBinary(BO);
+  if (const auto *CO = dyn_cast<ConditionalOperator>(E))
+    return evalConditional(CO);
+  if (const auto *OC = dyn_cast<CXXOperatorCallExpr>(E))
+    return evalOperatorCall(OC);
+  if (const auto *MC = dyn_cast<CXXMemberCallExpr>(E))
+    return evalMemberCall(MC);
+  if (const auto *CE = dyn_cast<CallExpr>(E))
+    return evalCall(CE);
+  if (const auto *CC = dyn_cast<CXXConstructExpr>(E))
+    return evalConstruct(CC);
+  if (const auto *IL = dyn_cast<InitListExpr>(E)) {
+    if (IL->getNumInits() == 1 && dtypeOf(E->getType()))
+      return convert(eval(IL->getInit(0)), E);
+    return unsupported(E, "an initializer list");
+  }
+  if (const auto *AS = dyn_cast<ArraySubscriptExpr>(E))
+    return subscriptError(AS);
+
+  // Literals and constant expressions were folded above; what is left of
+  // them has a type pk cannot hold.
+  if (isa<StringLiteral>(E) || isa<PredefinedExpr>(E))
+    return unsupported(E, "a string literal",
+                       "kernels cannot print or use text");
+  if (isa<CXXNullPtrLiteralExpr>(E) || isa<GNUNullExpr>(E))
+    return unsupported(E, "a null pointer");
+  if (isa<IntegerLiteral>(E) || isa<FloatingLiteral>(E) ||
+      isa<CharacterLiteral>(E) || isa<CXXBoolLiteralExpr>(E))
+    return notYet(E, "a literal of type '" + E->getType().getAsString() + "'",
+                  "use float, double, int32_t, int64_t or bool values");
+  if (isa<LambdaExpr>(E))
+    return unsupported(E, "a lambda", "write a helper function; it is inlined");
+  if (isa<CXXNewExpr>(E))
+    return unsupported(E, "'new'",
+                       "kernels allocate nothing; compute whole "
+                       "arrays with pk operations");
+  if (isa<CXXDeleteExpr>(E))
+    return unsupported(E, "'delete'");
+  if (isa<CXXThrowExpr>(E))
+    return unsupported(E, "'throw'",
+                       "kernels cannot throw; shape errors are "
+                       "checked by pk at kernel entry");
+  if (isa<CXXThisExpr>(E))
+    return unsupported(E, "'this'", "kernels are free functions");
+  if (isa<StmtExpr>(E))
+    return unsupported(E, "a statement expression");
+  if (isa<CXXTypeidExpr>(E))
+    return unsupported(E, "'typeid'");
+  if (const auto *ME = dyn_cast<MemberExpr>(E))
+    return unsupported(E, "member access '" + text(ME) + "'",
+                       "kernels use ref[_], locals and pk operations");
+  if (isa<AddrLabelExpr>(E))
+    return unsupported(E, "a label address");
+  if (isa<CXXStdInitializerListExpr>(E))
+    return unsupported(E, "an initializer list");
+  return unsupported(E, llvm::Twine("this expression (") +
+                            E->getStmtClassName() + ")");
+}
+
+Val Lowering::evalCast(const CastExpr *E) {
+  if (isa<CXXReinterpretCastExpr>(E))
+    return unsupported(E, "'reinterpret_cast'");
+  if (isa<CXXConstCastExpr>(E))
+    return unsupported(E, "'const_cast'");
+  if (isa<CXXDynamicCastExpr>(E))
+    return unsupported(E, "'dynamic_cast'");
+  switch (E->getCastKind()) {
+  case CK_LValueToRValue:
+  case CK_NoOp:
+  case CK_DerivedToBase:
+  case CK_UncheckedDerivedToBase:
+  case CK_ConstructorConversion:
+  case CK_UserDefinedConversion:
+  case CK_IntegralCast:
+  case CK_FloatingCast:
+  case CK_IntegralToFloating:
+  case CK_FloatingToIntegral:
+  case CK_IntegralToBoolean:
+  case CK_FloatingToBoolean:
+  case CK_ToVoid:
+  case CK_AtomicToNonAtomic:
+  case CK_NonAtomicToAtomic:
+    return convert(eval(E->getSubExpr()), E);
+  case CK_FunctionToPointerDecay:
+  case CK_BuiltinFnToFnPtr:
+    return unsupported(E, "a function pointer",
+                       "call helpers directly; they are inlined");
+  case CK_ArrayToPointerDecay:
+    if (isa<StringLiteral>(E->getSubExpr()->IgnoreParens()))
+      return unsupported(E, "a string literal",
+                         "kernels cannot print or use text");
+    return unsupported(E, "a pointer (array-to-pointer decay)");
+  default:
+    break;
+  }
+  if (E->getType()->isAnyPointerType() ||
+      E->getSubExpr()->getType()->isAnyPointerType())
+    return unsupported(E, "a pointer conversion");
+  return unsupported(E, llvm::Twine("the conversion '") + E->getCastKindName() +
+                            "'");
+}
+
+Val Lowering::evalDeclRef(const DeclRefExpr *E) {
+  const ValueDecl *D = E->getDecl();
+  if (const auto *VD = dyn_cast<VarDecl>(D)) {
+    if (isPkClass(VD->getType(), "Whole"))
+      return Val::make(Val::Whole);
+    if (isPkClass(VD->getType(), "KeepDims"))
+      return Val::make(Val::KeepDims);
+    if (std::optional<Val> V = lookup(VD)) {
+      if (V->K == Val::Uninit)
+        return unsupported(
+            E, "reading '" + VD->getName() + "' before it is given a value",
+            "initialize it where it is declared");
+      if (V->K == Val::LazyScalar)
+        return Val::value(*valueOf(*V));
+      return *V;
+    }
+    if (VD->isLocalVarDeclOrParm())
+      return unsupported(E, "'" + VD->getName() + "' here");
+    return unsupported(E, "reading the global variable '" + VD->getName() + "'",
+                       "pass it as a parameter, or make it a constexpr "
+                       "constant");
+  }
+  if (isa<FunctionDecl>(D))
+    return unsupported(E, "a function used as a value",
+                       "call helpers directly; they are inlined");
+  if (isa<BindingDecl>(D))
+    return unsupported(E, "a structured binding");
+  return unsupported(E, "'" + text(E) + "'");
+}
+
+Val Lowering::evalUnary(const UnaryOperator *E) {
+  switch (E->getOpcode()) {
+  case UO_AddrOf:
+    return unsupported(E, "taking an address ('&')",
+                       "kernels have no pointers; pass refs and values");
+  case UO_Deref:
+    return unsupported(E, "dereferencing a pointer ('*')",
+                       "kernels have no pointers; read a ref with ref[_]");
+  case UO_PreInc:
+  case UO_PreDec:
+  case UO_PostInc:
+  case UO_PostDec:
+    return evalIncDec(E);
+  case UO_Plus:
+    return convert(eval(E->getSubExpr()), E);
+  case UO_Minus:
+  case UO_LNot: {
+    Val V = eval(E->getSubExpr());
+    std::optional<NodeId> Id = valueOf(V);
+    std::optional<DType> T = dtypeOf(E->getType());
+    if (!Id || !T)
+      return Val::invalid();
+    const ir::OpInfo *Op =
+        ir::lookupOpBySource(E->getOpcode() == UO_Minus ? "unary-" : "!");
+    // Clang already promoted the operand (bool -> int, ...).
+    DType In = E->getOpcode() == UO_LNot ? DType::Bool : *T;
+    return Val::value(buildOp(Op->Code, {*Id}, In, *T, E));
+  }
+  case UO_Not:
+    return notYet(E, "bitwise '~'", "use ! on bool values");
+  default:
+    return unsupported(E, "the operator '" +
+                              UnaryOperator::getOpcodeStr(E->getOpcode()) +
+                              "'");
+  }
+}
+
+Val Lowering::evalIncDec(const UnaryOperator *E) {
+  const Expr *Sub = strip(E->getSubExpr());
+  const auto *DR = dyn_cast<DeclRefExpr>(Sub);
+  const auto *VD = DR ? dyn_cast<VarDecl>(DR->getDecl()) : nullptr;
+  std::optional<Val> Cur = VD ? lookup(VD) : std::nullopt;
+  if (!Cur || VD->getType()->isReferenceType())
+    return unsupported(E, "'" + text(E) + "'",
+                       "increment local scalar variables only");
+  std::optional<NodeId> Old = valueOf(*Cur);
+  std::optional<DType> T = dtypeOf(VD->getType());
+  if (!Old || !T || !isArithmeticScalar(VD->getType()))
+    return Cur->K == Val::Invalid
+               ? Val::invalid()
+               : unsupported(E, "'" + text(E) + "'",
+                             "increment local scalar variables only");
+  NodeId One = B.constInt(1, *T, true, loc(E));
+  bool Inc = E->isIncrementOp();
+  NodeId New =
+      buildOp(Inc ? ir::OpCode::Add : ir::OpCode::Sub, {*Old, One}, *T, *T, E);
+  bind(VD, Val::value(New));
+  return Val::value(E->isPrefix() ? New : *Old);
+}
+
+Val Lowering::evalBinary(const BinaryOperator *E) {
+  BinaryOperatorKind K = E->getOpcode();
+  if (K == BO_Assign)
+    return evalAssign(E, E->getLHS(), E->getRHS(), "", nullptr);
+  if (const auto *CA = dyn_cast<CompoundAssignOperator>(E)) {
+    llvm::StringRef Op;
+    switch (K) {
+    case BO_AddAssign:
+      Op = "+";
+      break;
+    case BO_SubAssign:
+      Op = "-";
+      break;
+    case BO_MulAssign:
+      Op = "*";
+      break;
+    case BO_DivAssign:
+      Op = "/";
+      break;
+    case BO_RemAssign:
+      Op = "%";
+      break;
+    default:
+      return notYet(E, "the operator '" + BinaryOperator::getOpcodeStr(K) + "'",
+                    "use + - * / %");
+    }
+    return evalAssign(E, E->getLHS(), E->getRHS(), Op, CA);
+  }
+  if (K == BO_Comma) {
+    eval(E->getLHS());
+    return eval(E->getRHS());
+  }
+  if (K == BO_LAnd || K == BO_LOr) {
+    std::optional<NodeId> L = valueOf(eval(E->getLHS()));
+    if (!L)
+      return Val::invalid();
+    if (std::optional<double> C = constValue(*L)) {
+      bool LV = *C != 0;
+      if ((K == BO_LAnd && !LV) || (K == BO_LOr && LV))
+        return Val::value(B.constInt(LV, DType::Bool, true, loc(E)));
+      std::optional<NodeId> R = valueOf(eval(E->getRHS()));
+      if (!R)
+        return Val::invalid();
+      return Val::value(castTo(*R, DType::Bool, E));
+    }
+    std::optional<NodeId> R = valueOf(eval(E->getRHS()));
+    if (!R)
+      return Val::invalid();
+    return Val::value(buildOp(K == BO_LAnd ? ir::OpCode::And : ir::OpCode::Or,
+                              {*L, *R}, DType::Bool, DType::Bool, E));
+  }
+  std::optional<DType> T = dtypeOf(E->getType());
+  if (K == BO_And || K == BO_Or) {
+    // `b1 & b2` on bools (promoted to int by C++): the logical op.
+    const Expr *L = E->getLHS()->IgnoreParenImpCasts();
+    const Expr *R = E->getRHS()->IgnoreParenImpCasts();
+    if (L->getType()->isBooleanType() && R->getType()->isBooleanType() && T) {
+      std::optional<NodeId> LV = valueOf(eval(L)), RV = valueOf(eval(R));
+      if (!LV || !RV)
+        return Val::invalid();
+      NodeId V = buildOp(K == BO_And ? ir::OpCode::And : ir::OpCode::Or,
+                         {*LV, *RV}, DType::Bool, DType::Bool, E);
+      return Val::value(castTo(V, *T, E));
+    }
+  }
+  const ir::OpInfo *Op = binaryOpFor(K);
+  if (!Op)
+    return notYet(E, "the operator '" + BinaryOperator::getOpcodeStr(K) + "'",
+                  "use + - * / % < <= > >= == != && || on scalars");
+  if (E->getLHS()->getType()->isAnyPointerType() ||
+      E->getRHS()->getType()->isAnyPointerType())
+    return unsupported(E, "pointer arithmetic");
+  std::optional<NodeId> L = valueOf(eval(E->getLHS()));
+  std::optional<NodeId> R = valueOf(eval(E->getRHS()));
+  std::optional<DType> In = dtypeOf(E->getLHS()->getType());
+  if (!L || !R || !T || !In)
+    return Val::invalid();
+  // Clang converted both operands to the common type already.
+  return Val::value(buildOp(Op->Code, {*L, *R}, *In, *T, E));
+}
+
+Val Lowering::evalConditional(const ConditionalOperator *E) {
+  std::optional<bool> C = condition(E->getCond(), "'?:'", false);
+  if (!C)
+    return Val::invalid();
+  return convert(eval(*C ? E->getTrueExpr() : E->getFalseExpr()), E);
+}
+
+Val Lowering::subscriptError(const Expr *E) {
+  error(rule::Subscript, E,
+        "only 'ref[_]' (the whole array) can be indexed, not '" + text(E) + "'",
+        "index the whole array with ref[_]; choose elements with where(mask, "
+        "a, b)");
+  return Val::invalid();
+}
+
+Val Lowering::evalSubscript(const Expr *E, const Expr *Base, const Expr *Idx) {
+  Val BV = eval(Base);
+  if (!BV.ok())
+    return BV;
+  if (BV.K == Val::Ref && isWholeIndex(Idx))
+    return readRef(BV.Param, E);
+  return subscriptError(E);
+}
+
+Val Lowering::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
+                         llvm::StringRef CompoundOp,
+                         const CompoundAssignOperator *CA) {
+  const Expr *L = strip(LHS);
+
+  // `ref[_] = v`, `ref[_] += v`.
+  if (const auto *Sub = dyn_cast<CXXOperatorCallExpr>(L);
+      Sub && Sub->getOperator() == OO_Subscript) {
+    Val Base = eval(Sub->getArg(0));
+    if (!Base.ok())
+      return Base;
+    if (Base.K != Val::Ref || !isWholeIndex(Sub->getArg(1))) {
+      if (Base.K == Val::Ref)
+        Refs[Base.Param].Written = true; // not "never written" as well
+      eval(RHS);
+      return subscriptError(Sub);
+    }
+    unsigned P = Base.Param;
+    const ir::Param &Pm = param(P);
+    if (Pm.Kind == ir::ParamKind::In) {
+      error(rule::WriteIn, Sub,
+            "cannot write to '" + Pm.Name + "': it is an " + refSpell(P) +
+                " (read-only)",
+            "declare '" + Pm.Name + "' as " +
+                refSpelling(ir::ParamKind::Out, Pm.Type, Pm.Rank) +
+                " to write it, or " +
+                refSpelling(ir::ParamKind::InOut, Pm.Type, Pm.Rank) +
+                " to read and write it",
+            Refs[P].Decl->getLocation());
+      return Val::invalid();
+    }
+    std::optional<NodeId> V = valueOf(eval(RHS));
+    if (!V) {
+      Refs[P].Written = true; // don't report it unwritten as well
+      return Val::invalid();
+    }
+    if (!CompoundOp.empty()) {
+      std::optional<NodeId> Cur = valueOf(readRef(P, Sub));
+      if (!Cur) {
+        Refs[P].Written = true;
+        return Val::invalid();
+      }
+      Operand Common =
+          join({Pm.Type, false},
+               {F.node(*V).Type, isArithmeticScalar(RHS->getType())});
+      V = buildOp(ir::lookupOpBySource(CompoundOp)->Code, {*Cur, *V}, Common.T,
+                  Common.T, E);
+    }
+    storeRef(P, *V, E);
+    return Val::voidVal();
+  }
+
+  // `local = v`, `local op= v`.
+  if (const auto *DR = dyn_cast<DeclRefExpr>(L)) {
+    const auto *VD = dyn_cast<VarDecl>(DR->getDecl());
+    std::optional<Val> Cur = VD ? lookup(VD) : std::nullopt;
+    if (!Cur) {
+      eval(RHS);
+      if (VD && !VD->isLocalVarDeclOrParm())
+        return unsupported(
+            E, "writing the global variable '" + VD->getName() + "'",
+            "kernels write only their Out and InOut refs");
+      return unsupported(E, "assigning to '" + text(L) + "'");
+    }
+    if (Cur->K == Val::Ref) {
+      Refs[Cur->Param].Written = true; // not "never written" as well
+      eval(RHS);
+      return unsupported(
+          E, "assigning to the ref '" + VD->getName() + "' itself",
+          "store into its elements with '" + VD->getName() + "[_] = ...'");
+    }
+    if (VD->getType()->isReferenceType()) {
+      eval(RHS);
+      return unsupported(
+          E, "assigning through the reference '" + VD->getName() + "'",
+          "return the new value from the helper instead");
+    }
+    std::optional<DType> T = dtypeOf(VD->getType());
+    if (!T) {
+      eval(RHS);
+      return Cur->K == Val::Invalid
+                 ? Val::invalid()
+                 : unsupported(E, "assigning to '" + VD->getName() + "'");
+    }
+    Val R = eval(RHS);
+    std::optional<NodeId> V = valueOf(R);
+    if (!V) {
+      frame().Env[VD] = Val::invalid(); // quiet follow-on uses
+      return Val::invalid();
+    }
+    if (!CompoundOp.empty()) {
+      std::optional<NodeId> Old = valueOf(*Cur);
+      if (!Old) {
+        if (Cur->K == Val::Uninit)
+          return unsupported(
+              E, "reading '" + VD->getName() + "' before it is given a value",
+              "initialize it where it is declared");
+        return Val::invalid();
+      }
+      const ir::OpInfo *Op = ir::lookupOpBySource(CompoundOp);
+      if (CA) {
+        // Builtin on scalars: Clang gives the computation types.
+        std::optional<DType> In = dtypeOf(CA->getComputationLHSType());
+        std::optional<DType> Res = dtypeOf(CA->getComputationResultType());
+        if (!In || !Res)
+          return Val::invalid();
+        V = buildOp(Op->Code, {*Old, *V}, *In, *Res, E);
+      } else {
+        Operand Common =
+            join({F.node(*Old).Type, isArithmeticScalar(VD->getType())},
+                 {F.node(*V).Type, isArithmeticScalar(RHS->getType())});
+        V = buildOp(Op->Code, {*Old, *V}, Common.T, Common.T, E);
+      }
+    }
+    NodeId New = castTo(*V, *T, E);
+    bind(VD, Val::value(New));
+    return Val::value(New);
+  }
+
+  eval(RHS);
+  return unsupported(E, "assigning to '" + text(L) + "'",
+                     "assign to locals or store with ref[_] = ...");
+}
+
+Val Lowering::evalOperatorCall(const CXXOperatorCallExpr *E) {
+  OverloadedOperatorKind OO = E->getOperator();
+  const FunctionDecl *FD = E->getDirectCallee();
+  if (OO == OO_Subscript)
+    return evalSubscript(E, E->getArg(0), E->getArg(1));
+  if (OO == OO_Equal)
+    return evalAssign(E, E->getArg(0), E->getArg(1), "", nullptr);
+  if (llvm::StringRef Op = compoundOpSpelling(OO); !Op.empty())
+    return evalAssign(E, E->getArg(0), E->getArg(1), Op, nullptr);
+  if (OO == OO_Call) {
+    const auto *MD = dyn_cast_or_null<CXXMethodDecl>(FD);
+    if (MD && MD->getParent()->isLambda())
+      return unsupported(E, "calling a lambda",
+                         "write a helper function; it is inlined");
+    if (MD && isPkLibrary(MD, SM))
+      return subscriptError(E);
+    return unsupported(E, "calling a function object",
+                       "write a helper function; it is inlined");
+  }
+  if (FD && isPkLibrary(FD, SM)) {
+    std::string Spelling = getOperatorSpelling(OO);
+    if (E->getNumArgs() == 1 && (OO == OO_Minus || OO == OO_Plus))
+      Spelling = "unary" + Spelling;
+    if (Spelling == "unary+")
+      return convert(eval(E->getArg(0)), E);
+    if (Spelling == "&&")
+      Spelling = "&";
+    if (Spelling == "||")
+      Spelling = "|";
+    const ir::OpInfo *Op = ir::lookupOpBySource(Spelling);
+    llvm::SmallVector<const Expr *, 3> Args(E->arguments());
+    if (Op)
+      return evalPkElementwise(*Op, E, Args);
+    return notYet(E, "the operator '" + Spelling + "' on pk values",
+                  "use + - * / % < <= > >= == != & | ! and pk's functions");
+  }
+  // A user's own operator: a helper call.
+  return evalCall(E);
+}
+
+Val Lowering::evalMemberCall(const CXXMemberCallExpr *E) {
+  const CXXMethodDecl *MD = E->getMethodDecl();
+  if (!MD)
+    return unsupported(E, "calling through a member pointer");
+  const Expr *Obj = E->getImplicitObjectArgument();
+  // A conversion (`operator T()`) of a pk value: the value itself.
+  if (isa<CXXConversionDecl>(MD) && isPkLibrary(MD, SM))
+    return convert(eval(Obj), E);
+  if (MD->getParent()->isLambda())
+    return unsupported(E, "calling a lambda",
+                       "write a helper function; it is inlined");
+  llvm::StringRef Name = MD->getIdentifier() ? MD->getName() : "";
+  bool OnRef = Obj && refType(Obj->getType()).has_value();
+  if (isPkLibrary(MD, SM)) {
+    if (Name == "extent" || Name == "size" || Name == "shape" || Name == "rank")
+      return notYet(E, "'" + text(E) + "' (a run-time extent in a kernel)",
+                    "shapes are implicit: operations broadcast, reductions "
+                    "take an axis, broadcast_to(v, ref) takes a shape");
+    if (Name == "at" || Name == "item")
+      return subscriptError(E);
+    if (Name == "data")
+      return unsupported(E, "'" + text(E) + "' (a pointer)",
+                         "read the whole array with ref[_]");
+    return unsupported(E,
+                       "the member function '" + MD->getNameAsString() +
+                           "' of " + (OnRef ? "a ref" : "a pk value"),
+                       "use ref[_] and pk operations");
+  }
+  return unsupported(
+      E, "calling the member function '" + MD->getQualifiedNameAsString() + "'",
+      "write a free helper function; it is inlined");
+}
+
+Val Lowering::evalConstruct(const CXXConstructExpr *E) {
+  QualType T = E->getType();
+  if (isPkClass(T, "Whole"))
+    return Val::make(Val::Whole);
+  if (isPkClass(T, "KeepDims"))
+    return Val::make(Val::KeepDims);
+  if (refType(T)) {
+    if (E->getNumArgs() == 1 && E->getConstructor()->isCopyOrMoveConstructor())
+      return eval(E->getArg(0));
+    return unsupported(E, "making a ref inside a kernel",
+                       "take refs as kernel parameters");
+  }
+  if (isPkClass(T, "Array") || isPkClass(T, "WholeProxy")) {
+    if (E->getNumArgs() >= 1 &&
+        (E->getConstructor()->isCopyOrMoveConstructor() ||
+         E->getConstructor()->isConvertingConstructor(false)) &&
+        E->getNumArgs() == 1)
+      return convert(eval(E->getArg(0)), E);
+    if (E->getNumArgs() == 0) {
+      // `pk::Array<T> t;` is a rank-0 array holding T{} (pk.h).
+      std::optional<DType> D = dtypeOf(T);
+      if (!D)
+        return Val::invalid();
+      return Val::value(B.constInt(0, *D, /*Weak=*/false, loc(E)));
+    }
+    return unsupported(E, "constructing a pk::Array from a shape or data",
+                       "compute arrays from refs with pk operations; "
+                       "broadcast_to(v, ref) makes one of a ref's shape");
+  }
+  if (dtypeOf(T) && E->getNumArgs() == 1)
+    return convert(eval(E->getArg(0)), E);
+  return unsupported(E, "an object of type '" + T.getAsString() + "'",
+                     "kernels hold refs, pk arrays and arithmetic scalars");
+}
+
+} // namespace pk::frontend::lowering
