@@ -1,0 +1,44 @@
+//===- Driver.h - pkc's work on a list of files -----------------*- C++ -*-===//
+#ifndef PK_DRIVER_DRIVER_H
+#define PK_DRIVER_DRIVER_H
+
+#include "Driver/Pipeline.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <string>
+#include <vector>
+
+namespace clang::tooling {
+class CompilationDatabase;
+}
+
+namespace pk::driver {
+
+struct DriverOptions {
+  std::string OutDir = ".";
+  bool Cpu = true;  ///< write <stem>.pk.cpp
+  bool Cuda = true; ///< write <stem>.pk.cu and <stem>.pk.h
+  EmitStage Emit = EmitStage::None;
+  bool PrintAfterAll = false;
+  std::string DepFile;
+  /// Put before every compile command (the resource dir fix).
+  std::vector<std::string> ExtraArgsBefore;
+};
+
+/// Exit codes of pkc.
+enum ExitCode : int {
+  Success = 0,
+  UserError = 1, ///< a kernel broke the contract: diagnostics printed
+  UsageError = 2 ///< bad options, unreadable input, unwritable output
+};
+
+/// Compiles every file. Output is all or nothing: when any kernel in any
+/// file has an error, no file is written. Files are written atomically
+/// (temporary + rename), never over an input.
+int run(const clang::tooling::CompilationDatabase &DB,
+        llvm::ArrayRef<std::string> Files, const DriverOptions &Opts);
+
+} // namespace pk::driver
+
+#endif // PK_DRIVER_DRIVER_H
