@@ -1,0 +1,117 @@
+//===- sample.h - What every sample program does --------------------------===//
+//
+// Each sample runs its kernel twice on the same random inputs: eagerly (the
+// kernel source included inside `namespace eager`, executed by <pk/pk.h>) and
+// compiled (the body pkc generated, linked through pk_add_kernels()). It
+// checks that both agree, prints both times (median of several runs) and
+// where the generated files are.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_SAMPLES_SAMPLE_H
+#define PK_SAMPLES_SAMPLE_H
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace sample {
+
+inline std::vector<float> random(int64_t N, unsigned Seed, float Lo = -2,
+                                 float Hi = 2) {
+  std::mt19937 Gen(Seed);
+  std::uniform_real_distribution<float> D(Lo, Hi);
+  std::vector<float> V(N);
+  for (float &X : V)
+    X = D(Gen);
+  return V;
+}
+
+/// Median wall time in milliseconds of `Runs` calls of `Body`; `Setup` runs
+/// before each call, untimed (to restore InOut buffers).
+inline double median_ms(const std::function<void()> &Body, int Runs = 7,
+                        const std::function<void()> &Setup = {}) {
+  std::vector<double> Times;
+  for (int R = 0; R < Runs; ++R) {
+    if (Setup)
+      Setup();
+    auto T0 = std::chrono::steady_clock::now();
+    Body();
+    auto T1 = std::chrono::steady_clock::now();
+    Times.push_back(std::chrono::duration<double, std::milli>(T1 - T0).count());
+  }
+  std::sort(Times.begin(), Times.end());
+  return Times[Times.size() / 2];
+}
+
+/// Distance in units in the last place between two floats (0 when equal,
+/// also for two NaNs).
+inline int64_t ulp_distance(float A, float B) {
+  if (std::isnan(A) || std::isnan(B))
+    return std::isnan(A) && std::isnan(B) ? 0 : INT64_MAX;
+  int32_t IA, IB;
+  std::memcpy(&IA, &A, 4);
+  std::memcpy(&IB, &B, 4);
+  int64_t LA = IA < 0 ? int64_t(INT32_MIN) - IA : IA;
+  int64_t LB = IB < 0 ? int64_t(INT32_MIN) - IB : IB;
+  return LA > LB ? LA - LB : LB - LA;
+}
+
+/// Compares eager and compiled results; returns false (and says where) when
+/// they differ by more than `MaxUlp`.
+inline bool agree(const char *What, const std::vector<float> &Eager,
+                  const std::vector<float> &Compiled, int64_t MaxUlp) {
+  int64_t Worst = 0;
+  size_t WorstAt = 0;
+  for (size_t I = 0; I < Eager.size(); ++I) {
+    int64_t D = ulp_distance(Eager[I], Compiled[I]);
+    if (D > Worst) {
+      Worst = D;
+      WorstAt = I;
+    }
+  }
+  if (Worst > MaxUlp) {
+    std::printf("  MISMATCH in %s at %zu: eager %.9g, compiled %.9g (%lld "
+                "ulp > %lld)\n",
+                What, WorstAt, Eager[WorstAt], Compiled[WorstAt],
+                static_cast<long long>(Worst), static_cast<long long>(MaxUlp));
+    return false;
+  }
+  std::printf("  %s: eager and compiled agree (max %lld ulp, tolerance %lld)\n",
+              What, static_cast<long long>(Worst),
+              static_cast<long long>(MaxUlp));
+  return true;
+}
+
+inline void print_head(const char *What, const std::vector<float> &V) {
+  std::printf("  %s[:4] = [", What);
+  for (size_t I = 0; I < std::min<size_t>(4, V.size()); ++I)
+    std::printf("%s%.6g", I ? ", " : "", V[I]);
+  std::printf("%s]\n", V.size() > 4 ? ", ..." : "");
+}
+
+inline void print_times(const char *Shape, double EagerMs, double CompiledMs) {
+  std::printf("  shape %s: eager %.3f ms, compiled %.3f ms (median of 7): "
+              "%.1fx faster\n",
+              Shape, EagerMs, CompiledMs, EagerMs / CompiledMs);
+}
+
+inline void print_outputs() {
+#ifdef PK_GENERATED_CPP
+  std::printf("  generated C++:  %s\n", PK_GENERATED_CPP);
+#endif
+#ifdef PK_GENERATED_CU
+  std::printf("  generated CUDA: %s\n", PK_GENERATED_CU);
+#endif
+}
+
+} // namespace sample
+
+#endif // PK_SAMPLES_SAMPLE_H
