@@ -348,6 +348,7 @@ Val Lowering::inlineCall(const FunctionDecl *FD, const CallExpr *E,
     Bound.push_back(A);
   }
 
+  size_t FirstNode = F.Nodes.size();
   Frames.emplace_back();
   frame().FD = Def;
   for (unsigned I = 0; I < Def->getNumParams(); ++I)
@@ -365,6 +366,10 @@ Val Lowering::inlineCall(const FunctionDecl *FD, const CallExpr *E,
                                 "', which ends without returning a value");
     return Val::invalid();
   }
+  // Messages name the value as the caller wrote it (`gelu_tanh(x[_])`),
+  // not by the helper's return expression.
+  if (Result->K == Val::Value && Result->Id >= FirstNode)
+    B.setLabel(Result->Id, text(E));
   return *Result;
 }
 

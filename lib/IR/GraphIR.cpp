@@ -562,6 +562,9 @@ static std::string formatConst(const Node &N) {
     return N.IntValue ? "true" : "false";
   if (isInteger(N.Type))
     return std::to_string(N.IntValue);
+  // The shortest text that reads back as the same value of the type.
+  if (N.Type == DType::F32)
+    return fmt::format("{}", static_cast<float>(N.FloatValue));
   return fmt::format("{}", N.FloatValue);
 }
 

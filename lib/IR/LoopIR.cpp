@@ -64,8 +64,10 @@ static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
       break;
     case Stmt::Const:
       OS << S.Name << " = const "
-         << (ir::isFloat(S.Type) ? fmt::format("{}", S.FloatValue)
-                                 : std::to_string(S.IntValue));
+         << (S.Type == DType::F32
+                 ? fmt::format("{}", static_cast<float>(S.FloatValue))
+             : ir::isFloat(S.Type) ? fmt::format("{}", S.FloatValue)
+                                   : std::to_string(S.IntValue));
       break;
     case Stmt::Apply: {
       OS << S.Name << " = " << ir::opInfo(S.Op).Name << " ";
