@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 
 namespace pk::rt {
@@ -59,5 +60,18 @@ inline std::string shape_str(std::initializer_list<int64_t> Shape) {
 }
 
 } // namespace pk::rt
+
+// The combiners of float max/min reductions in generated loops: NumPy's
+// NaN-propagating maximum/minimum (OpenMP's own `max` leaves NaN handling
+// unspecified). Declared at global scope so generated code in any namespace
+// sees them.
+#ifdef _OPENMP
+#pragma omp declare reduction(pk_max : float, double : omp_out =               \
+                                  pk::scalar::maximum(omp_out, omp_in))         \
+    initializer(omp_priv = -INFINITY)
+#pragma omp declare reduction(pk_min : float, double : omp_out =               \
+                                  pk::scalar::minimum(omp_out, omp_in))         \
+    initializer(omp_priv = INFINITY)
+#endif
 
 #endif // PK_RUNTIME_H

@@ -64,7 +64,9 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   if (Opts.Emit == EmitStage::Graph)
     ir::print(F, *Opts.Out, &Plan.GroupOf);
 
-  loop::Program Loops = lowerToLoops(F, Plan);
+  loop::Program Loops = lowerToLoops(F, Plan, A.Diags);
+  if (!A.Diags.empty())
+    return A;
   std::string Problem = loop::verify(Loops);
   if (!Problem.empty())
     llvm::report_fatal_error(

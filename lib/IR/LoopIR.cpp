@@ -21,6 +21,14 @@ bool Nest::canFlatten() const {
   return true;
 }
 
+unsigned Nest::numPhases() const {
+  unsigned N = 0;
+  for (const Stmt &S : Body)
+    if (S.Inner)
+      N = std::max(N, S.Phase + 1);
+  return N;
+}
+
 static llvm::StringRef axisMapName(AxisMap M) {
   switch (M) {
   case AxisMap::Same:
@@ -37,8 +45,11 @@ static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
                       unsigned Indent) {
   const ir::Function &F = *P.F;
   std::string Pad(Indent, ' ');
-  OS << Pad << "nest " << N.Group << " for " << ir::shapeToString(F, N.Domain)
-     << " {";
+  OS << Pad << "nest " << N.Group << " for " << ir::shapeToString(F, N.Domain);
+  if (N.isReduction())
+    OS << " reduce axes [" << fmt::format("{}", fmt::join(N.ReduceAxes, ", "))
+       << "]";
+  OS << " {";
   if (!N.Lines.empty())
     OS << "  ; line" << (N.Lines.size() > 1 ? "s " : " ")
        << fmt::format("{}", fmt::join(N.Lines, ", "));
@@ -49,12 +60,20 @@ static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
   for (size_t I = 0; I < N.Body.size(); ++I) {
     const Stmt &S = N.Body[I];
     OS << Pad << "  ";
+    if (N.Indexed)
+      OS << (S.Inner ? fmt::format("[inner {}] ", S.Phase)
+                     : fmt::format("[row {}] ", S.Phase));
     auto Arg = [&](unsigned J) { return N.Body[S.Args[J]].Name; };
     switch (S.K) {
     case Stmt::Load: {
       std::vector<std::string> Maps;
       for (AxisMap M : S.Axes)
         Maps.push_back(axisMapName(M).str());
+      if (N.Indexed) {
+        Maps.clear();
+        for (int D : S.Dims)
+          Maps.push_back(D < 0 ? "0" : fmt::format("i{}", D));
+      }
       OS << S.Name << " = load " << F.Params[S.Param].Name << "["
          << fmt::format("{}", fmt::join(Maps, ", ")) << "]";
       break;
@@ -80,6 +99,18 @@ static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
       break;
     case Stmt::Store:
       OS << "store " << F.Params[S.Param].Name << ", " << Arg(0);
+      break;
+    case Stmt::Reduce: {
+      std::vector<std::string> Ext;
+      for (ExtentId E : S.LoopExtents)
+        Ext.push_back(ir::extentToString(F, E));
+      OS << S.Name << " = reduce." << ir::reduceKindName(S.Reduction) << " "
+         << Arg(0) << " over [" << fmt::format("{}", fmt::join(Ext, ", "))
+         << "]";
+      break;
+    }
+    case Stmt::Index:
+      OS << S.Name << " = index i" << S.Axis;
       break;
     }
     if (S.K != Stmt::Store)
@@ -115,11 +146,22 @@ static std::string verifyNest(const Program &P, const Nest &N) {
       if (N.Body[A].K == Stmt::Store)
         return fmt::format("nest {}: statement {} uses a store", N.Group, I);
     }
-    if (S.K == Stmt::Load && S.Axes.size() != P.F->Params[S.Param].Rank)
-      return fmt::format("nest {}: load of {} maps {} axes, rank is {}",
-                         N.Group, P.F->Params[S.Param].Name, S.Axes.size(),
+    size_t Mapped = N.Indexed ? S.Dims.size() : S.Axes.size();
+    if ((S.K == Stmt::Load || (N.Indexed && S.K == Stmt::Store)) &&
+        Mapped != P.F->Params[S.Param].Rank)
+      return fmt::format("nest {}: {} of {} maps {} axes, rank is {}",
+                         N.Group, S.K == Stmt::Load ? "load" : "store",
+                         P.F->Params[S.Param].Name, Mapped,
                          P.F->Params[S.Param].Rank);
-    if (S.K == Stmt::Load && S.Axes.size() > N.Domain.size())
+    if (N.Indexed && (S.K == Stmt::Load || S.K == Stmt::Store))
+      for (int D : S.Dims)
+        if (D >= static_cast<int>(N.Domain.size()))
+          return fmt::format("nest {}: {} indexed by axis {} of a domain of "
+                             "rank {}",
+                             N.Group, P.F->Params[S.Param].Name, D,
+                             N.Domain.size());
+    if (S.K == Stmt::Load && !N.Indexed &&
+        S.Axes.size() > N.Domain.size())
       return fmt::format("nest {}: load of {} has a higher rank than the "
                          "domain",
                          N.Group, P.F->Params[S.Param].Name);
@@ -128,7 +170,7 @@ static std::string verifyNest(const Program &P, const Nest &N) {
       if (!P.F->Params[S.Param].isWritable())
         return fmt::format("nest {}: store to read-only {}", N.Group,
                            P.F->Params[S.Param].Name);
-      if (P.F->Params[S.Param].Rank != N.Domain.size())
+      if (!N.Indexed && P.F->Params[S.Param].Rank != N.Domain.size())
         return fmt::format("nest {}: store to {} of rank {} in a domain of "
                            "rank {}",
                            N.Group, P.F->Params[S.Param].Name,

@@ -36,6 +36,8 @@ struct Stmt {
     Apply,  ///< `Op` of `Args`
     Cast,   ///< Args[0] converted to `Type`
     Store,  ///< write Args[0] (converted to the ref's dtype) to ref `Param`
+    Reduce, ///< `Reduction` of Args[0] over the nest's reduce axes
+    Index,  ///< the loop index of domain axis `Axis` (as int64)
   };
   Kind K;
   DType Type = DType::F32;
@@ -48,12 +50,44 @@ struct Stmt {
   /// Load: one entry per axis of the ref (right-aligned to the domain).
   std::vector<AxisMap> Axes;
   unsigned Line = 0; ///< source line, for comments
+
+  // Reduction nests only (Nest::ReduceAxes not empty).
+  /// Load/Store: the domain axis each axis of the ref is indexed by (-1: the
+  /// ref's extent there is 1 by construction, index 0).
+  std::vector<int> Dims;
+  /// Index: the domain axis.
+  int Axis = -1;
+  /// True when the value varies along a reduce axis: computed inside an
+  /// inner loop. Otherwise it is a row value, computed once per row.
+  bool Inner = false;
+  /// The inner loop this statement belongs to (or, for a row value, the
+  /// number of inner loops that must finish before it can be computed).
+  unsigned Phase = 0;
+  ir::ReduceKind Reduction = ir::ReduceKind::Sum;
+  /// Reduce: the extents the reduced axes run over (the operand's).
+  /// Store of an inner value: the ref's extents along the reduce axes.
+  std::vector<ExtentId> LoopExtents;
 };
 
 /// One loop nest: for every index of `Domain`, run `Body`.
+///
+/// A reduction nest (ReduceAxes not empty) loops over the other axes (the
+/// rows) and, inside, runs one inner loop over the reduce axes per phase:
+/// phase 0 accumulates the reductions that need no other reduction, phase
+/// 1 those that need phase 0's results, and so on; inner stores run in the
+/// phase after the reductions they need. Row values are computed between
+/// the inner loops. Inner values are recomputed in every phase that needs
+/// them rather than kept in a buffer: the row is in cache by then.
 struct Nest {
   unsigned Group = 0;
+  /// Elementwise: the iteration space. Reduction nest: the extents of the
+  /// row axes are the loop bounds; those of the reduce axes are nominal
+  /// (each inner loop has its own, see Stmt::LoopExtents).
   std::vector<ExtentId> Domain;
+  std::vector<unsigned> ReduceAxes;
+  /// Loads and stores are indexed through Stmt::Dims (reduction nests, and
+  /// elementwise nests with expand_dims/squeeze/index) instead of AxisMaps.
+  bool Indexed = false;
   std::vector<Stmt> Body;
   std::vector<unsigned> Lines; ///< source lines of the stores, for comments
   /// Pairs of extents that must be equal at run time for this nest to be
@@ -70,6 +104,9 @@ struct Nest {
   /// one flat loop over all elements is valid whenever the Runtime axes turn
   /// out to equal the domain (the emitters test that at entry).
   bool canFlatten() const;
+  bool isReduction() const { return !ReduceAxes.empty(); }
+  /// Number of inner-loop phases of a reduction nest.
+  unsigned numPhases() const;
 };
 
 /// A kernel in Loop IR: the nests in execution order.

@@ -3,15 +3,20 @@
 // The rule (documented in docs/design.md, "Fusion"):
 //  * Every store roots a cone: the nodes its value is computed from.
 //    Elementwise work is recomputed inside each cone, never materialised.
-//  * Stores to refs of the same rank form one group: one loop nest over the
-//    shape of the first store's ref. When the other refs' extents are
-//    different symbols, the nest is fused only if they are equal at run time
-//    (LowerToLoops emits the check and an unfused fallback).
+//  * A store whose cone reduces values of rank n over the axes R belongs to
+//    the reduction group (n, R): one nest over the rows (the axes not in R)
+//    that runs the reductions and the stores of that row in phases. All the
+//    reductions of one store must agree on (n, R).
+//  * A store without reductions to a ref of rank n joins the first
+//    reduction group of rank n (it becomes the last phase of each row);
+//    otherwise the stores to refs of one rank form an elementwise group: one
+//    loop nest over the shape of the first store's ref (LowerToLoops adds a
+//    run-time check that the other refs have that shape, and a fallback).
 //  * Groups run in an order where a group that reads a ref's old value runs
 //    before the group that overwrites it. A cycle needs a temporary, which
 //    pkc does not create yet: it is reported.
-// Reductions, matmul and the shape ops other than broadcast_to are not
-// lowered yet: a cone that contains one is reported as not supported.
+// matmul and transpose are not lowered yet: a cone that contains one is
+// reported as not supported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -27,23 +33,19 @@ using namespace pk::ir;
 
 namespace {
 
-/// The value operands of a node: broadcast_to's second operand only gives a
-/// shape, its elements are never read.
+/// The value operands of a node: broadcast_to's second operand and index's
+/// operand only give a shape, their elements are never read.
 llvm::ArrayRef<NodeId> valueOperands(const Node &N) {
   llvm::ArrayRef<NodeId> Ops = N.Operands;
-  return N.Kind == NodeKind::BroadcastTo ? Ops.take_front(1) : Ops;
+  if (N.Kind == NodeKind::BroadcastTo)
+    return Ops.take_front(1);
+  if (N.Kind == NodeKind::Index)
+    return {};
+  return Ops;
 }
 
 const char *unsupportedWhat(const Node &N) {
   switch (N.Kind) {
-  case NodeKind::Reduce:
-    return "reductions";
-  case NodeKind::ExpandDims:
-    return "expand_dims";
-  case NodeKind::Squeeze:
-    return "squeeze";
-  case NodeKind::Index:
-    return "index";
   case NodeKind::MatMul:
     return "matmul";
   case NodeKind::Transpose:
@@ -53,13 +55,27 @@ const char *unsupportedWhat(const Node &N) {
   }
 }
 
+/// The reduced rank and axes of a reduce node, normalised.
+std::pair<unsigned, std::vector<unsigned>> reduceSignature(const Function &F,
+                                                           const Node &N) {
+  unsigned Rank = F.Nodes[N.Operands[0]].rank();
+  std::vector<unsigned> Axes;
+  for (int A : N.Axes)
+    Axes.push_back(A < 0 ? A + static_cast<int>(Rank) : A);
+  if (N.Axes.empty())
+    for (unsigned A = 0; A < Rank; ++A)
+      Axes.push_back(A);
+  std::sort(Axes.begin(), Axes.end());
+  return {Rank, Axes};
+}
+
 } // namespace
 
 FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
   FusionPlan Plan;
-  // Cones and the refs each store's cone loads.
   std::vector<NodeId> Stores;
   std::map<NodeId, std::set<unsigned>> &Reads = Plan.StoreReads;
+  std::map<NodeId, std::pair<unsigned, std::vector<unsigned>>> Signature;
   std::set<NodeId> Reported;
   for (NodeId I = 0; I < F.Nodes.size(); ++I) {
     if (F.Nodes[I].Dead || !F.Nodes[I].isStore())
@@ -67,6 +83,7 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
     Stores.push_back(I);
     std::vector<NodeId> Work = {F.Nodes[I].Operands[0]};
     std::set<NodeId> Visited;
+    std::optional<std::pair<unsigned, std::vector<unsigned>>> Sig;
     while (!Work.empty()) {
       NodeId V = Work.back();
       Work.pop_back();
@@ -79,27 +96,72 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
               {N.Loc, "pk-not-supported-yet",
                fmt::format("pkc cannot compile {} yet", What),
                "this kernel runs in eager mode (compile it without pkc); "
-               "pkc supports elementwise operations, where, cast and "
-               "broadcast_to so far"});
+               "pkc supports elementwise operations, reductions and the "
+               "shape operations so far"});
         continue;
+      }
+      if (N.Kind == NodeKind::Reduce) {
+        auto S = reduceSignature(F, N);
+        if (!Sig)
+          Sig = S;
+        else if (*Sig != S && Reported.insert(V).second)
+          Diags.push_back(
+              {N.Loc, "pk-not-supported-yet",
+               "pkc cannot fuse reductions over different axes (or of "
+               "values of different ranks) into one output yet",
+               "write the intermediate result to an Out ref and reduce it "
+               "in a second kernel"});
       }
       if (N.Kind == NodeKind::Load)
         Reads[I].insert(N.Param);
       for (NodeId O : valueOperands(N))
         Work.push_back(O);
     }
+    if (Sig)
+      Signature[I] = *Sig;
   }
+  if (!Diags.empty())
+    return Plan;
 
-  // Group by the rank of the stored ref, in source order of first stores.
-  std::map<unsigned, unsigned> GroupOfRank;
+  // Reduction groups first (source order), then elementwise stores join a
+  // reduction group of their rank or group by rank.
   std::vector<FusionPlan::Group> Groups;
+  std::map<std::pair<unsigned, std::vector<unsigned>>, unsigned> GroupOfSig;
+  std::map<unsigned, unsigned> ElementwiseGroupOfRank;
   for (NodeId S : Stores) {
+    auto It = Signature.find(S);
+    if (It == Signature.end())
+      continue;
+    auto [G, Inserted] = GroupOfSig.try_emplace(It->second, Groups.size());
+    if (Inserted) {
+      Groups.emplace_back();
+      Groups.back().Rank = It->second.first;
+      Groups.back().ReduceAxes = It->second.second;
+    }
+    Groups[G->second].Stores.push_back(S);
+  }
+  for (NodeId S : Stores) {
+    if (Signature.count(S))
+      continue;
     unsigned Rank = F.Params[F.Nodes[S].Param].Rank;
-    auto [It, Inserted] = GroupOfRank.try_emplace(Rank, Groups.size());
+    auto Joined = llvm::find_if(Groups, [&](const FusionPlan::Group &G) {
+      return !G.ReduceAxes.empty() && G.Rank == Rank;
+    });
+    if (Joined != Groups.end()) {
+      Joined->Stores.push_back(S);
+      std::sort(Joined->Stores.begin(), Joined->Stores.end());
+      continue;
+    }
+    auto [It, Inserted] =
+        ElementwiseGroupOfRank.try_emplace(Rank, Groups.size());
     if (Inserted)
       Groups.emplace_back();
     Groups[It->second].Stores.push_back(S);
   }
+  std::stable_sort(Groups.begin(), Groups.end(),
+                   [](const FusionPlan::Group &A, const FusionPlan::Group &B) {
+                     return A.Stores.front() < B.Stores.front();
+                   });
 
   // Order: a group reading a ref's old value runs before the one writing it.
   size_t G = Groups.size();
@@ -109,8 +171,7 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
       GroupWrites[I].insert(F.Nodes[S].Param);
       GroupReads[I].insert(Reads[S].begin(), Reads[S].end());
     }
-  std::vector<std::set<size_t>> Before(
-      G); // Before[j]: groups that must precede j
+  std::vector<std::set<size_t>> Before(G); // groups that must precede j
   for (size_t I = 0; I < G; ++I)
     for (size_t J = 0; J < G; ++J)
       if (I != J)
@@ -133,8 +194,8 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
       const Node &S = F.Nodes[Groups[0].Stores[0]];
       Diags.push_back(
           {S.Loc, "pk-not-supported-yet",
-           "pkc cannot order these stores: outputs of different ranks read "
-           "each other's old values",
+           "pkc cannot order these stores: fused groups read each other's "
+           "old values",
            "read the old values into the kernel through separate In refs"});
       return Plan;
     }

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <optional>
 #include <set>
 
 using namespace pk;
@@ -51,20 +53,357 @@ private:
   std::set<std::string> Taken;
 };
 
+/// True when a group needs per-axis indexing (Stmt::Dims): reductions, or
+/// shape ops that move axes around.
+bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
+  if (!G.ReduceAxes.empty())
+    return true;
+  std::vector<NodeId> Work(G.Stores.begin(), G.Stores.end());
+  std::set<NodeId> Seen;
+  while (!Work.empty()) {
+    NodeId V = Work.back();
+    Work.pop_back();
+    if (!Seen.insert(V).second)
+      continue;
+    const Node &N = F.Nodes[V];
+    if (N.Kind == NodeKind::ExpandDims || N.Kind == NodeKind::Squeeze ||
+        N.Kind == NodeKind::Index)
+      return true;
+    if (N.Kind != NodeKind::Index)
+      Work.insert(Work.end(), N.Operands.begin(), N.Operands.end());
+  }
+  return false;
+}
+
 class Lowering {
 public:
-  Lowering(const Function &F, const FusionPlan &Plan)
-      : F(F), Plan(Plan), Names(F) {}
+  Lowering(const Function &F, const FusionPlan &Plan,
+           std::vector<UserDiag> &Diags)
+      : F(F), Plan(Plan), Names(F), Diags(Diags) {}
 
   loop::Program run() {
     loop::Program P;
     P.F = &F;
     for (unsigned G = 0; G < Plan.Groups.size(); ++G)
-      P.Nests.push_back(lowerGroup(G, Plan.Groups[G].Stores));
+      P.Nests.push_back(needsIndexing(F, Plan.Groups[G])
+                            ? IndexedNestBuilder(*this, G, Plan.Groups[G]).run()
+                            : lowerGroup(G, Plan.Groups[G].Stores));
     return P;
   }
 
 private:
+  /// Builds a nest whose loads and stores are indexed through Dims: each
+  /// value is lowered under an embedding (the domain axis of each of its
+  /// axes), which reductions, expand_dims and squeeze change on the way
+  /// from a store down to the loads.
+  class IndexedNestBuilder {
+  public:
+    IndexedNestBuilder(Lowering &L, unsigned G, const FusionPlan::Group &Grp)
+        : L(L), F(L.F), Grp(Grp), GroupId(G) {}
+
+    Nest run() {
+      N.Group = GroupId;
+      N.Indexed = true;
+      N.ReduceAxes = Grp.ReduceAxes;
+      const Node &First = F.Nodes[Grp.Stores.front()];
+      unsigned Rank = Grp.ReduceAxes.empty() ? F.Params[First.Param].Rank
+                                             : Grp.Rank;
+      for (unsigned A = 0; A < Rank; ++A)
+        if (!isReduceAxis(A))
+          Outer.push_back(A);
+      // Loop bounds of the row axes come from the refs written (so every
+      // element of every output is written); the reduce axes' entries are
+      // nominal.
+      N.Domain.assign(Rank, F.Extents.constant(1));
+      bool HaveOuter = false;
+      for (NodeId S : Grp.Stores) {
+        std::vector<int> Dims = storeDims(F.Nodes[S]);
+        if (Dims.empty() && F.Params[F.Nodes[S].Param].Rank != 0)
+          return N; // reported
+        for (size_t K = 0; K < Dims.size(); ++K) {
+          ExtentId E = F.Extents.dim(F.Nodes[S].Param, K);
+          unsigned D = Dims[K];
+          if (isReduceAxis(D)) {
+            N.Domain[D] = E;
+            continue;
+          }
+          if (!HaveOuter)
+            N.Domain[D] = E;
+          else if (N.Domain[D] != E)
+            N.FuseConds.push_back({E, N.Domain[D]});
+        }
+        HaveOuter = true;
+      }
+      if (!N.FuseConds.empty())
+        N.UnfusedError = fmt::format(
+            "{}: the outputs of one fused group must have the same extents "
+            "along the rows (pkc does not split such a group yet)",
+            F.Name);
+      for (NodeId S : Grp.Stores)
+        lowerStore(S);
+      deferStoresToReadRefs();
+      return N;
+    }
+
+  private:
+    bool isReduceAxis(unsigned A) const {
+      return llvm::is_contained(Grp.ReduceAxes, A);
+    }
+
+    /// The domain axis of each axis of a stored ref.
+    std::vector<int> storeDims(const Node &S) {
+      unsigned M = F.Params[S.Param].Rank;
+      unsigned Rank = N.Domain.size();
+      std::vector<int> Dims;
+      if (M == Rank) {
+        for (unsigned A = 0; A < Rank; ++A)
+          Dims.push_back(A);
+      } else if (M == Outer.size()) {
+        Dims.assign(Outer.begin(), Outer.end());
+      } else {
+        report(S, fmt::format("pkc cannot fuse the store to {} (rank {}) "
+                              "with a reduction of rank-{} values over {} "
+                              "ax{} yet",
+                              F.Params[S.Param].Name, M, Rank,
+                              Grp.ReduceAxes.size(),
+                              Grp.ReduceAxes.size() == 1 ? "is" : "es"));
+      }
+      return Dims;
+    }
+
+    /// A ref that the nest both reads and writes (an InOut) is written in a
+    /// phase of its own after every other: earlier phases recompute values
+    /// from its old contents, which must still be there. Its loads must
+    /// index it exactly as its store does, or rows would read each other's
+    /// new values.
+    void deferStoresToReadRefs() {
+      unsigned Last = 0;
+      for (const Stmt &S : N.Body)
+        Last = std::max(Last, S.Phase);
+      for (Stmt &St : N.Body) {
+        if (St.K != Stmt::Store)
+          continue;
+        bool Read = false;
+        for (const Stmt &S : N.Body)
+          if (S.K == Stmt::Load && S.Param == St.Param) {
+            Read = true;
+            if (S.Dims != St.Dims) {
+              report(F.Nodes[Grp.Stores.front()],
+                     fmt::format("pkc cannot fuse the update of {}: it is "
+                                 "read along other axes than it is written",
+                                 F.Params[St.Param].Name));
+              return;
+            }
+          }
+        if (Read && N.isReduction())
+          St.Phase = Last + 1;
+      }
+    }
+
+    void report(const Node &At, std::string Message) {
+      L.Diags.push_back({At.Loc, "pk-not-supported-yet", std::move(Message),
+                         "write the value to an Out ref of the reduced "
+                         "shape and use it in a second kernel"});
+    }
+
+    unsigned add(Stmt S) {
+      N.Body.push_back(std::move(S));
+      return N.Body.size() - 1;
+    }
+
+    /// The phase from which a statement's value can be used.
+    unsigned available(unsigned I) const {
+      const Stmt &S = N.Body[I];
+      return S.K == Stmt::Reduce ? S.Phase + 1 : S.Phase;
+    }
+
+    void lowerStore(NodeId Id) {
+      const Node &S = F.Nodes[Id];
+      std::vector<int> Dims = storeDims(S);
+      if (Dims.size() != F.Params[S.Param].Rank)
+        return;
+      const Node &V = F.Nodes[S.Operands[0]];
+      std::vector<int> VDims(Dims.end() - V.rank(), Dims.end());
+      std::optional<unsigned> Value = lower(S.Operands[0], VDims);
+      if (!Value)
+        return;
+      Stmt St;
+      St.K = Stmt::Store;
+      St.Type = S.Type;
+      St.Param = S.Param;
+      St.Line = S.Loc.Line;
+      St.Args = {*Value};
+      St.Dims = Dims;
+      for (size_t K = 0; K < Dims.size(); ++K)
+        if (isReduceAxis(Dims[K])) {
+          St.Inner = true;
+          St.LoopExtents.push_back(F.Extents.dim(S.Param, K));
+        }
+      St.Phase = available(*Value);
+      N.Lines.push_back(S.Loc.Line);
+      add(std::move(St));
+    }
+
+    std::optional<unsigned> lower(NodeId Id, std::vector<int> Emb) {
+      // An axis of extent 1 is read at index 0 whatever it is aligned
+      // with: forget its alignment, so that one value used through
+      // different views (m and squeeze(m, -1)) is computed once.
+      const Node &Nd = F.Nodes[Id];
+      for (size_t K = 0; K < Emb.size() && K < Nd.Sh.size(); ++K)
+        if (F.Extents.isConst(Nd.Sh[K], 1))
+          Emb[K] = -1;
+      auto Key = std::make_pair(Id, Emb);
+      if (auto It = Memo.find(Key); It != Memo.end())
+        return It->second;
+      std::optional<unsigned> R = lowerImpl(Id, Emb);
+      if (R)
+        Memo[Key] = *R;
+      return R;
+    }
+
+    std::vector<int> rightAligned(const std::vector<int> &Emb, NodeId Of) {
+      unsigned R = F.Nodes[Of].rank();
+      return std::vector<int>(Emb.end() - R, Emb.end());
+    }
+
+    /// A statement for `Nd`, named after its local variable if it has one,
+    /// else after `Hint` ("" for statements that need no name).
+    Stmt fromNode(const Node &Nd, Stmt::Kind K, llvm::StringRef Hint) {
+      Stmt S;
+      S.K = K;
+      S.Type = Nd.Type;
+      S.Line = Nd.Loc.Line;
+      if (!Hint.empty())
+        S.Name =
+            L.Names.get(Nd.Name.empty() ? Hint : llvm::StringRef(Nd.Name));
+      return S;
+    }
+
+    /// Inner/phase of a computed statement from its arguments.
+    void inherit(Stmt &S) {
+      for (unsigned A : S.Args) {
+        S.Inner |= N.Body[A].K != Stmt::Reduce && N.Body[A].Inner;
+        S.Phase = std::max(S.Phase, available(A));
+      }
+    }
+
+    std::optional<unsigned> lowerImpl(NodeId Id, const std::vector<int> &Emb) {
+      const Node &Nd = F.Nodes[Id];
+      switch (Nd.Kind) {
+      case NodeKind::Load: {
+        Stmt S = fromNode(Nd, Stmt::Load, "");
+        S.Name = L.Names.get(F.Params[Nd.Param].Name + "_v");
+        S.Param = Nd.Param;
+        S.Dims = Emb;
+        for (int D : Emb)
+          S.Inner |= D >= 0 && isReduceAxis(D);
+        return add(std::move(S));
+      }
+      case NodeKind::ScalarParam: {
+        Stmt S = fromNode(Nd, Stmt::Scalar, "");
+        S.Name = F.Params[Nd.Param].Name;
+        S.Param = Nd.Param;
+        return add(std::move(S));
+      }
+      case NodeKind::Const: {
+        Stmt S = fromNode(Nd, Stmt::Const, "c");
+        S.FloatValue = Nd.FloatValue;
+        S.IntValue = Nd.IntValue;
+        return add(std::move(S));
+      }
+      case NodeKind::Elementwise:
+      case NodeKind::Cast: {
+        Stmt S = fromNode(Nd, Nd.Kind == NodeKind::Cast ? Stmt::Cast
+                                                          : Stmt::Apply,
+                          "t");
+        S.Op = Nd.Op;
+        for (NodeId O : Nd.Operands) {
+          std::optional<unsigned> A = lower(O, rightAligned(Emb, O));
+          if (!A)
+            return std::nullopt;
+          S.Args.push_back(*A);
+        }
+        inherit(S);
+        return add(std::move(S));
+      }
+      case NodeKind::BroadcastTo:
+        return lower(Nd.Operands[0], rightAligned(Emb, Nd.Operands[0]));
+      case NodeKind::ExpandDims: {
+        std::vector<int> Inner = Emb;
+        int K = Nd.Axes[0] < 0 ? Nd.Axes[0] + static_cast<int>(Emb.size())
+                               : Nd.Axes[0];
+        Inner.erase(Inner.begin() + K);
+        return lower(Nd.Operands[0], Inner);
+      }
+      case NodeKind::Squeeze: {
+        std::vector<int> Inner = Emb;
+        int R = F.Nodes[Nd.Operands[0]].rank();
+        int K = Nd.Axes[0] < 0 ? Nd.Axes[0] + R : Nd.Axes[0];
+        Inner.insert(Inner.begin() + K, -1);
+        return lower(Nd.Operands[0], Inner);
+      }
+      case NodeKind::Index: {
+        int R = Nd.rank();
+        int K = Nd.Axes[0] < 0 ? Nd.Axes[0] + R : Nd.Axes[0];
+        if (Emb[K] < 0) {
+          Stmt S = fromNode(Nd, Stmt::Const, "c");
+          S.IntValue = 0;
+          return add(std::move(S));
+        }
+        Stmt S = fromNode(Nd, Stmt::Index, "idx");
+        S.Axis = Emb[K];
+        S.Inner = isReduceAxis(Emb[K]);
+        return add(std::move(S));
+      }
+      case NodeKind::Reduce: {
+        // The operand is embedded canonically; the result must be used
+        // along the axes it was not reduced over.
+        unsigned Rank = N.Domain.size();
+        std::vector<int> Canonical;
+        for (unsigned A = 0; A < Rank; ++A)
+          Canonical.push_back(A);
+        std::vector<int> Expect;
+        for (unsigned A = 0; A < Rank; ++A)
+          if (!isReduceAxis(A))
+            Expect.push_back(A);
+          else if (Nd.KeepDims)
+            Expect.push_back(-2); // extent 1: any embedding
+        bool Fits = Expect.size() == Emb.size();
+        for (size_t K = 0; Fits && K < Emb.size(); ++K)
+          Fits = Expect[K] == -2 || Expect[K] == Emb[K] ||
+                 F.Extents.isConst(Nd.Sh[K], 1);
+        if (!Fits) {
+          report(Nd, "pkc cannot compile this use of a reduction yet: its "
+                     "result is broadcast along other axes than the ones it "
+                     "keeps");
+          return std::nullopt;
+        }
+        std::optional<unsigned> A = lower(Nd.Operands[0], Canonical);
+        if (!A)
+          return std::nullopt;
+        Stmt S = fromNode(Nd, Stmt::Reduce, reduceKindName(Nd.Reduction));
+        S.Reduction = Nd.Reduction;
+        S.Args = {*A};
+        S.Phase = available(*A);
+        for (unsigned Ax : Grp.ReduceAxes)
+          S.LoopExtents.push_back(F.Nodes[Nd.Operands[0]].Sh[Ax]);
+        return add(std::move(S));
+      }
+      default:
+        report(Nd, "pkc cannot compile this operation in a fused loop yet");
+        return std::nullopt;
+      }
+    }
+
+    Lowering &L;
+    const Function &F;
+    const FusionPlan::Group &Grp;
+    unsigned GroupId;
+    Nest N;
+    std::vector<unsigned> Outer;
+    std::map<std::pair<NodeId, std::vector<int>>, unsigned> Memo;
+  };
+
   std::vector<ExtentId> refShape(unsigned Param) {
     std::vector<ExtentId> S;
     for (unsigned A = 0; A < F.Params[Param].Rank; ++A)
@@ -198,10 +537,12 @@ private:
   const Function &F;
   const FusionPlan &Plan;
   NameGen Names;
+  std::vector<UserDiag> &Diags;
 };
 
 } // namespace
 
-loop::Program pk::lowerToLoops(const Function &F, const FusionPlan &Plan) {
-  return Lowering(F, Plan).run();
+loop::Program pk::lowerToLoops(const Function &F, const FusionPlan &Plan,
+                               std::vector<UserDiag> &Diags) {
+  return Lowering(F, Plan, Diags).run();
 }

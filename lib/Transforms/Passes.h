@@ -38,6 +38,10 @@ void deriveGuards(ir::Function &F);
 struct FusionPlan {
   struct Group {
     std::vector<ir::NodeId> Stores; ///< in source order
+    /// Reduction groups: the rank of the reduced values and the axes they
+    /// are reduced over (normalised, sorted). Empty for elementwise groups.
+    unsigned Rank = 0;
+    std::vector<unsigned> ReduceAxes;
   };
   std::vector<Group> Groups;
   /// Every live node -> the group that computes it (a node recomputed in
@@ -51,8 +55,10 @@ struct FusionPlan {
 /// launch (GPU). Reports constructs no lowering handles yet.
 FusionPlan fuse(const ir::Function &F, std::vector<ir::UserDiag> &Diags);
 
-/// Turns each group into a loop nest with a scalar body.
-loop::Program lowerToLoops(const ir::Function &F, const FusionPlan &Plan);
+/// Turns each group into a loop nest with a scalar body. Reports the few
+/// fusions the loop form cannot express yet.
+loop::Program lowerToLoops(const ir::Function &F, const FusionPlan &Plan,
+                           std::vector<ir::UserDiag> &Diags);
 
 } // namespace pk
 

@@ -90,6 +90,36 @@ inline bool agree(const char *What, const std::vector<float> &Eager,
   return true;
 }
 
+/// Compares with a relative tolerance: |eager - compiled| <= Atol + Rtol *
+/// |eager|. Used for reductions, which the compiled code accumulates in the
+/// value's precision in a different order (the eager code sums in double).
+inline bool agree_rel(const char *What, const std::vector<float> &Eager,
+                      const std::vector<float> &Compiled, double Rtol,
+                      double Atol) {
+  double Worst = 0;
+  size_t WorstAt = 0;
+  for (size_t I = 0; I < Eager.size(); ++I) {
+    double E = Eager[I], C = Compiled[I];
+    if (std::isnan(E) && std::isnan(C))
+      continue;
+    double Excess = std::fabs(E - C) / (Atol + Rtol * std::fabs(E));
+    if (!(Excess <= Worst)) {
+      Worst = Excess;
+      WorstAt = I;
+    }
+  }
+  if (!(Worst <= 1)) {
+    std::printf("  MISMATCH in %s at %zu: eager %.9g, compiled %.9g (rtol "
+                "%g, atol %g)\n",
+                What, WorstAt, Eager[WorstAt], Compiled[WorstAt], Rtol, Atol);
+    return false;
+  }
+  std::printf("  %s: eager and compiled agree (within %.2g of the tolerance "
+              "rtol %g, atol %g)\n",
+              What, Worst, Rtol, Atol);
+  return true;
+}
+
 inline void print_head(const char *What, const std::vector<float> &V) {
   std::printf("  %s[:4] = [", What);
   for (size_t I = 0; I < std::min<size_t>(4, V.size()); ++I)

@@ -153,17 +153,16 @@ TEST(Fusion, ReportsWhatIsNotLoweredYet) {
   Function F;
   Builder B(F);
   unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
-  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 1);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 2);
   SrcLoc Loc{7, 3, 0};
-  B.store(O,
-          B.reduce(ReduceKind::Sum, B.load(X), {-1}, false, DType::F32, Loc));
+  B.store(O, B.transpose(B.load(X), Loc));
   inferShapes(F);
   canonicalize(F);
   std::vector<UserDiag> D;
   fuse(F, D);
   ASSERT_EQ(D.size(), 1u);
   EXPECT_EQ(D[0].Id, "pk-not-supported-yet");
-  EXPECT_EQ(D[0].Message, "pkc cannot compile reductions yet");
+  EXPECT_EQ(D[0].Message, "pkc cannot compile transpose yet");
   EXPECT_EQ(D[0].Loc.Line, 7u);
 }
 
@@ -174,7 +173,8 @@ loop::Program lower(Function &F) {
   std::vector<UserDiag> D;
   FusionPlan P = fuse(F, D);
   EXPECT_TRUE(D.empty());
-  loop::Program L = lowerToLoops(F, P);
+  loop::Program L = lowerToLoops(F, P, D);
+  EXPECT_TRUE(D.empty());
   EXPECT_EQ(loop::verify(L), "");
   return L;
 }
@@ -217,6 +217,65 @@ TEST(LowerToLoops, StoresToDifferentSymbolsFuseUnderARunTimeCondition) {
   auto StoredParam = [](const loop::Nest &U) { return U.Body.back().Param; };
   EXPECT_EQ(StoredParam(N.Unfused[0]), Bp) << "b reads a's old value first";
   EXPECT_EQ(StoredParam(N.Unfused[1]), A);
+}
+
+TEST(LowerToLoops, RowReductionRunsInPhases) {
+  // softmax: y = exp(x - max(x)) / sum(exp(x - max(x))) over the last axis.
+  Function F;
+  F.Name = F.QualifiedName = "softmax";
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned Y = B.addParam("y", ParamKind::Out, DType::F32, 2);
+  NodeId L = B.load(X);
+  NodeId M = B.reduce(ReduceKind::Max, L, {-1}, true, DType::F32);
+  NodeId E = B.elementwise(
+      OpCode::Exp, {B.elementwise(OpCode::Sub, {L, M}, DType::F32)},
+      DType::F32);
+  NodeId S = B.reduce(ReduceKind::Sum, E, {-1}, true, DType::F32);
+  B.store(Y, B.elementwise(OpCode::Div, {E, S}, DType::F32));
+  loop::Program P = lower(F);
+  ASSERT_EQ(P.Nests.size(), 1u) << "one fused group";
+  const loop::Nest &N = P.Nests[0];
+  EXPECT_TRUE(N.Indexed);
+  EXPECT_EQ(N.ReduceAxes, std::vector<unsigned>{1});
+  EXPECT_EQ(N.numPhases(), 3u) << "max, then sum, then the store";
+  unsigned MaxPhase = 9, SumPhase = 9, StorePhase = 9;
+  for (const loop::Stmt &St : N.Body) {
+    if (St.K == loop::Stmt::Reduce)
+      (St.Reduction == ReduceKind::Max ? MaxPhase : SumPhase) = St.Phase;
+    if (St.K == loop::Stmt::Store)
+      StorePhase = St.Phase;
+  }
+  EXPECT_EQ(MaxPhase, 0u);
+  EXPECT_EQ(SumPhase, 1u);
+  EXPECT_EQ(StorePhase, 2u);
+  std::string Body = cpu::emitKernelBody(P);
+  EXPECT_NE(Body.find("#pragma omp simd reduction(pk_max : pk_acc_max)"),
+            std::string::npos)
+      << Body;
+  EXPECT_NE(Body.find("#pragma omp simd reduction(+ : pk_acc_sum)"),
+            std::string::npos);
+}
+
+TEST(LowerToLoops, InOutUpdatedInAReductionGroupIsWrittenLast) {
+  // h = h + x; y = h * sum(h): phases that recompute h + x must see the old
+  // h, so the store to h runs after every other phase.
+  Function F;
+  Builder B(F);
+  unsigned H = B.addParam("h", ParamKind::InOut, DType::F32, 2);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned Y = B.addParam("y", ParamKind::Out, DType::F32, 2);
+  NodeId NewH = B.elementwise(OpCode::Add, {B.load(H), B.load(X)}, DType::F32);
+  B.store(H, NewH);
+  NodeId Sum = B.reduce(ReduceKind::Sum, NewH, {-1}, true, DType::F32);
+  B.store(Y, B.elementwise(OpCode::Mul, {NewH, Sum}, DType::F32));
+  loop::Program P = lower(F);
+  ASSERT_EQ(P.Nests.size(), 1u);
+  unsigned HPhase = 0, YPhase = 0;
+  for (const loop::Stmt &St : P.Nests[0].Body)
+    if (St.K == loop::Stmt::Store)
+      (St.Param == H ? HPhase : YPhase) = St.Phase;
+  EXPECT_GT(HPhase, YPhase);
 }
 
 TEST(Emitters, CppBodyHasGuardsThreadThresholdAndSimd) {

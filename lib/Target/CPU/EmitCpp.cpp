@@ -55,7 +55,7 @@ private:
                        N.Group, N.Lines.size() > 1 ? "s" : "",
                        N.Lines.size() > 1 ? "s" : "", fmt::join(N.Lines, ", "));
     Out += "  {\n";
-    if (N.FuseConds.empty()) {
+    if (N.FuseConds.empty() || N.Indexed) {
       emitNest(N, "    ");
     } else {
       Out += fmt::format("    if ({}) {{\n", fuseCondition(F, N));
@@ -150,7 +150,79 @@ private:
         });
   }
 
+  /// Reductions and axis-moving shape ops: loops over the row axes (threaded
+  /// when the work is large), the phases of each row inside.
+  void emitIndexedNest(const Nest &N, const std::string &Indent) {
+    if (!N.UnfusedError.empty()) {
+      Out += fmt::format("{}if (!({}))\n{}  pk::rt::shape_fail({});\n",
+                         Indent, fuseCondition(F, N), Indent,
+                         stringLiteral(N.UnfusedError));
+    }
+    emitPointers(N, Indent);
+    emitIndexedStrides(F, N, Out, Indent);
+    std::vector<unsigned> Rows = rowAxes(N);
+    Out += fmt::format("{}const int64_t pk_n = {};\n", Indent,
+                       indexedWork(F, N));
+    if (N.isReduction())
+      Out += fmt::format("{}// Per row: {} phase{} over axis {}.\n", Indent,
+                         N.numPhases(), N.numPhases() == 1 ? "" : "s",
+                         fmt::join(N.ReduceAxes, ", "));
+    auto Loops = [&](bool Threaded, const std::string &In) {
+      std::string Pad = In;
+      for (size_t K = 0; K < Rows.size(); ++K) {
+        bool Innermost = K + 1 == Rows.size() && !N.isReduction();
+        if (K == 0 && Threaded)
+          Out += fmt::format("#pragma omp parallel for{}{}\n",
+                             Innermost ? " simd" : "",
+                             Rows.size() > 1 && N.isReduction()
+                                 ? fmt::format(" collapse({})", Rows.size())
+                                 : "");
+        else if (Innermost)
+          Out += "#pragma omp simd\n";
+        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
+                           indexVar(Rows[K]), indexVar(Rows[K]),
+                           extentExpr(F, N.Domain[Rows[K]]),
+                           indexVar(Rows[K]));
+        Pad += "  ";
+      }
+      emitRowBody(F, N, Backend::Cpu, Out, Pad);
+      for (size_t K = Rows.size(); K-- > 0;) {
+        Pad.resize(Pad.size() - 2);
+        Out += Pad + "}\n";
+      }
+    };
+    if (Rows.empty()) {
+      // A full reduction: one row.
+      Loops(false, Indent);
+      return;
+    }
+    if (isColumnReduction(N)) {
+      // Blocks of columns, each reduced over all rows with the columns as
+      // the contiguous inner loop; threads take blocks.
+      std::string Cols = extentExpr(F, N.Domain.back());
+      emitThreadedOrSerial("pk_n", Indent, [&](bool Threaded,
+                                               const std::string &In) {
+        if (Threaded)
+          Out += "#pragma omp parallel for\n";
+        Out += fmt::format("{}for (int64_t pk_col_begin = 0; pk_col_begin < "
+                           "{}; pk_col_begin += 512) {{\n",
+                           In, Cols);
+        Out += fmt::format("{}  const int64_t pk_col_end = std::min<int64_t>("
+                           "pk_col_begin + 512, {});\n",
+                           In, Cols);
+        emitColumnReduction(F, N, Out, In + "  ");
+        Out += In + "}\n";
+      });
+      return;
+    }
+    emitThreadedOrSerial("pk_n", Indent, Loops);
+  }
+
   void emitNest(const Nest &N, const std::string &Indent) {
+    if (N.Indexed) {
+      emitIndexedNest(N, Indent);
+      return;
+    }
     emitPointers(N, Indent);
     Out +=
         fmt::format("{}const int64_t pk_n = {};\n", Indent, domainSize(F, N));

@@ -66,6 +66,12 @@ public:
         emitLaunch(N, Name, L, "  ");
         continue;
       }
+      if (N.Indexed) {
+        L += fmt::format("  if (!({}))\n    pk::rt::shape_fail({});\n",
+                         fuseCondition(F, N), stringLiteral(N.UnfusedError));
+        emitLaunch(N, Name, L, "  ");
+        continue;
+      }
       L += fmt::format("  if ({}) {{\n", fuseCondition(F, N));
       emitLaunch(N, Name, L, "    ");
       L += "  } else {\n";
@@ -130,6 +136,10 @@ private:
     if (FlatFlag)
       Params.push_back("const bool pk_flat");
 
+    if (N.Indexed) {
+      emitIndexedKernel(N, Name, Params, Out);
+      return;
+    }
     bool Flat = N.canFlatten() && !FlatFlag;
     Out += fmt::format(
         "// Group {} of {} ({}:{}): elementwise over {}, one thread per "
@@ -190,6 +200,46 @@ private:
       StridedLoop("  ");
     }
     Out += "}\n\n";
+  }
+
+  /// One thread per row in a grid-stride loop; each thread runs the row's
+  /// phases sequentially. (Warp- and block-per-row strategies are the
+  /// [cuda] milestone's.)
+  void emitIndexedKernel(const Nest &N, const std::string &Name,
+                         const std::vector<std::string> &Params,
+                         std::string &Out) {
+    Out += fmt::format(
+        "// Group {} of {} ({}:{}): {} over {}, one thread per row,\n"
+        "// grid-stride loop over the rows.\n",
+        N.Group, F.Name, llvm::sys::path::filename(F.File).str(),
+        N.Lines.empty() ? 0 : N.Lines.front(),
+        N.isReduction()
+            ? fmt::format("reduction over axis {}",
+                          fmt::join(N.ReduceAxes, ", "))
+            : std::string("elementwise"),
+        shapeToString(F, N.Domain));
+    Out += fmt::format("__global__ void {}({}) {{\n", Name,
+                       fmt::join(Params, ",\n    "));
+    emitIndexedStrides(F, N, Out, "  ");
+    std::vector<unsigned> Rows = rowAxes(N);
+    Out += fmt::format("  const int64_t pk_rows = {};\n", rowCount(F, N));
+    Out += "  const int64_t pk_step = int64_t(gridDim.x) * blockDim.x;\n";
+    Out += "  for (int64_t pk_row = int64_t(blockIdx.x) * blockDim.x + "
+           "threadIdx.x; pk_row < pk_rows;\n       pk_row += pk_step) {\n";
+    if (!Rows.empty()) {
+      Out += "    int64_t pk_rest = pk_row;\n";
+      for (size_t K = Rows.size(); K-- > 0;) {
+        std::string E = extentExpr(F, N.Domain[Rows[K]]);
+        Out += fmt::format("    const int64_t {} = pk_rest % {};\n",
+                           indexVar(Rows[K]), E);
+        if (K > 0)
+          Out += fmt::format("    pk_rest /= {};\n", E);
+      }
+    } else {
+      Out += "    (void)pk_row;\n";
+    }
+    emitRowBody(F, N, Backend::Cuda, Out, "    ");
+    Out += "  }\n}\n\n";
   }
 
   void emitLaunch(const Nest &N, const std::string &Name, std::string &L,

@@ -247,52 +247,430 @@ static llvm::StringRef spelling(const OpInfo &Info, target::Backend B,
   return T == DType::F64 ? Info.CudaF64 : Info.CudaF32;
 }
 
+namespace {
+
+/// A reference to a statement's value: literals inline, others by name.
+std::string valueRef(const Nest &N, unsigned I) {
+  const Stmt &S = N.Body[I];
+  if (S.K == Stmt::Const)
+    return target::literal(S.Type, S.FloatValue, S.IntValue);
+  return S.Name;
+}
+
+/// Prints one statement (not Reduce, which needs a loop around it).
+void emitStmt(const Function &F, const Nest &N, const Stmt &S,
+              target::Backend B,
+              const std::function<std::string(const Stmt &)> &Index,
+              std::string &Out, llvm::StringRef Indent) {
+  llvm::StringRef Ty = dtypeCppName(S.Type);
+  switch (S.K) {
+  case Stmt::Const:
+  case Stmt::Scalar:
+  case Stmt::Reduce:
+    break;
+  case Stmt::Load:
+    Out += fmt::format("{}const {} {} = {}[{}];\n", Indent, Ty, S.Name,
+                       target::pointerVar(F, S.Param), Index(S));
+    break;
+  case Stmt::Index:
+    Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
+                       target::indexVar(S.Axis));
+    break;
+  case Stmt::Apply: {
+    const OpInfo &Info = opInfo(S.Op);
+    fmt::dynamic_format_arg_store<fmt::format_context> Args;
+    for (unsigned I = 0; I < S.Args.size(); ++I)
+      Args.push_back(valueRef(N, S.Args[I]));
+    llvm::StringRef Spelling = spelling(Info, B, S.Type);
+    Out += fmt::format(
+        "{}const {} {} = {};\n", Indent, Ty, S.Name,
+        fmt::vformat(fmt::string_view(Spelling.data(), Spelling.size()),
+                     Args));
+    break;
+  }
+  case Stmt::Cast:
+    Out += fmt::format("{}const {} {} = static_cast<{}>({});\n", Indent, Ty,
+                       S.Name, Ty, valueRef(N, S.Args[0]));
+    break;
+  case Stmt::Store: {
+    DType RefTy = F.Params[S.Param].Type;
+    const Stmt &V = N.Body[S.Args[0]];
+    std::string Value = valueRef(N, S.Args[0]);
+    if (V.Type != RefTy)
+      Value = fmt::format("static_cast<{}>({})", dtypeCppName(RefTy), Value);
+    Out += fmt::format("{}{}[{}] = {};\n", Indent,
+                       target::pointerVar(F, S.Param), Index(S), Value);
+    break;
+  }
+  }
+}
+
+} // namespace
+
 void target::emitBody(const Function &F, const Nest &N, Backend B,
                       const std::function<std::string(const Stmt &)> &Index,
                       std::string &Out, llvm::StringRef Indent) {
-  // Constants and scalar parameters are spelled inline where they are used.
-  auto Ref = [&](unsigned I) -> std::string {
-    const Stmt &S = N.Body[I];
-    if (S.K == Stmt::Const)
-      return literal(S.Type, S.FloatValue, S.IntValue);
-    return S.Name;
-  };
+  for (const Stmt &S : N.Body)
+    emitStmt(F, N, S, B, Index, Out, Indent);
+}
+
+void target::emitIndexedStrides(const Function &F, const Nest &N,
+                                std::string &Out, llvm::StringRef Indent) {
+  std::set<unsigned> Done;
   for (const Stmt &S : N.Body) {
-    llvm::StringRef Ty = dtypeCppName(S.Type);
-    switch (S.K) {
-    case Stmt::Const:
-    case Stmt::Scalar:
-      break;
-    case Stmt::Load:
-      Out += fmt::format("{}const {} {} = {}[{}];\n", Indent, Ty, S.Name,
-                         pointerVar(F, S.Param), Index(S));
-      break;
-    case Stmt::Apply: {
-      const OpInfo &Info = opInfo(S.Op);
-      fmt::dynamic_format_arg_store<fmt::format_context> Args;
-      for (unsigned I = 0; I < S.Args.size(); ++I)
-        Args.push_back(Ref(S.Args[I]));
-      Out += fmt::format(
-          "{}const {} {} = {};\n", Indent, Ty, S.Name,
-          fmt::vformat(fmt::string_view(spelling(Info, B, S.Type).data(),
-                                        spelling(Info, B, S.Type).size()),
-                       Args));
-      break;
-    }
-    case Stmt::Cast:
-      Out += fmt::format("{}const {} {} = static_cast<{}>({});\n", Indent, Ty,
-                         S.Name, Ty, Ref(S.Args[0]));
-      break;
-    case Stmt::Store: {
-      DType RefTy = F.Params[S.Param].Type;
-      const Stmt &V = N.Body[S.Args[0]];
-      std::string Value = Ref(S.Args[0]);
-      if (V.Type != RefTy)
-        Value = fmt::format("static_cast<{}>({})", dtypeCppName(RefTy), Value);
-      Out += fmt::format("{}{}[{}] = {};\n", Indent, pointerVar(F, S.Param),
-                         Index(S), Value);
-      break;
-    }
+    if ((S.K != Stmt::Load && S.K != Stmt::Store) ||
+        !Done.insert(S.Param).second)
+      continue;
+    unsigned R = F.Params[S.Param].Rank;
+    for (unsigned K = 0; K < R; ++K) {
+      std::vector<std::string> Later;
+      for (unsigned L = K + 1; L < R; ++L)
+        Later.push_back(extentVar(F, S.Param, L));
+      std::string Natural =
+          Later.empty() ? "1" : fmt::format("{}", fmt::join(Later, " * "));
+      Out += fmt::format("{}const int64_t {} = ({} == 1 ? 0 : {});\n",
+                         Indent, strideVar(F, S.Param, K),
+                         extentVar(F, S.Param, K), Natural);
     }
   }
+}
+
+std::vector<unsigned> target::rowAxes(const Nest &N) {
+  std::vector<unsigned> Axes;
+  for (unsigned A = 0; A < N.Domain.size(); ++A)
+    if (!llvm::is_contained(N.ReduceAxes, A))
+      Axes.push_back(A);
+  return Axes;
+}
+
+std::string target::indexedWork(const Function &F, const Nest &N) {
+  std::vector<std::string> Parts;
+  for (unsigned A : rowAxes(N))
+    Parts.push_back(extentExpr(F, N.Domain[A]));
+  for (const Stmt &S : N.Body)
+    if (S.K == Stmt::Reduce) {
+      for (ExtentId E : S.LoopExtents)
+        Parts.push_back(extentExpr(F, E));
+      break;
+    }
+  if (Parts.empty())
+    return "1";
+  return fmt::format("{}", fmt::join(Parts, " * "));
+}
+
+std::string target::rowCount(const Function &F, const Nest &N) {
+  std::vector<std::string> Parts;
+  for (unsigned A : rowAxes(N))
+    Parts.push_back(extentExpr(F, N.Domain[A]));
+  if (Parts.empty())
+    return "1";
+  return fmt::format("{}", fmt::join(Parts, " * "));
+}
+
+namespace {
+
+std::string indexedIndex(const Function &F, const Stmt &S) {
+  std::vector<std::string> Terms;
+  for (size_t K = 0; K < S.Dims.size(); ++K)
+    if (S.Dims[K] >= 0)
+      Terms.push_back(fmt::format("{} * {}", target::indexVar(S.Dims[K]),
+                                  target::strideVar(F, S.Param, K)));
+  if (Terms.empty())
+    return "0";
+  return fmt::format("{}", fmt::join(Terms, " + "));
+}
+
+/// The accumulator type of a reduction: integer sums accumulate in int64
+/// (the eager header does the same), everything else in the result type.
+DType accumulatorType(const Nest &N, const Stmt &S) {
+  if ((S.Reduction == ReduceKind::Sum || S.Reduction == ReduceKind::Mean) &&
+      !isFloat(S.Type))
+    return DType::I64;
+  if (S.Reduction == ReduceKind::Max || S.Reduction == ReduceKind::Min)
+    return N.Body[S.Args[0]].Type;
+  return S.Type;
+}
+
+std::string accumulatorInit(const Stmt &S, DType T) {
+  llvm::StringRef Ty = dtypeCppName(T);
+  switch (S.Reduction) {
+  case ReduceKind::Sum:
+  case ReduceKind::Mean:
+    return fmt::format("{}(0)", Ty);
+  case ReduceKind::Max:
+    if (T == DType::Bool)
+      return "false";
+    return isFloat(T) ? fmt::format("{}(-INFINITY)", Ty)
+                      : fmt::format("std::numeric_limits<{}>::lowest()", Ty);
+  case ReduceKind::Min:
+    if (T == DType::Bool)
+      return "true";
+    return isFloat(T) ? fmt::format("{}(INFINITY)", Ty)
+                      : fmt::format("std::numeric_limits<{}>::max()", Ty);
+  }
+  return "0";
+}
+
+std::string accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
+
+} // namespace
+
+void target::emitRowBody(const Function &F, const Nest &N, Backend B,
+                         std::string &Out, const std::string &Indent) {
+  auto Index = [&](const Stmt &S) { return indexedIndex(F, S); };
+  unsigned Last = 0;
+  for (const Stmt &S : N.Body)
+    Last = std::max(Last, S.Phase);
+  for (unsigned P = 0; P <= Last; ++P) {
+    // Row values (and row stores) that are ready in this phase.
+    for (const Stmt &S : N.Body)
+      if (!S.Inner && S.K != Stmt::Reduce && S.Phase == P)
+        emitStmt(F, N, S, B, Index, Out, Indent);
+    // The inner loops of this phase, one per distinct set of extents.
+    std::vector<unsigned> Roots;
+    for (unsigned I = 0; I < N.Body.size(); ++I) {
+      const Stmt &S = N.Body[I];
+      if (S.Phase == P &&
+          (S.K == Stmt::Reduce || (S.K == Stmt::Store && S.Inner)))
+        Roots.push_back(I);
+    }
+    std::vector<std::vector<ExtentId>> LoopKeys;
+    for (unsigned R : Roots)
+      if (!llvm::is_contained(LoopKeys, N.Body[R].LoopExtents))
+        LoopKeys.push_back(N.Body[R].LoopExtents);
+    for (const std::vector<ExtentId> &Key : LoopKeys) {
+      std::vector<unsigned> Mine;
+      for (unsigned R : Roots)
+        if (N.Body[R].LoopExtents == Key)
+          Mine.push_back(R);
+      // The inner statements these roots need, recomputed in this loop.
+      std::set<unsigned> Need;
+      std::vector<unsigned> Work;
+      for (unsigned R : Mine)
+        Work.insert(Work.end(), N.Body[R].Args.begin(), N.Body[R].Args.end());
+      while (!Work.empty()) {
+        unsigned I = Work.back();
+        Work.pop_back();
+        const Stmt &S = N.Body[I];
+        if (!S.Inner || S.K == Stmt::Reduce || !Need.insert(I).second)
+          continue;
+        Work.insert(Work.end(), S.Args.begin(), S.Args.end());
+      }
+      // Float max/min use pk's NaN-propagating combiners (declared in
+      // <pk/runtime.h>); integers use OpenMP's own.
+      std::vector<std::string> SumVars, MaxVars, MinVars, IntMaxVars,
+          IntMinVars;
+      for (unsigned R : Mine) {
+        const Stmt &S = N.Body[R];
+        if (S.K != Stmt::Reduce)
+          continue;
+        DType T = accumulatorType(N, S);
+        Out += fmt::format("{}{} {} = {};\n", Indent, dtypeCppName(T),
+                           accumulatorVar(S), accumulatorInit(S, T));
+        bool Float = isFloat(T);
+        switch (S.Reduction) {
+        case ReduceKind::Sum:
+        case ReduceKind::Mean:
+          SumVars.push_back(accumulatorVar(S));
+          break;
+        case ReduceKind::Max:
+          (Float ? MaxVars : IntMaxVars).push_back(accumulatorVar(S));
+          break;
+        case ReduceKind::Min:
+          (Float ? MinVars : IntMinVars).push_back(accumulatorVar(S));
+          break;
+        }
+      }
+      std::string Pad = Indent;
+      for (size_t K = 0; K < Key.size(); ++K) {
+        unsigned Axis = N.ReduceAxes[K];
+        if (B == Backend::Cpu && K + 1 == Key.size()) {
+          std::string Clauses;
+          if (!SumVars.empty())
+            Clauses += fmt::format(" reduction(+ : {})",
+                                   fmt::join(SumVars, ", "));
+          if (!MaxVars.empty())
+            Clauses += fmt::format(" reduction(pk_max : {})",
+                                   fmt::join(MaxVars, ", "));
+          if (!MinVars.empty())
+            Clauses += fmt::format(" reduction(pk_min : {})",
+                                   fmt::join(MinVars, ", "));
+          if (!IntMaxVars.empty())
+            Clauses += fmt::format(" reduction(max : {})",
+                                   fmt::join(IntMaxVars, ", "));
+          if (!IntMinVars.empty())
+            Clauses += fmt::format(" reduction(min : {})",
+                                   fmt::join(IntMinVars, ", "));
+          Out += fmt::format("#pragma omp simd{}\n", Clauses);
+        }
+        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
+                           indexVar(Axis), indexVar(Axis),
+                           extentExpr(F, Key[K]), indexVar(Axis));
+        Pad += "  ";
+      }
+      for (unsigned I : Need)
+        emitStmt(F, N, N.Body[I], B, Index, Out, Pad);
+      for (unsigned R : Mine) {
+        const Stmt &S = N.Body[R];
+        if (S.K == Stmt::Store) {
+          emitStmt(F, N, S, B, Index, Out, Pad);
+          continue;
+        }
+        std::string Acc = accumulatorVar(S), V = valueRef(N, S.Args[0]);
+        DType T = accumulatorType(N, S);
+        switch (S.Reduction) {
+        case ReduceKind::Sum:
+        case ReduceKind::Mean:
+          if (N.Body[S.Args[0]].Type != T)
+            V = fmt::format("static_cast<{}>({})", dtypeCppName(T), V);
+          Out += fmt::format("{}{} += {};\n", Pad, Acc, V);
+          break;
+        case ReduceKind::Max:
+          Out += fmt::format("{}{} = pk::scalar::maximum({}, {});\n", Pad,
+                             Acc, Acc, V);
+          break;
+        case ReduceKind::Min:
+          Out += fmt::format("{}{} = pk::scalar::minimum({}, {});\n", Pad,
+                             Acc, Acc, V);
+          break;
+        }
+      }
+      for (size_t K = Key.size(); K-- > 0;) {
+        Pad.resize(Pad.size() - 2);
+        Out += Pad + "}\n";
+      }
+      // Finalise: mean divides by the number of elements reduced.
+      for (unsigned R : Mine) {
+        const Stmt &S = N.Body[R];
+        if (S.K != Stmt::Reduce)
+          continue;
+        llvm::StringRef Ty = dtypeCppName(S.Type);
+        std::string Value = accumulatorVar(S);
+        if (S.Reduction == ReduceKind::Mean) {
+          std::vector<std::string> Count;
+          for (ExtentId E : Key)
+            Count.push_back(extentExpr(F, E));
+          Value = fmt::format("{} / static_cast<{}>({})", Value,
+                              dtypeCppName(accumulatorType(N, S)),
+                              fmt::join(Count, " * "));
+        }
+        Out += fmt::format("{}const {} {} = static_cast<{}>({});\n", Indent,
+                           Ty, S.Name, Ty, Value);
+      }
+    }
+  }
+}
+
+bool target::isColumnReduction(const Nest &N) {
+  if (!N.isReduction() || N.Domain.size() < 2 ||
+      llvm::is_contained(N.ReduceAxes, N.Domain.size() - 1) ||
+      N.ReduceAxes.size() + 1 != N.Domain.size())
+    return false;
+  for (const Stmt &S : N.Body) {
+    if (S.K == Stmt::Reduce && S.Phase != 0)
+      return false;
+    if (S.K == Stmt::Store && S.Inner)
+      return false;
+    if (!S.Inner && S.K != Stmt::Reduce && S.Phase > 1)
+      return false;
+  }
+  return true;
+}
+
+void target::emitColumnReduction(const Function &F, const Nest &N,
+                                 std::string &Out, const std::string &Indent) {
+  unsigned Col = N.Domain.size() - 1;
+  std::string I = indexVar(Col);
+  auto Index = [&](const Stmt &S) { return indexedIndex(F, S); };
+  std::vector<unsigned> Reduces;
+  std::set<unsigned> Need;
+  for (unsigned R = 0; R < N.Body.size(); ++R)
+    if (N.Body[R].K == Stmt::Reduce)
+      Reduces.push_back(R);
+  std::vector<unsigned> Work;
+  for (unsigned R : Reduces)
+    Work.push_back(N.Body[R].Args[0]);
+  while (!Work.empty()) {
+    unsigned J = Work.back();
+    Work.pop_back();
+    const Stmt &S = N.Body[J];
+    if (S.K == Stmt::Reduce || !Need.insert(J).second)
+      continue;
+    Work.insert(Work.end(), S.Args.begin(), S.Args.end());
+  }
+  Out += fmt::format("{}// Columns inside, {} outside: contiguous reads, one "
+                     "accumulator per column, {} columns per block.\n",
+                     Indent, "the reduced axes", 512);
+  Out += fmt::format("{}const int64_t pk_block = std::min<int64_t>({}, "
+                     "pk_col_end - pk_col_begin);\n",
+                     Indent, 512);
+  for (unsigned R : Reduces) {
+    const Stmt &S = N.Body[R];
+    DType T = accumulatorType(N, S);
+    Out += fmt::format("{}{} {}[512];\n", Indent, dtypeCppName(T),
+                       accumulatorVar(S));
+    Out += fmt::format("{}for (int64_t pk_c = 0; pk_c < pk_block; ++pk_c)\n"
+                       "{}  {}[pk_c] = {};\n",
+                       Indent, Indent, accumulatorVar(S),
+                       accumulatorInit(S, T));
+  }
+  std::string Pad = Indent;
+  for (size_t K = 0; K < N.ReduceAxes.size(); ++K) {
+    unsigned A = N.ReduceAxes[K];
+    Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
+                       indexVar(A), indexVar(A),
+                       extentExpr(F, N.Body[Reduces[0]].LoopExtents[K]),
+                       indexVar(A));
+    Pad += "  ";
+  }
+  Out += "#pragma omp simd\n";
+  Out += fmt::format("{}for (int64_t pk_c = 0; pk_c < pk_block; ++pk_c) {{\n",
+                     Pad);
+  Out += fmt::format("{}  const int64_t {} = pk_col_begin + pk_c;\n", Pad, I);
+  for (unsigned J : Need)
+    emitStmt(F, N, N.Body[J], Backend::Cpu, Index, Out, Pad + "  ");
+  for (unsigned R : Reduces) {
+    const Stmt &S = N.Body[R];
+    std::string Acc = accumulatorVar(S) + "[pk_c]", V = valueRef(N, S.Args[0]);
+    DType T = accumulatorType(N, S);
+    if (S.Reduction == ReduceKind::Sum || S.Reduction == ReduceKind::Mean) {
+      if (N.Body[S.Args[0]].Type != T)
+        V = fmt::format("static_cast<{}>({})", dtypeCppName(T), V);
+      Out += fmt::format("{}  {} += {};\n", Pad, Acc, V);
+    } else {
+      Out += fmt::format("{}  {} = pk::scalar::{}({}, {});\n", Pad, Acc,
+                         S.Reduction == ReduceKind::Max ? "maximum"
+                                                        : "minimum",
+                         Acc, V);
+    }
+  }
+  Out += Pad + "}\n";
+  for (size_t K = N.ReduceAxes.size(); K-- > 0;) {
+    Pad.resize(Pad.size() - 2);
+    Out += Pad + "}\n";
+  }
+  // Finalise per column, then the row values and stores.
+  Out += fmt::format("{}for (int64_t pk_c = 0; pk_c < pk_block; ++pk_c) {{\n",
+                     Indent);
+  Out += fmt::format("{}  const int64_t {} = pk_col_begin + pk_c;\n", Indent,
+                     I);
+  for (unsigned R : Reduces) {
+    const Stmt &S = N.Body[R];
+    std::string Value = accumulatorVar(S) + "[pk_c]";
+    if (S.Reduction == ReduceKind::Mean) {
+      std::vector<std::string> Count;
+      for (ExtentId E : S.LoopExtents)
+        Count.push_back(extentExpr(F, E));
+      Value = fmt::format("{} / static_cast<{}>({})", Value,
+                          dtypeCppName(accumulatorType(N, S)),
+                          fmt::join(Count, " * "));
+    }
+    Out += fmt::format("{}  const {} {} = static_cast<{}>({});\n", Indent,
+                       dtypeCppName(S.Type), S.Name, dtypeCppName(S.Type),
+                       Value);
+  }
+  for (const Stmt &S : N.Body)
+    if (!S.Inner && S.K != Stmt::Reduce)
+      emitStmt(F, N, S, Backend::Cpu, Index, Out, Indent + "  ");
+  Out += Indent + "}\n";
 }

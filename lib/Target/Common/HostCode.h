@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace pk::target {
 
@@ -60,6 +61,36 @@ std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
 void emitBody(const ir::Function &F, const loop::Nest &N, Backend B,
               const std::function<std::string(const loop::Stmt &)> &Index,
               std::string &Out, llvm::StringRef Indent);
+
+//===----------------------------------------------------------------------===//
+// Indexed nests (reductions, expand_dims/squeeze/index)
+//===----------------------------------------------------------------------===//
+
+/// Declares the stride of every axis of every ref the nest reads or writes,
+/// 0 where the ref's extent is 1 (so it broadcasts).
+void emitIndexedStrides(const ir::Function &F, const loop::Nest &N,
+                        std::string &Out, llvm::StringRef Indent);
+/// The row axes of an indexed nest (those not reduced), in order.
+std::vector<unsigned> rowAxes(const loop::Nest &N);
+/// `pk_x_0 * ...` over the row axes ("1" when there are none).
+std::string rowCount(const ir::Function &F, const loop::Nest &N);
+/// The elements an indexed nest touches: rows times the extents reduced (for
+/// the threading threshold).
+std::string indexedWork(const ir::Function &F, const loop::Nest &N);
+/// The body run once per row, with `pk_i<axis>` of every row axis defined:
+/// row values, then per phase the inner loops over the reduce axes (with
+/// `#pragma omp simd` and reduction clauses on the CPU), accumulators
+/// finalised after each loop, and the stores.
+void emitRowBody(const ir::Function &F, const loop::Nest &N, Backend B,
+                 std::string &Out, const std::string &Indent);
+
+/// For a nest that reduces every axis but the last (a column reduction) in
+/// one phase and stores only row values: the accumulators, one per column,
+/// as the statements to declare, update and finalise them. Used to run the
+/// reduce axes outside and the columns inside, reading memory contiguously.
+bool isColumnReduction(const loop::Nest &N);
+void emitColumnReduction(const ir::Function &F, const loop::Nest &N,
+                         std::string &Out, const std::string &Indent);
 
 } // namespace pk::target
 
