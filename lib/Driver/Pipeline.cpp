@@ -74,7 +74,11 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   if (Opts.Emit == EmitStage::Loop)
     loop::print(Loops, *Opts.Out);
 
-  A.CppBody = cpu::emitKernelBody(Loops);
+  tile::Program Schedule = scheduleForCpu(Loops);
+  if (Opts.Emit == EmitStage::Tile)
+    tile::print(Schedule, *Opts.Out);
+
+  A.CppBody = cpu::emitKernelBody(Schedule);
   if (Opts.Emit == EmitStage::Cpp)
     *Opts.Out << "// " << F.QualifiedName << "\n" << A.CppBody << "\n";
 

@@ -15,7 +15,7 @@ class raw_ostream;
 namespace pk::driver {
 
 /// What `--emit=` prints instead of writing files.
-enum class EmitStage { None, Graph, Loop, Cpp, Cuda };
+enum class EmitStage { None, Graph, Loop, Tile, Cpp, Cuda };
 
 struct PipelineOptions {
   EmitStage Emit = EmitStage::None;

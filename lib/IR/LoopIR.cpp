@@ -149,8 +149,8 @@ static std::string verifyNest(const Program &P, const Nest &N) {
     size_t Mapped = N.Indexed ? S.Dims.size() : S.Axes.size();
     if ((S.K == Stmt::Load || (N.Indexed && S.K == Stmt::Store)) &&
         Mapped != P.F->Params[S.Param].Rank)
-      return fmt::format("nest {}: {} of {} maps {} axes, rank is {}",
-                         N.Group, S.K == Stmt::Load ? "load" : "store",
+      return fmt::format("nest {}: {} of {} maps {} axes, rank is {}", N.Group,
+                         S.K == Stmt::Load ? "load" : "store",
                          P.F->Params[S.Param].Name, Mapped,
                          P.F->Params[S.Param].Rank);
     if (N.Indexed && (S.K == Stmt::Load || S.K == Stmt::Store))
@@ -160,8 +160,7 @@ static std::string verifyNest(const Program &P, const Nest &N) {
                              "rank {}",
                              N.Group, P.F->Params[S.Param].Name, D,
                              N.Domain.size());
-    if (S.K == Stmt::Load && !N.Indexed &&
-        S.Axes.size() > N.Domain.size())
+    if (S.K == Stmt::Load && !N.Indexed && S.Axes.size() > N.Domain.size())
       return fmt::format("nest {}: load of {} has a higher rank than the "
                          "domain",
                          N.Group, P.F->Params[S.Param].Name);

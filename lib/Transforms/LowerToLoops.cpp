@@ -106,8 +106,8 @@ private:
       N.Indexed = true;
       N.ReduceAxes = Grp.ReduceAxes;
       const Node &First = F.Nodes[Grp.Stores.front()];
-      unsigned Rank = Grp.ReduceAxes.empty() ? F.Params[First.Param].Rank
-                                             : Grp.Rank;
+      unsigned Rank =
+          Grp.ReduceAxes.empty() ? F.Params[First.Param].Rank : Grp.Rank;
       for (unsigned A = 0; A < Rank; ++A)
         if (!isReduceAxis(A))
           Outer.push_back(A);
@@ -274,8 +274,7 @@ private:
       S.Type = Nd.Type;
       S.Line = Nd.Loc.Line;
       if (!Hint.empty())
-        S.Name =
-            L.Names.get(Nd.Name.empty() ? Hint : llvm::StringRef(Nd.Name));
+        S.Name = L.Names.get(Nd.Name.empty() ? Hint : llvm::StringRef(Nd.Name));
       return S;
     }
 
@@ -313,9 +312,8 @@ private:
       }
       case NodeKind::Elementwise:
       case NodeKind::Cast: {
-        Stmt S = fromNode(Nd, Nd.Kind == NodeKind::Cast ? Stmt::Cast
-                                                          : Stmt::Apply,
-                          "t");
+        Stmt S = fromNode(
+            Nd, Nd.Kind == NodeKind::Cast ? Stmt::Cast : Stmt::Apply, "t");
         S.Op = Nd.Op;
         for (NodeId O : Nd.Operands) {
           std::optional<unsigned> A = lower(O, rightAligned(Emb, O));

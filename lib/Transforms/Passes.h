@@ -9,6 +9,7 @@
 
 #include "IR/GraphIR.h"
 #include "IR/LoopIR.h"
+#include "IR/TileIR.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -59,6 +60,11 @@ FusionPlan fuse(const ir::Function &F, std::vector<ir::UserDiag> &Diags);
 /// fusions the loop form cannot express yet.
 loop::Program lowerToLoops(const ir::Function &F, const FusionPlan &Plan,
                            std::vector<ir::UserDiag> &Diags);
+
+/// Decides the CPU schedule of every nest (Tile IR): threads, vector loop,
+/// loop order, blocks.
+tile::Program scheduleForCpu(const loop::Program &P,
+                             const tile::CpuTarget &Target = {});
 
 } // namespace pk
 

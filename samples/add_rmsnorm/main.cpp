@@ -20,11 +20,11 @@ int main() {
   };
   double TE = sample::median_ms([&] { Run(eager::add_rmsnorm, HE, E); }, 7,
                                 [&] { HE = H0; });
-  double TC = sample::median_ms([&] { Run(add_rmsnorm, HC, C); }, 7,
-                                [&] { HC = H0; });
+  double TC =
+      sample::median_ms([&] { Run(add_rmsnorm, HC, C); }, 7, [&] { HC = H0; });
   sample::print_head("y", C);
-  bool Ok = sample::agree("h", HE, HC, 0) &
-            sample::agree_rel("y", E, C, 1e-4, 1e-6);
+  bool Ok =
+      sample::agree("h", HE, HC, 0) & sample::agree_rel("y", E, C, 1e-4, 1e-6);
   sample::print_times("[2048, 4096]", TE, TC);
   sample::print_outputs();
   return Ok ? 0 : 1;

@@ -6,7 +6,8 @@ namespace eager {
 #include "rmsnorm.cpp"
 }
 // The compiled kernel, from rmsnorm.pk.cpp (pk_add_kernels).
-void rmsnorm(pk::In<float, 2> x, pk::In<float, 1> w, pk::Out<float, 2> y, float eps);
+void rmsnorm(pk::In<float, 2> x, pk::In<float, 1> w, pk::Out<float, 2> y,
+             float eps);
 
 int main() {
   const int64_t T = 2048, D = 4096;

@@ -18,13 +18,13 @@
 #include <cmath>
 
 namespace eager {
-#include "rmsnorm/rmsnorm.cpp"
-#include "softmax/softmax.cpp"
-#include "layernorm/layernorm.cpp"
-#include "logsumexp/logsumexp.cpp"
+#include "add_rmsnorm/add_rmsnorm.cpp"
 #include "causal_softmax/causal_softmax.cpp"
 #include "column_mean/column_mean.cpp"
-#include "add_rmsnorm/add_rmsnorm.cpp"
+#include "layernorm/layernorm.cpp"
+#include "logsumexp/logsumexp.cpp"
+#include "rmsnorm/rmsnorm.cpp"
+#include "softmax/softmax.cpp"
 #include "sum_all/sum_all.cpp"
 } // namespace eager
 
@@ -44,7 +44,7 @@ void sum_all(pk::In<float, 2> x, pk::Out<float, 0> total);
 namespace {
 
 const std::pair<int64_t, int64_t> Shapes[] = {
-    {1, 1},   {1, 7},    {3, 17},  {17, 3},   {5, 1000}, {4, 1001},
+    {1, 1},   {1, 7},    {3, 17},   {17, 3},    {5, 1000},  {4, 1001},
     {64, 65}, {1, 4096}, {33, 129}, {300, 257}, {129, 1024}};
 
 void expectClose(const std::vector<float> &E, const std::vector<float> &C,
@@ -164,8 +164,8 @@ TEST(AddRmsnorm, UpdatesTheResidualOnceAndNormalisesTheNewValue) {
     std::vector<float> E(T * D), C(T * D);
     eager::add_rmsnorm({HE.data(), {T, D}}, {X.data(), {T, D}}, W,
                        {E.data(), {T, D}}, 1e-6f);
-    add_rmsnorm({HC.data(), {T, D}}, {X.data(), {T, D}}, W,
-                {C.data(), {T, D}}, 1e-6f);
+    add_rmsnorm({HC.data(), {T, D}}, {X.data(), {T, D}}, W, {C.data(), {T, D}},
+                1e-6f);
     std::string N = name("add_rmsnorm", T, D);
     expectClose(HE, HC, 0, 0, N + " h");
     expectClose(E, C, 1e-4, 1e-6, N + " y");

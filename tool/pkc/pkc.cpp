@@ -37,6 +37,8 @@ static cl::opt<pk::driver::EmitStage> Emit(
         clEnumValN(pk::driver::EmitStage::Graph, "graph",
                    "Graph IR after canonicalisation, with fusion groups"),
         clEnumValN(pk::driver::EmitStage::Loop, "loop", "Loop IR"),
+        clEnumValN(pk::driver::EmitStage::Tile, "tile",
+                   "Tile IR: the CPU schedule of each nest"),
         clEnumValN(pk::driver::EmitStage::Cpp, "cpp", "the C++ kernel bodies"),
         clEnumValN(pk::driver::EmitStage::Cuda, "cuda",
                    "the CUDA kernels and launchers")),

@@ -31,7 +31,8 @@ namespace {
 
 class CppEmitter {
 public:
-  explicit CppEmitter(const loop::Program &P) : P(P), F(*P.F) {}
+  explicit CppEmitter(const tile::Program &S)
+      : P(*S.Loops), Sched(S), F(*P.F) {}
 
   std::string run() {
     Out += "{\n";
@@ -42,32 +43,32 @@ public:
     Out += "  // Shape guards: every condition is checked before any write.\n";
     emitExtents(F, Out, "  ");
     emitGuards(F, Out, "  ");
-    for (const Nest &N : P.Nests)
-      emitGroup(N);
+    for (size_t I = 0; I < P.Nests.size(); ++I)
+      emitGroup(P.Nests[I], Sched.Nests[I]);
     Out += "}";
     return std::move(Out);
   }
 
 private:
-  void emitGroup(const Nest &N) {
+  void emitGroup(const Nest &N, const tile::NestSchedule &S) {
     Out += fmt::format("  // Group {}: fused loop for the store{} at line{} "
                        "{}.\n",
                        N.Group, N.Lines.size() > 1 ? "s" : "",
                        N.Lines.size() > 1 ? "s" : "", fmt::join(N.Lines, ", "));
     Out += "  {\n";
     if (N.FuseConds.empty() || N.Indexed) {
-      emitNest(N, "    ");
+      emitNest(N, S, "    ");
     } else {
       Out += fmt::format("    if ({}) {{\n", fuseCondition(F, N));
-      emitNest(N, "      ");
+      emitNest(N, S, "      ");
       Out += "    } else {\n";
       Out += "      // The outputs have different shapes: one loop each.\n";
       if (!N.UnfusedError.empty())
         Out += fmt::format("      pk::rt::shape_fail({});\n",
                            stringLiteral(N.UnfusedError));
-      for (const Nest &U : N.Unfused) {
+      for (size_t U = 0; U < N.Unfused.size(); ++U) {
         Out += "      {\n";
-        emitNest(U, "        ");
+        emitNest(N.Unfused[U], S.Unfused[U], "        ");
         Out += "      }\n";
       }
       Out += "    }\n";
@@ -96,12 +97,18 @@ private:
     }
   }
 
-  /// Prints `Loop` twice: threaded when the work is large, serial otherwise.
+  /// Prints `Loop` twice, threaded when the work reaches the schedule's
+  /// threshold and serial otherwise (or only serial when the schedule never
+  /// uses threads).
   void emitThreadedOrSerial(
       llvm::StringRef Work, const std::string &Indent,
       const std::function<void(bool, const std::string &)> &Loop) {
-    Out +=
-        fmt::format("{}if ({} >= pk::rt::kParallelMinWork) {{\n", Indent, Work);
+    if (Cur->MinWorkForThreads <= 0) {
+      Loop(false, Indent);
+      return;
+    }
+    Out += fmt::format("{}if ({} >= {}) {{\n", Indent, Work,
+                       Cur->MinWorkForThreads);
     Loop(true, Indent + "  ");
     Out += fmt::format("{}}} else {{\n", Indent);
     Loop(false, Indent + "  ");
@@ -154,15 +161,15 @@ private:
   /// when the work is large), the phases of each row inside.
   void emitIndexedNest(const Nest &N, const std::string &Indent) {
     if (!N.UnfusedError.empty()) {
-      Out += fmt::format("{}if (!({}))\n{}  pk::rt::shape_fail({});\n",
-                         Indent, fuseCondition(F, N), Indent,
+      Out += fmt::format("{}if (!({}))\n{}  pk::rt::shape_fail({});\n", Indent,
+                         fuseCondition(F, N), Indent,
                          stringLiteral(N.UnfusedError));
     }
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     std::vector<unsigned> Rows = rowAxes(N);
-    Out += fmt::format("{}const int64_t pk_n = {};\n", Indent,
-                       indexedWork(F, N));
+    Out +=
+        fmt::format("{}const int64_t pk_n = {};\n", Indent, indexedWork(F, N));
     if (N.isReduction())
       Out += fmt::format("{}// Per row: {} phase{} over axis {}.\n", Indent,
                          N.numPhases(), N.numPhases() == 1 ? "" : "s",
@@ -181,8 +188,7 @@ private:
           Out += "#pragma omp simd\n";
         Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
                            indexVar(Rows[K]), indexVar(Rows[K]),
-                           extentExpr(F, N.Domain[Rows[K]]),
-                           indexVar(Rows[K]));
+                           extentExpr(F, N.Domain[Rows[K]]), indexVar(Rows[K]));
         Pad += "  ";
       }
       emitRowBody(F, N, Backend::Cpu, Out, Pad);
@@ -196,29 +202,33 @@ private:
       Loops(false, Indent);
       return;
     }
-    if (isColumnReduction(N)) {
+    if (Cur->Kind == tile::LoopKind::Columns) {
       // Blocks of columns, each reduced over all rows with the columns as
       // the contiguous inner loop; threads take blocks.
       std::string Cols = extentExpr(F, N.Domain.back());
-      emitThreadedOrSerial("pk_n", Indent, [&](bool Threaded,
-                                               const std::string &In) {
-        if (Threaded)
-          Out += "#pragma omp parallel for\n";
-        Out += fmt::format("{}for (int64_t pk_col_begin = 0; pk_col_begin < "
-                           "{}; pk_col_begin += 512) {{\n",
-                           In, Cols);
-        Out += fmt::format("{}  const int64_t pk_col_end = std::min<int64_t>("
-                           "pk_col_begin + 512, {});\n",
-                           In, Cols);
-        emitColumnReduction(F, N, Out, In + "  ");
-        Out += In + "}\n";
-      });
+      emitThreadedOrSerial(
+          "pk_n", Indent, [&](bool Threaded, const std::string &In) {
+            if (Threaded)
+              Out += "#pragma omp parallel for\n";
+            Out +=
+                fmt::format("{}for (int64_t pk_col_begin = 0; pk_col_begin < "
+                            "{}; pk_col_begin += {}) {{\n",
+                            In, Cols, Cur->ColumnBlock);
+            Out +=
+                fmt::format("{}  const int64_t pk_col_end = std::min<int64_t>("
+                            "pk_col_begin + {}, {});\n",
+                            In, Cur->ColumnBlock, Cols);
+            emitColumnReduction(F, N, Cur->ColumnBlock, Out, In + "  ");
+            Out += In + "}\n";
+          });
       return;
     }
     emitThreadedOrSerial("pk_n", Indent, Loops);
   }
 
-  void emitNest(const Nest &N, const std::string &Indent) {
+  void emitNest(const Nest &N, const tile::NestSchedule &S,
+                const std::string &Indent) {
+    Cur = &S;
     if (N.Indexed) {
       emitIndexedNest(N, Indent);
       return;
@@ -233,41 +243,36 @@ private:
           Out, Indent);
       return;
     }
-    std::string FlatCond = flatCondition(F, N);
-    if (N.canFlatten() && FlatCond.empty()) {
+    switch (S.Kind) {
+    case tile::LoopKind::Flat:
       emitFlat(N, Indent);
       return;
-    }
-    if (!N.canFlatten() || N.Domain.size() == 1) {
-      // Rank 1 with a run-time broadcast: the strided loop is one loop too.
-      if (N.canFlatten()) {
-        Out += fmt::format("{}if ({}) {{\n", Indent, FlatCond);
-        emitFlat(N, Indent + "  ");
-        Out += fmt::format("{}}} else {{\n", Indent);
-        emitStrided(N, Indent + "  ");
-        Out += fmt::format("{}}}\n", Indent);
-        return;
-      }
+    case tile::LoopKind::FlatOrStrided:
+      Out += fmt::format("{}if ({}) {{\n", Indent, flatCondition(F, N));
+      Out +=
+          fmt::format("{}  // Every operand has the output's shape.\n", Indent);
+      emitFlat(N, Indent + "  ");
+      Out += fmt::format("{}}} else {{\n", Indent);
+      Out += fmt::format("{}  // Broadcasting: strided indexing.\n", Indent);
+      emitStrided(N, Indent + "  ");
+      Out += fmt::format("{}}}\n", Indent);
+      return;
+    default:
       emitStrided(N, Indent);
       return;
     }
-    Out += fmt::format("{}if ({}) {{\n", Indent, FlatCond);
-    Out +=
-        fmt::format("{}  // Every operand has the output's shape.\n", Indent);
-    emitFlat(N, Indent + "  ");
-    Out += fmt::format("{}}} else {{\n", Indent);
-    Out += fmt::format("{}  // Broadcasting: strided indexing.\n", Indent);
-    emitStrided(N, Indent + "  ");
-    Out += fmt::format("{}}}\n", Indent);
   }
 
   const loop::Program &P;
+  const tile::Program &Sched;
   const Function &F;
+  /// The schedule of the nest being printed.
+  const tile::NestSchedule *Cur = nullptr;
   std::string Out;
 };
 
 } // namespace
 
-std::string pk::cpu::emitKernelBody(const loop::Program &P) {
-  return CppEmitter(P).run();
+std::string pk::cpu::emitKernelBody(const tile::Program &S) {
+  return CppEmitter(S).run();
 }

@@ -2,16 +2,15 @@
 #ifndef PK_TARGET_CPU_EMITCPP_H
 #define PK_TARGET_CPU_EMITCPP_H
 
-#include "IR/LoopIR.h"
+#include "IR/TileIR.h"
 
 #include <string>
 
 namespace pk::cpu {
 
 /// The replacement for the kernel's body, braces included: the entry guards,
-/// then one loop nest per group (OpenMP threads above a size threshold,
-/// `#pragma omp simd` inside, flat indexing where shapes allow).
-std::string emitKernelBody(const loop::Program &P);
+/// then one loop nest per group, shaped as the CPU schedule (Tile IR) says.
+std::string emitKernelBody(const tile::Program &Schedule);
 
 } // namespace pk::cpu
 

@@ -213,10 +213,9 @@ private:
         "// grid-stride loop over the rows.\n",
         N.Group, F.Name, llvm::sys::path::filename(F.File).str(),
         N.Lines.empty() ? 0 : N.Lines.front(),
-        N.isReduction()
-            ? fmt::format("reduction over axis {}",
-                          fmt::join(N.ReduceAxes, ", "))
-            : std::string("elementwise"),
+        N.isReduction() ? fmt::format("reduction over axis {}",
+                                      fmt::join(N.ReduceAxes, ", "))
+                        : std::string("elementwise"),
         shapeToString(F, N.Domain));
     Out += fmt::format("__global__ void {}({}) {{\n", Name,
                        fmt::join(Params, ",\n    "));

@@ -284,8 +284,7 @@ void emitStmt(const Function &F, const Nest &N, const Stmt &S,
     llvm::StringRef Spelling = spelling(Info, B, S.Type);
     Out += fmt::format(
         "{}const {} {} = {};\n", Indent, Ty, S.Name,
-        fmt::vformat(fmt::string_view(Spelling.data(), Spelling.size()),
-                     Args));
+        fmt::vformat(fmt::string_view(Spelling.data(), Spelling.size()), Args));
     break;
   }
   case Stmt::Cast:
@@ -328,9 +327,9 @@ void target::emitIndexedStrides(const Function &F, const Nest &N,
         Later.push_back(extentVar(F, S.Param, L));
       std::string Natural =
           Later.empty() ? "1" : fmt::format("{}", fmt::join(Later, " * "));
-      Out += fmt::format("{}const int64_t {} = ({} == 1 ? 0 : {});\n",
-                         Indent, strideVar(F, S.Param, K),
-                         extentVar(F, S.Param, K), Natural);
+      Out += fmt::format("{}const int64_t {} = ({} == 1 ? 0 : {});\n", Indent,
+                         strideVar(F, S.Param, K), extentVar(F, S.Param, K),
+                         Natural);
     }
   }
 }
@@ -487,8 +486,8 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
         if (B == Backend::Cpu && K + 1 == Key.size()) {
           std::string Clauses;
           if (!SumVars.empty())
-            Clauses += fmt::format(" reduction(+ : {})",
-                                   fmt::join(SumVars, ", "));
+            Clauses +=
+                fmt::format(" reduction(+ : {})", fmt::join(SumVars, ", "));
           if (!MaxVars.empty())
             Clauses += fmt::format(" reduction(pk_max : {})",
                                    fmt::join(MaxVars, ", "));
@@ -526,12 +525,12 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
           Out += fmt::format("{}{} += {};\n", Pad, Acc, V);
           break;
         case ReduceKind::Max:
-          Out += fmt::format("{}{} = pk::scalar::maximum({}, {});\n", Pad,
-                             Acc, Acc, V);
+          Out += fmt::format("{}{} = pk::scalar::maximum({}, {});\n", Pad, Acc,
+                             Acc, V);
           break;
         case ReduceKind::Min:
-          Out += fmt::format("{}{} = pk::scalar::minimum({}, {});\n", Pad,
-                             Acc, Acc, V);
+          Out += fmt::format("{}{} = pk::scalar::minimum({}, {});\n", Pad, Acc,
+                             Acc, V);
           break;
         }
       }
@@ -554,31 +553,16 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
                               dtypeCppName(accumulatorType(N, S)),
                               fmt::join(Count, " * "));
         }
-        Out += fmt::format("{}const {} {} = static_cast<{}>({});\n", Indent,
-                           Ty, S.Name, Ty, Value);
+        Out += fmt::format("{}const {} {} = static_cast<{}>({});\n", Indent, Ty,
+                           S.Name, Ty, Value);
       }
     }
   }
 }
 
-bool target::isColumnReduction(const Nest &N) {
-  if (!N.isReduction() || N.Domain.size() < 2 ||
-      llvm::is_contained(N.ReduceAxes, N.Domain.size() - 1) ||
-      N.ReduceAxes.size() + 1 != N.Domain.size())
-    return false;
-  for (const Stmt &S : N.Body) {
-    if (S.K == Stmt::Reduce && S.Phase != 0)
-      return false;
-    if (S.K == Stmt::Store && S.Inner)
-      return false;
-    if (!S.Inner && S.K != Stmt::Reduce && S.Phase > 1)
-      return false;
-  }
-  return true;
-}
-
 void target::emitColumnReduction(const Function &F, const Nest &N,
-                                 std::string &Out, const std::string &Indent) {
+                                 int64_t Block, std::string &Out,
+                                 const std::string &Indent) {
   unsigned Col = N.Domain.size() - 1;
   std::string I = indexVar(Col);
   auto Index = [&](const Stmt &S) { return indexedIndex(F, S); };
@@ -598,21 +582,20 @@ void target::emitColumnReduction(const Function &F, const Nest &N,
       continue;
     Work.insert(Work.end(), S.Args.begin(), S.Args.end());
   }
-  Out += fmt::format("{}// Columns inside, {} outside: contiguous reads, one "
-                     "accumulator per column, {} columns per block.\n",
-                     Indent, "the reduced axes", 512);
-  Out += fmt::format("{}const int64_t pk_block = std::min<int64_t>({}, "
-                     "pk_col_end - pk_col_begin);\n",
-                     Indent, 512);
+  Out += fmt::format("{}// Columns inside, the reduced axes outside: "
+                     "contiguous reads, one accumulator per column.\n",
+                     Indent);
+  Out += fmt::format("{}const int64_t pk_block = pk_col_end - pk_col_begin;\n",
+                     Indent);
   for (unsigned R : Reduces) {
     const Stmt &S = N.Body[R];
     DType T = accumulatorType(N, S);
-    Out += fmt::format("{}{} {}[512];\n", Indent, dtypeCppName(T),
-                       accumulatorVar(S));
-    Out += fmt::format("{}for (int64_t pk_c = 0; pk_c < pk_block; ++pk_c)\n"
-                       "{}  {}[pk_c] = {};\n",
-                       Indent, Indent, accumulatorVar(S),
-                       accumulatorInit(S, T));
+    Out += fmt::format("{}{} {}[{}];\n", Indent, dtypeCppName(T),
+                       accumulatorVar(S), Block);
+    Out +=
+        fmt::format("{}for (int64_t pk_c = 0; pk_c < pk_block; ++pk_c)\n"
+                    "{}  {}[pk_c] = {};\n",
+                    Indent, Indent, accumulatorVar(S), accumulatorInit(S, T));
   }
   std::string Pad = Indent;
   for (size_t K = 0; K < N.ReduceAxes.size(); ++K) {
@@ -639,8 +622,7 @@ void target::emitColumnReduction(const Function &F, const Nest &N,
       Out += fmt::format("{}  {} += {};\n", Pad, Acc, V);
     } else {
       Out += fmt::format("{}  {} = pk::scalar::{}({}, {});\n", Pad, Acc,
-                         S.Reduction == ReduceKind::Max ? "maximum"
-                                                        : "minimum",
+                         S.Reduction == ReduceKind::Max ? "maximum" : "minimum",
                          Acc, V);
     }
   }
@@ -652,8 +634,8 @@ void target::emitColumnReduction(const Function &F, const Nest &N,
   // Finalise per column, then the row values and stores.
   Out += fmt::format("{}for (int64_t pk_c = 0; pk_c < pk_block; ++pk_c) {{\n",
                      Indent);
-  Out += fmt::format("{}  const int64_t {} = pk_col_begin + pk_c;\n", Indent,
-                     I);
+  Out +=
+      fmt::format("{}  const int64_t {} = pk_col_begin + pk_c;\n", Indent, I);
   for (unsigned R : Reduces) {
     const Stmt &S = N.Body[R];
     std::string Value = accumulatorVar(S) + "[pk_c]";
@@ -665,9 +647,9 @@ void target::emitColumnReduction(const Function &F, const Nest &N,
                           dtypeCppName(accumulatorType(N, S)),
                           fmt::join(Count, " * "));
     }
-    Out += fmt::format("{}  const {} {} = static_cast<{}>({});\n", Indent,
-                       dtypeCppName(S.Type), S.Name, dtypeCppName(S.Type),
-                       Value);
+    Out +=
+        fmt::format("{}  const {} {} = static_cast<{}>({});\n", Indent,
+                    dtypeCppName(S.Type), S.Name, dtypeCppName(S.Type), Value);
   }
   for (const Stmt &S : N.Body)
     if (!S.Inner && S.K != Stmt::Reduce)

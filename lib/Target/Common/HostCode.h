@@ -84,13 +84,13 @@ std::string indexedWork(const ir::Function &F, const loop::Nest &N);
 void emitRowBody(const ir::Function &F, const loop::Nest &N, Backend B,
                  std::string &Out, const std::string &Indent);
 
-/// For a nest that reduces every axis but the last (a column reduction) in
-/// one phase and stores only row values: the accumulators, one per column,
-/// as the statements to declare, update and finalise them. Used to run the
-/// reduce axes outside and the columns inside, reading memory contiguously.
-bool isColumnReduction(const loop::Nest &N);
+/// A column reduction (every axis but the last reduced, one phase, only row
+/// stores) for the columns [pk_col_begin, pk_col_end): the reduced axes
+/// outside, the columns inside (contiguous reads), one accumulator per
+/// column in a block of `Block`.
 void emitColumnReduction(const ir::Function &F, const loop::Nest &N,
-                         std::string &Out, const std::string &Indent);
+                         int64_t Block, std::string &Out,
+                         const std::string &Indent);
 
 } // namespace pk::target
 

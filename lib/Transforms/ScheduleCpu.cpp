@@ -1,0 +1,142 @@
+//===- ScheduleCpu.cpp - Loop IR nests to a CPU schedule (Tile IR) --------===//
+//
+// The decisions, per nest:
+//  * Elementwise nests are one flat loop when every load has the output's
+//    shape; when that depends on run-time extents (an extent that may be 1)
+//    the flat loop is guarded and a strided nest is the fallback; a nest
+//    with lower-rank operands is strided. The flat loop (or the outermost
+//    strided loop) is threaded, the flat loop (or innermost) vectorised.
+//  * Reduction nests run rows: threads take rows; each phase of a row is a
+//    vectorised loop over the reduced axes, so a row (D floats) is read from
+//    L1/L2 by every phase after the first as long as it fits (noted when it
+//    does not: recomputation then re-reads memory).
+//  * A column reduction (every axis but the last reduced) runs blocks of
+//    columns with the columns inside: contiguous reads, one accumulator per
+//    column; the block keeps the accumulators in L1.
+//  * A full reduction is one row: vectorised, on the calling thread.
+//  * Threads only when the work reaches the target's threshold.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/Passes.h"
+
+#include <fmt/format.h>
+
+using namespace pk;
+using namespace pk::ir;
+using loop::Nest;
+using tile::LoopKind;
+using tile::NestSchedule;
+
+namespace {
+
+bool isColumnReduction(const Nest &N) {
+  if (!N.isReduction() || N.Domain.size() < 2 ||
+      llvm::is_contained(N.ReduceAxes, N.Domain.size() - 1) ||
+      N.ReduceAxes.size() + 1 != N.Domain.size())
+    return false;
+  for (const loop::Stmt &S : N.Body) {
+    if (S.K == loop::Stmt::Reduce && S.Phase != 0)
+      return false;
+    if (S.K == loop::Stmt::Store && S.Inner)
+      return false;
+    if (!S.Inner && S.K != loop::Stmt::Reduce && S.Phase > 1)
+      return false;
+  }
+  return true;
+}
+
+/// Whether a flat loop is valid: never, always, or after a run-time check.
+enum class Flatness { Never, Always, AtRunTime };
+
+Flatness flatness(const Nest &N) {
+  if (!N.canFlatten())
+    return Flatness::Never;
+  for (const loop::Stmt &S : N.Body)
+    if (S.K == loop::Stmt::Load)
+      for (loop::AxisMap M : S.Axes)
+        if (M == loop::AxisMap::Runtime)
+          return Flatness::AtRunTime;
+  return Flatness::Always;
+}
+
+NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
+  NestSchedule S;
+  S.MinWorkForThreads = T.ParallelMinWork;
+  S.Notes.push_back(fmt::format(
+      "threads above {} elements: a libgomp region costs ~1.5 us to enter",
+      T.ParallelMinWork));
+  if (!N.Indexed) {
+    switch (flatness(N)) {
+    case Flatness::Always:
+      S.Kind = LoopKind::Flat;
+      S.Vector = "flat";
+      S.Notes.push_back("every operand has the output's shape");
+      break;
+    case Flatness::AtRunTime:
+      S.Kind = LoopKind::FlatOrStrided;
+      S.Vector = "flat, else innermost";
+      S.Notes.push_back("flat unless an operand's extent is 1 at run time "
+                        "(NumPy broadcasting), checked once at entry");
+      break;
+    case Flatness::Never:
+      S.Kind = LoopKind::Strided;
+      S.Vector = "innermost";
+      S.Notes.push_back("an operand of lower rank broadcasts: strided "
+                        "indexing, stride 0 on its missing axes");
+      break;
+    }
+    if (N.Domain.empty()) {
+      S.MinWorkForThreads = 0;
+      S.Vector = "none (one element)";
+    }
+    for (const Nest &U : N.Unfused)
+      S.Unfused.push_back(schedule(U, T));
+    return S;
+  }
+  unsigned RowAxes = N.Domain.size() - N.ReduceAxes.size();
+  if (!N.isReduction()) {
+    S.Kind = LoopKind::Strided;
+    S.Vector = "innermost";
+    S.Notes.push_back("axes move (expand_dims/squeeze/index): strided "
+                      "indexing per axis");
+    return S;
+  }
+  if (RowAxes == 0) {
+    S.Kind = LoopKind::Single;
+    S.MinWorkForThreads = 0;
+    S.Vector = "phases";
+    S.Notes.clear();
+    S.Notes.push_back("full reduction: one row, vectorised, on the calling "
+                      "thread");
+    return S;
+  }
+  if (isColumnReduction(N)) {
+    S.Kind = LoopKind::Columns;
+    S.Vector = "columns";
+    // Accumulators of a block stay in L1 beside one streaming row segment.
+    S.ColumnBlock = std::min<int64_t>(512, T.L1Bytes / (4 * 8));
+    S.Notes.push_back("reduction along the leading axes: columns inside for "
+                      "contiguous reads, one accumulator per column");
+    return S;
+  }
+  S.Kind = LoopKind::Rows;
+  S.ThreadedLoops = RowAxes;
+  S.Vector = "phases";
+  S.Notes.push_back(fmt::format(
+      "{} phase{} per row; values needed by several phases are recomputed "
+      "from the row, which stays in L2 when it is under {} KiB",
+      N.numPhases(), N.numPhases() == 1 ? "" : "s", T.L2Bytes / 1024 / 2));
+  return S;
+}
+
+} // namespace
+
+tile::Program pk::scheduleForCpu(const loop::Program &P,
+                                 const tile::CpuTarget &T) {
+  tile::Program S;
+  S.Loops = &P;
+  for (const Nest &N : P.Nests)
+    S.Nests.push_back(schedule(N, T));
+  return S;
+}
