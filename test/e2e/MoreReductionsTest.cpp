@@ -1,0 +1,101 @@
+// Differential tests of test/e2e/kernels/more_reductions.cpp: eager vs
+// compiled over shapes with extents 1, primes and sizes past the threading
+// threshold. Tolerance: |eager - compiled| <= 2e-5 + 1e-4·|eager| (float sums
+// in float vs double: the absolute error of a sum of n values of magnitude
+// up to 2 is about n·2·eps = 7e-6 for n = 60, and cancellation can make the
+// result itself small); integer and bool results exact.
+#include "common/sample.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace eager {
+#include "kernels/more_reductions.cpp"
+}
+
+void middle_axis(pk::In<float, 3> x, pk::Out<float, 3> o);
+void scaled_and_column_sums(pk::In<float, 2> x, pk::Out<float, 2> o,
+                            pk::Out<float, 1> r);
+void column_normalise(pk::In<float, 2> x, pk::Out<float, 2> o);
+void whole_normalise(pk::In<float, 2> x, pk::Out<float, 2> o);
+void int_reductions(pk::In<int32_t, 2> x, pk::Out<int32_t, 1> o,
+                    pk::Out<bool, 1> all_positive);
+void two_full(pk::In<float, 1> x, pk::Out<float, 0> o);
+void row_sums_everywhere(pk::In<float, 2> x, pk::Out<float, 2> o);
+void accumulate_rows(pk::InOut<float, 1> r, pk::In<float, 2> x);
+
+namespace {
+
+template <class T>
+void expectClose(const std::vector<T> &E, const std::vector<T> &C,
+                 const std::string &What, double Rtol = 1e-4) {
+  ASSERT_EQ(E.size(), C.size());
+  for (size_t I = 0; I < E.size(); ++I)
+    if (!(std::fabs(double(E[I]) - double(C[I])) <=
+          (Rtol > 0 ? 2e-5 : 0) + Rtol * std::fabs(double(E[I])))) {
+      ADD_FAILURE() << What << " element " << I << ": eager " << double(E[I])
+                    << " compiled " << double(C[I]);
+      return;
+    }
+}
+
+const int64_t Shapes[][3] = {
+    {2, 3, 4}, {1, 1, 1}, {5, 1, 7}, {3, 17, 65}, {40, 50, 60}};
+
+TEST(MoreReductions, AgreeWithEager) {
+  unsigned Seed = 1;
+  for (auto &S : Shapes) {
+    int64_t A = S[0], B = S[1], C = S[2], T = A * B, D = C;
+    std::string Tag = std::to_string(A) + "x" + std::to_string(B) + "x" +
+                      std::to_string(C);
+    auto X = sample::random(A * B * C, Seed++);
+    std::vector<float> E(A * B * C), P(A * B * C);
+    eager::middle_axis({X.data(), {A, B, C}}, {E.data(), {A, B, C}});
+    middle_axis({X.data(), {A, B, C}}, {P.data(), {A, B, C}});
+    expectClose(E, P, "middle_axis " + Tag, 0);
+
+    std::vector<float> E2(T * D), P2(T * D), ER(D), PR(D);
+    eager::scaled_and_column_sums({X.data(), {T, D}}, {E2.data(), {T, D}}, ER);
+    scaled_and_column_sums({X.data(), {T, D}}, {P2.data(), {T, D}}, PR);
+    expectClose(E2, P2, "scaled " + Tag, 0);
+    expectClose(ER, PR, "column sums " + Tag);
+
+    auto Pos = sample::random(T * D, Seed++, 0.5f, 2.0f);
+    eager::column_normalise({Pos.data(), {T, D}}, {E2.data(), {T, D}});
+    column_normalise({Pos.data(), {T, D}}, {P2.data(), {T, D}});
+    expectClose(E2, P2, "column_normalise " + Tag);
+    eager::whole_normalise({Pos.data(), {T, D}}, {E2.data(), {T, D}});
+    whole_normalise({Pos.data(), {T, D}}, {P2.data(), {T, D}});
+    expectClose(E2, P2, "whole_normalise " + Tag);
+    eager::row_sums_everywhere({X.data(), {T, D}}, {E2.data(), {T, D}});
+    row_sums_everywhere({X.data(), {T, D}}, {P2.data(), {T, D}});
+    expectClose(E2, P2, "row_sums_everywhere " + Tag);
+
+    std::vector<int32_t> XI(T * D);
+    for (size_t I = 0; I < XI.size(); ++I)
+      XI[I] = static_cast<int32_t>(X[I] * 100);
+    std::vector<int32_t> EI(T), PI(T);
+    std::unique_ptr<bool[]> EB(new bool[T]), PB(new bool[T]);
+    eager::int_reductions({XI.data(), {T, D}}, EI, {EB.get(), {T}});
+    int_reductions({XI.data(), {T, D}}, PI, {PB.get(), {T}});
+    expectClose(EI, PI, "int max " + Tag, 0);
+    for (int64_t I = 0; I < T; ++I)
+      EXPECT_EQ(EB[I], PB[I]) << "bool min " << Tag << " row " << I;
+
+    std::vector<float> E0(1), P0(1);
+    eager::two_full(X, {E0.data(), {}});
+    two_full(X, {P0.data(), {}});
+    expectClose(E0, P0, "two_full " + Tag);
+
+    auto R0 = sample::random(T, Seed++);
+    auto RE = R0, RP = R0;
+    eager::accumulate_rows(RE, {X.data(), {T, D}});
+    accumulate_rows(RP, {X.data(), {T, D}});
+    expectClose(RE, RP, "accumulate_rows " + Tag);
+  }
+}
+
+} // namespace

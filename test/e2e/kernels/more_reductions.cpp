@@ -1,0 +1,36 @@
+// Reductions beyond the samples: a middle axis of a rank-3 array, axis 0 with
+// keepdims broadcast back, a full reduction broadcast back, integer and bool
+// reductions, two full reductions into a rank-0 output, broadcast_to of a
+// row value, an InOut row accumulated from a matrix, and an elementwise
+// output beside a column reduction (two groups).
+#include <pk/pk.h>
+using namespace pk::lang;
+
+PK_KERNEL void middle_axis(In<float, 3> x, Out<float, 3> o) {
+  o[_] = x[_] - max(x[_], 1, keepdims);
+}
+PK_KERNEL void scaled_and_column_sums(In<float, 2> x, Out<float, 2> o,
+                                      Out<float, 1> r) {
+  o[_] = x[_] * 2.0f;
+  r[_] = sum(x[_], 0);
+}
+PK_KERNEL void column_normalise(In<float, 2> x, Out<float, 2> o) {
+  o[_] = x[_] / sum(x[_], 0, keepdims);
+}
+PK_KERNEL void whole_normalise(In<float, 2> x, Out<float, 2> o) {
+  o[_] = x[_] / sum(x[_]);
+}
+PK_KERNEL void int_reductions(In<int32_t, 2> x, Out<int32_t, 1> o,
+                              Out<bool, 1> all_positive) {
+  o[_] = max(x[_], -1);
+  all_positive[_] = min(x[_] > 0, -1);
+}
+PK_KERNEL void two_full(In<float, 1> x, Out<float, 0> o) {
+  o[_] = mean(x[_]) + max(x[_]);
+}
+PK_KERNEL void row_sums_everywhere(In<float, 2> x, Out<float, 2> o) {
+  o[_] = broadcast_to(sum(x[_], -1, keepdims), x[_]);
+}
+PK_KERNEL void accumulate_rows(InOut<float, 1> r, In<float, 2> x) {
+  r[_] = r[_] + sum(x[_], -1);
+}
