@@ -38,6 +38,7 @@
 #include <pk/ref.h>
 #include <pk/runtime.h>
 #include <pk/scalar.h>
+#include <pk/vmath.h>
 
 #include <cmath>
 #include <cstdio>

@@ -4,10 +4,13 @@
 // run-time broadcasts. Then the entry guards: wrong shapes raise
 // pk::ShapeError before any write.
 //
-// Tolerances (ulp, float32): 0 for + - * / sqrt and comparisons (IEEE
-// correctly rounded, and the generated code evaluates the same expression
-// tree in the same order); 2 for tanh (both sides call the same libm tanhf,
-// the margin is for a compiler keeping an intermediate in a wider register).
+// Tolerances (float32): 0 ulp for + - * / sqrt and comparisons (IEEE
+// correctly rounded, pk::vm::sqrt included, and the generated code evaluates
+// the same expression tree in the same order). gelu: the compiled tanh is
+// pk::vm::tanh (<= 3 ulp, docs/vmath.md), the eager one libm's; through
+// 0.5·x·(1 + tanh(z)) an error of 3 ulp of 1 in tanh becomes an absolute
+// error of up to 0.5·|x|·3·2^-24 (1 + tanh cancels for large negative x), so
+// gelu is compared with |eager - compiled| <= 2e-7·|x| + 4 ulp.
 #include "common/sample.h"
 
 #include <pk/pk.h>
@@ -101,20 +104,33 @@ TEST(Axpby, AllSizes) {
   }
 }
 
+void expectGeluClose(const std::vector<float> &X, const std::vector<float> &E,
+                     const std::vector<float> &P, const std::string &What) {
+  for (size_t I = 0; I < E.size(); ++I) {
+    if (sample::ulp_distance(E[I], P[I]) <= 4)
+      continue;
+    if (std::fabs(double(E[I]) - P[I]) <= 2e-7 * std::fabs(X[I]))
+      continue;
+    ADD_FAILURE() << What << ": gelu(" << X[I] << ") eager " << E[I]
+                  << " compiled " << P[I];
+    return;
+  }
+}
+
 TEST(Gelu, AllSizesAndSpecialValues) {
   for (int64_t N : Sizes) {
     auto X = sample::random(N, 4, -8, 8);
     std::vector<float> E(N), P(N);
     eager::gelu(X, E);
     gelu(X, P);
-    expectClose(E, P, 2, "gelu N=" + std::to_string(N));
+    expectGeluClose(X, E, P, "gelu N=" + std::to_string(N));
   }
-  std::vector<float> X = {0.0f, -0.0f,  INFINITY, -INFINITY,
-                          NAN,  1e-30f, -1e30f,   3.0f};
+  std::vector<float> X = {0.0f,   -0.0f, INFINITY, -INFINITY, NAN,   1e-30f,
+                          -1e30f, 3.0f,  -3.0f,    10.0f,     -10.0f};
   std::vector<float> E(X.size()), P(X.size());
   eager::gelu(X, E);
   gelu(X, P);
-  expectClose(E, P, 2, "gelu special values");
+  expectGeluClose(X, E, P, "gelu special values");
 }
 
 TEST(ReluWhere, AllSizes) {

@@ -8,6 +8,8 @@
 #   %pkc        the pkc binary
 #   %pkflags    the flags after `--` for a kernel file: -std=c++20 -I<pk include>
 #   %cxx        the host C++ compiler;  %cxxflags: -std=c++20 -I<pk include> + OpenMP
+#   %clangxx    clang++ from llvm_tools_dir (tests that use it say
+#               `REQUIRES: clangxx`)
 #   %nvcc       nvcc (tests that use it say `REQUIRES: nvcc`)
 #   %nvccflags  -std=c++17 -I<pk include> -arch=sm_<newest configured arch>
 #   %pk_src / %pk_bin / %pk_include   the source dir, the build dir, include/
@@ -42,6 +44,8 @@ config.substitutions.append(('%pk_src', config.pk_src_root))
 config.substitutions.append(('%pk_bin', config.pk_obj_root))
 config.substitutions.append(('%cxxflags', cxxflags))
 config.substitutions.append(('%cxx', config.cxx))
+clangxx = os.path.join(config.llvm_tools_dir, 'clang++')
+config.substitutions.append(('%clangxx', clangxx))
 config.substitutions.append(('%nvccflags', nvccflags))
 config.substitutions.append(('%nvcc', config.nvcc or 'nvcc-not-found'))
 
@@ -51,3 +55,5 @@ else:
     lit_config.note('no nvcc configured (not found or PK_ENABLE_CUDA=OFF): tests that REQUIRE nvcc are unsupported')
 if config.pkc:
     config.available_features.add('pkc')
+if os.path.exists(clangxx):
+    config.available_features.add('clangxx')

@@ -399,13 +399,18 @@ std::string accumulatorInit(const Stmt &S, DType T) {
   case ReduceKind::Max:
     if (T == DType::Bool)
       return "false";
-    return isFloat(T) ? fmt::format("{}(-INFINITY)", Ty)
-                      : fmt::format("std::numeric_limits<{}>::lowest()", Ty);
+    if (isFloat(T))
+      return fmt::format("{}(-INFINITY)", Ty);
+    // Literal limits: std::numeric_limits is host-only in CUDA.
+    return T == DType::I32 ? "int32_t(-2147483647 - 1)"
+                           : "int64_t(-9223372036854775807LL - 1)";
   case ReduceKind::Min:
     if (T == DType::Bool)
       return "true";
-    return isFloat(T) ? fmt::format("{}(INFINITY)", Ty)
-                      : fmt::format("std::numeric_limits<{}>::max()", Ty);
+    if (isFloat(T))
+      return fmt::format("{}(INFINITY)", Ty);
+    return T == DType::I32 ? "int32_t(2147483647)"
+                           : "int64_t(9223372036854775807LL)";
   }
   return "0";
 }
