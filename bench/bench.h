@@ -1,0 +1,240 @@
+//===- bench.h - The pk benchmark harness: buffers, peers, registration ---===//
+//
+// One kernel of the benchmark is one struct. Its constructor takes a Shape and
+// allocates and fills the kernel's arrays; its member functions are the peers:
+//
+//   struct Fma {
+//     Fma(const pkbench::Shape &S);   // allocate + random inputs, once
+//     int64_t min_bytes() const;      // every input read + every output
+//                                     // written once, in bytes
+//     std::vector<const pkbench::Buffer *> outputs() const;  // for the check
+//     void pk();                      // the compiled kernel (pkc)
+//     void eager();                   // the same source run by <pk/pk.h>
+//     void hand();                    // hand-written OpenMP + SIMD loop
+//     void eigen();                   // Eigen 3 expression (#if PK_BENCH_EIGEN)
+//   };
+//   const bool FmaRegistered =
+//       pkbench::register_kernel<Fma>("fma", pkbench::elementwise_shapes());
+//
+// register_kernel() registers one Google Benchmark per shape x peer, named
+//   <kernel>/<shape>/<peer>/threads:<t>/real_time
+// (bench/table.py parses these names). A peer the struct does not define is
+// not registered and shows as "n/a" in the table. pk and hand run at every
+// thread count (1 and 2 by default, PK_BENCH_THREADS=1,2,4 to change); eager
+// and eigen are serial (neither uses threads for these ops) and run at 1
+// thread only; eager runs only at shapes up to kEagerMaxElems elements.
+//
+// The struct is constructed once per shape, on first use, and kept for the
+// whole run: it is shared by all its peers and thread counts, and Google
+// Benchmark calls a benchmark function several times (iteration-count
+// estimation, each repetition, interleaved with other benchmarks under
+// --benchmark_enable_random_interleaving, which the bench target uses so that
+// a burst of load from other processes spoils a few repetitions of many
+// benchmarks rather than every repetition of a few). InOut kernels are
+// updated in place each iteration: their constants must keep values finite.
+//
+// Before benchmarking, main() runs every peer once on a fresh instance of
+// each kernel's first shape and checks that it agrees with pk (a relative
+// 1e-4 tolerance: the peers are not bit-exact, e.g. Eigen's tanh, but a wrong
+// formula is caught).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_BENCH_BENCH_H
+#define PK_BENCH_BENCH_H
+
+#include <benchmark/benchmark.h>
+
+#include <omp.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#if PK_BENCH_EIGEN
+#include <Eigen/Core>
+#endif
+
+namespace pkbench {
+
+/// The size below which pk's generated loops stay serial
+/// (pk::rt::kParallelMinWork); the hand-written loops use the same policy.
+inline constexpr int64_t kParallelMinWork = int64_t(1) << 16;
+
+/// The hand-written peers' loop: `for (int64_t i = 0; i < N; ++i) BODY`,
+/// `#pragma omp parallel for simd` from kParallelMinWork elements on, a serial
+/// `#pragma omp simd` loop below (pk's policy).
+#define PK_BENCH_FOR(i, N, ...)                                                \
+  do {                                                                         \
+    const int64_t pk_bench_n = (N);                                            \
+    if (pk_bench_n >= ::pkbench::kParallelMinWork) {                           \
+      _Pragma("omp parallel for simd") for (int64_t i = 0; i < pk_bench_n;     \
+                                            ++i) { __VA_ARGS__; }              \
+    } else {                                                                   \
+      _Pragma("omp simd") for (int64_t i = 0; i < pk_bench_n;                  \
+                               ++i) { __VA_ARGS__; }                           \
+    }                                                                          \
+  } while (0)
+
+/// Eager (pk.h) is slow and serial: only at shapes up to this many elements.
+inline constexpr int64_t kEagerMaxElems = int64_t(4) << 20;
+
+/// A 64-byte-aligned float array, uninitialised until filled.
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(int64_t N);
+  float *data() { return P.get(); }
+  const float *data() const { return P.get(); }
+  int64_t size() const { return N; }
+  float &operator[](int64_t I) { return P.get()[I]; }
+  float operator[](int64_t I) const { return P.get()[I]; }
+
+private:
+  struct Free {
+    void operator()(float *Q) const { std::free(Q); }
+  };
+  std::unique_ptr<float, Free> P;
+  int64_t N = 0;
+};
+
+/// N floats uniform in [Lo, Hi), deterministic in Seed.
+Buffer random(int64_t N, uint64_t Seed, float Lo = -1.0f, float Hi = 1.0f);
+/// N floats equal to V (written in parallel: first touch).
+Buffer filled(int64_t N, float V);
+
+/// A kernel's shape: its extents, e.g. {1 << 20} or {2048, 4096}.
+struct Shape {
+  std::vector<int64_t> Dims;
+  int64_t numel() const;
+  int64_t operator[](size_t I) const { return Dims[I]; }
+  /// "1M", "16M", "128x4096": the label in benchmark names and the table.
+  std::string label() const;
+};
+
+std::vector<Shape> elementwise_shapes(); ///< {1M}, {16M}
+std::vector<Shape> row_shapes();         ///< the [T, D] shapes of the issue
+std::vector<int> thread_counts();        ///< {1, 2} or $PK_BENCH_THREADS
+
+#if PK_BENCH_EIGEN
+/// A 1-D Eigen array over a buffer.
+inline Eigen::Map<Eigen::ArrayXf> vec(Buffer &B) { return {B.data(), B.size()}; }
+inline Eigen::Map<const Eigen::ArrayXf> vec(const Buffer &B) {
+  return {B.data(), B.size()};
+}
+using RowMajorArrayXXf =
+    Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+/// A row-major [T, D] Eigen array over a buffer.
+inline Eigen::Map<RowMajorArrayXXf> mat(Buffer &B, int64_t T, int64_t D) {
+  return {B.data(), T, D};
+}
+inline Eigen::Map<const RowMajorArrayXXf> mat(const Buffer &B, int64_t T,
+                                              int64_t D) {
+  return {B.data(), T, D};
+}
+#endif
+
+// --- registration ---------------------------------------------------------
+
+/// The start-up check of one kernel: its peers against pk at its first shape.
+struct Check {
+  std::string Name; ///< "fma/1M"
+  /// Runs every peer once on fresh instances; returns an error message or "".
+  std::function<std::string()> Run;
+};
+std::vector<Check> &checks();
+
+/// Compares the outputs of a peer with pk's; "" when they agree.
+std::string compare(const std::string &What,
+                    const std::vector<const Buffer *> &Ref,
+                    const std::vector<const Buffer *> &Got);
+
+/// "<kernel>/<shape>" of every registered case, in registration order (the
+/// table's row order).
+std::vector<std::string> &cases();
+
+namespace detail {
+/// The instance of a kernel × shape: empty (Fresh) on first use, then kept.
+std::shared_ptr<void> &slot(const std::string &Key, bool &Fresh);
+
+template <class K> K &instance(const std::string &Key, const Shape &S) {
+  bool Fresh = false;
+  std::shared_ptr<void> &P = slot(Key, Fresh);
+  if (Fresh)
+    P = std::make_shared<K>(S);
+  return *static_cast<K *>(P.get());
+}
+
+template <class K>
+void add(const std::string &Kernel, const Shape &S, const char *Peer,
+         void (K::*Run)(), bool Serial) {
+  std::string Key = Kernel + "/" + S.label();
+  auto *B = benchmark::RegisterBenchmark(
+      (Key + "/" + Peer).c_str(), [Key, S, Run](benchmark::State &St) {
+        omp_set_num_threads(static_cast<int>(St.range(0)));
+        K &Inst = instance<K>(Key, S);
+        for (auto _ : St) {
+          (Inst.*Run)();
+          benchmark::ClobberMemory();
+        }
+        St.SetBytesProcessed(static_cast<int64_t>(St.iterations()) *
+                             Inst.min_bytes());
+      });
+  B->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int T : thread_counts())
+    if (!Serial || T == 1)
+      B->Arg(T);
+}
+} // namespace detail
+
+template <class K>
+constexpr bool HasEager = requires(K &Inst) { Inst.eager(); };
+template <class K> constexpr bool HasHand = requires(K &Inst) { Inst.hand(); };
+template <class K>
+constexpr bool HasEigen = requires(K &Inst) { Inst.eigen(); };
+
+/// Registers K's peers at each shape (see the file comment) and its check.
+template <class K>
+bool register_kernel(const std::string &Kernel,
+                     const std::vector<Shape> &Shapes) {
+  for (const Shape &S : Shapes) {
+    cases().push_back(Kernel + "/" + S.label());
+    detail::add<K>(Kernel, S, "pk", &K::pk, false);
+    if constexpr (HasEager<K>)
+      if (S.numel() <= kEagerMaxElems)
+        detail::add<K>(Kernel, S, "eager", &K::eager, true);
+    if constexpr (HasHand<K>)
+      detail::add<K>(Kernel, S, "hand", &K::hand, false);
+    if constexpr (HasEigen<K>)
+      detail::add<K>(Kernel, S, "eigen", &K::eigen, true);
+  }
+  const Shape S = Shapes.front();
+  checks().push_back({Kernel + "/" + S.label(), [Kernel, S]() -> std::string {
+                        omp_set_num_threads(thread_counts().back());
+                        K Ref(S);
+                        Ref.pk();
+                        std::string Err;
+                        auto Peer = [&](const char *Name, void (K::*Run)()) {
+                          K Got(S);
+                          (Got.*Run)();
+                          if (Err.empty())
+                            Err = compare(Kernel + "/" + S.label() + " " + Name,
+                                          Ref.outputs(), Got.outputs());
+                        };
+                        if constexpr (HasEager<K>)
+                          Peer("eager", &K::eager);
+                        if constexpr (HasHand<K>)
+                          Peer("hand", &K::hand);
+                        if constexpr (HasEigen<K>)
+                          Peer("eigen", &K::eigen);
+                        return Err;
+                      }});
+  return true;
+}
+
+} // namespace pkbench
+
+#endif // PK_BENCH_BENCH_H

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Markdown table of a pk-bench run.
+
+    table.py bench.json [-o bench.md]
+
+Reads Google Benchmark's JSON output (--benchmark_out=... --benchmark_out_format=json)
+of pk-bench. Benchmark names are <kernel>/<shape>/<peer>/threads:<t>[/real_time]; the
+STREAM triad is stream/<N>/triad/threads:<t>. With --benchmark_repetitions the "median"
+aggregate is used, otherwise the median of the iteration runs.
+
+One row per kernel x shape x threads. Columns (bench/README.md says the same):
+  pk time       median wall time of one call of the compiled kernel
+  pk GB/s       minimum bytes (every input read once, every output written once) / pk time
+  hand/eigen/eager ÷ pk
+                t_peer / t_pk: how many times faster pk is than that peer
+                (> 1: pk faster, < 1: pk slower). Eigen and eager are serial: their
+                1-thread time is used at every thread count. "—": not run at this
+                shape (eager only at small shapes); "n/a": peer not built.
+  % STREAM      pk GB/s / STREAM triad GB/s at the same thread count
+A † marks a measurement whose CPU time was under 80% of its wall time: the thread waited
+for a core (another process), so the figure is noise.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+SERIAL_PEERS = ("eigen", "eager")
+PEER_COLUMNS = (("hand", "hand ÷ pk"), ("eigen", "Eigen ÷ pk"), ("eager", "eager ÷ pk"))
+PREEMPTED = "†"
+UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def parse_name(run_name):
+    """'fma/1M/pk/threads:2/real_time' -> ('fma', '1M', 'pk', 2)."""
+    parts = run_name.split("/")
+    if len(parts) < 3:
+        return None
+    threads = 1
+    for p in parts[3:]:
+        if p.startswith("threads:"):
+            threads = int(p.split(":", 1)[1])
+    return parts[0], parts[1], parts[2], threads
+
+
+def load(path):
+    with open(path) as f:
+        data = json.load(f)
+    medians, iterations, order = {}, {}, []
+    for b in data.get("benchmarks", []):
+        if b.get("error_occurred"):
+            continue
+        key = parse_name(b.get("run_name", b["name"]))
+        if key is None:
+            continue
+        if key not in order:
+            order.append(key)
+        t = b["real_time"] * UNIT_S[b.get("time_unit", "ns")]
+        busy = b["cpu_time"] / b["real_time"] if b.get("real_time") else 1.0
+        bps = b.get("bytes_per_second")
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                medians[key] = (t, bps, busy)
+        else:
+            iterations.setdefault(key, []).append((t, bps, busy))
+    results = dict(medians)
+    for key, runs in iterations.items():
+        if key not in results:
+            results[key] = tuple(statistics.median(r[i] for r in runs) for i in range(3))
+    return data.get("context", {}), results, order
+
+
+def fmt_time(s):
+    if s >= 1e-1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def fmt_ratio(r):
+    return f"{r:.2f}" if r < 10 else f"{r:.0f}" if r < 1000 else f"{r:.3g}"
+
+
+def render(context, results, order):
+    out = []
+    stream = {th: (bps, PREEMPTED if busy < 0.8 else "")
+              for (k, _, p, th), (_, bps, busy) in results.items() if k == "stream" and p == "triad"}
+    stream_n = next((s for (k, s, _, _) in order if k == "stream"), "?")
+
+    caches = context.get("caches", [])
+    l3 = [c for c in caches if c.get("level") == 3]
+    l3s = f"{l3[0]['size'] // 1024 // 1024} MiB" if l3 else "?"
+    out.append(f"- date: {context.get('date', '?')}")
+    out.append(f"- machine: {context.get('pk_cpu_model', '?')}, {context.get('num_cpus', '?')} CPUs, "
+               f"L3 {l3s}; host {context.get('host_name', '?')}")
+    out.append(f"- build: g++ {context.get('pk_compiler', '?')}, -O3, -march=native "
+               f"{context.get('pk_native', '?')}; Eigen {context.get('pk_eigen', 'n/a')}")
+    omp = ", ".join(f"{v}={context[f'pk_env_{v}']}" for v in ("OMP_PROC_BIND", "OMP_PLACES", "OMP_WAIT_POLICY")
+                    if f"pk_env_{v}" in context)
+    out.append(f"- OpenMP: {omp or 'default environment'}")
+    if stream:
+        s = ", ".join(f"{th} thread{'s' if th > 1 else ''} {bps / 1e9:.1f} GB/s{mark}"
+                      for th, (bps, mark) in sorted(stream.items()))
+        out.append(f"- STREAM triad ({stream_n} floats, 12 B/element): {s}")
+    out.append("- ratios are t_peer / t_pk: > 1 means pk is faster; Eigen and eager are serial "
+               "(their 1-thread time is used at every thread count); — not run at this shape")
+    out.append(f"- {PREEMPTED}: the calling thread was on a CPU for under 80% of the median wall "
+               "time (another process took a core): that measurement is noise")
+    out.append("")
+
+    cols = ["kernel", "shape", "threads", "pk time", "pk GB/s"] + [c for _, c in PEER_COLUMNS] + ["% STREAM"]
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
+
+    peers_of = {}
+    for (k, _, p, _) in results:
+        peers_of.setdefault(k, set()).add(p)
+    losses = []
+    cases = [c for c in context.get("pk_cases", "").split(",") if c]
+    for (k, shape, _, _) in order:
+        if f"{k}/{shape}" not in cases:
+            cases.append(f"{k}/{shape}")
+    rows = [key for key in results if key[0] != "stream" and key[2] == "pk"]
+    rows.sort(key=lambda key: (cases.index(f"{key[0]}/{key[1]}"), key[3]))
+    for (k, shape, _, th) in rows:
+        t_pk, bps_pk, busy_pk = results[(k, shape, "pk", th)]
+        mark_pk = PREEMPTED if busy_pk < 0.8 else ""
+        cells = [k, shape, str(th), fmt_time(t_pk) + mark_pk, f"{bps_pk / 1e9:.1f}{mark_pk}"]
+        for peer, _ in PEER_COLUMNS:
+            got = results.get((k, shape, peer, th))
+            if got is None and peer in SERIAL_PEERS:
+                got = results.get((k, shape, peer, 1))
+            if got is None:
+                cells.append("—" if peer in peers_of.get(k, ()) else "n/a")
+                continue
+            r = got[0] / t_pk
+            noisy = busy_pk < 0.8 or got[2] < 0.8
+            cells.append(fmt_ratio(r) + (PREEMPTED if noisy else ""))
+            if peer != "eager" and r < 0.9:
+                losses.append(f"{k} {shape} at {th} thread{'s' if th > 1 else ''}: "
+                              f"{peer} is {1 / r:.2f}x faster than pk"
+                              + (f" ({PREEMPTED}: noise)" if noisy else ""))
+        cells.append(f"{100 * bps_pk / stream[th][0]:.0f}%{mark_pk or stream[th][1]}"
+                     if th in stream else "n/a")
+        out.append("| " + " | ".join(cells) + " |")
+    if losses:
+        out.append("")
+        out.append("pk slower than a peer by more than 10%:")
+        out.extend(f"- {l}" for l in losses)
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", help="Google Benchmark JSON output of pk-bench")
+    ap.add_argument("-o", "--output", help="also write the markdown here")
+    args = ap.parse_args()
+    context, results, order = load(args.json)
+    if not any(p == "pk" for (_, _, p, _) in results):
+        sys.exit(f"table.py: no pk results in {args.json}")
+    md = render(context, results, order)
+    sys.stdout.write(md)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(md)
+
+
+if __name__ == "__main__":
+    main()
