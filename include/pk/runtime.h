@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace pk::rt {
 
@@ -25,6 +26,16 @@ inline constexpr int64_t kParallelMinWork = int64_t(1) << 16;
 
 /// The extent NumPy broadcasting gives two compatible extents.
 inline int64_t bcast(int64_t A, int64_t B) { return A == 1 ? B : A; }
+
+/// A per-thread scratch row of at least N elements, one per Slot: the
+/// per-row buffers of fused row loops (kept across calls, grown as needed).
+template <class T> inline T *row_scratch(unsigned Slot, int64_t N) {
+  thread_local std::vector<T> Rows[8];
+  std::vector<T> &Row = Rows[Slot];
+  if (static_cast<int64_t>(Row.size()) < N)
+    Row.resize(static_cast<size_t>(N));
+  return Row.data();
+}
 
 /// "[128, 1000]".
 inline std::string shape_str(std::initializer_list<int64_t> Shape) {

@@ -47,6 +47,8 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
   OS << Pad << "  vector: " << S.Vector << "\n";
   if (S.ColumnBlock)
     OS << Pad << "  column block: " << S.ColumnBlock << "\n";
+  for (unsigned B : S.RowBuffers)
+    OS << Pad << "  row buffer: " << N.Body[B].Name << "\n";
   for (const std::string &Note : S.Notes)
     OS << Pad << "  ; " << Note << "\n";
   for (size_t U = 0; U < S.Unfused.size(); ++U)

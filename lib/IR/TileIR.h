@@ -53,6 +53,10 @@ struct NestSchedule {
   std::string Vector;
   /// Columns: how many columns (accumulators) a block holds.
   int64_t ColumnBlock = 0;
+  /// Rows: inner statements (indices into the nest's body) kept in a per-row
+  /// buffer by the first phase that computes them and read back by later
+  /// phases, instead of being recomputed (they cost more than a load).
+  std::vector<unsigned> RowBuffers;
   /// Why: one line per decision, printed by --emit=tile.
   std::vector<std::string> Notes;
   /// The schedules of the nest's unfused fallback nests.

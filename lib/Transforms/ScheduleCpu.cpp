@@ -22,6 +22,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
+
 using namespace pk;
 using namespace pk::ir;
 using loop::Nest;
@@ -58,6 +61,61 @@ Flatness flatness(const Nest &N) {
         if (M == loop::AxisMap::Runtime)
           return Flatness::AtRunTime;
   return Flatness::Always;
+}
+
+/// Ops that cost far more than a load from L1.
+bool isExpensive(OpCode Op) {
+  switch (Op) {
+  case OpCode::Exp:
+  case OpCode::Exp2:
+  case OpCode::Expm1:
+  case OpCode::Log:
+  case OpCode::Log2:
+  case OpCode::Log1p:
+  case OpCode::Tanh:
+  case OpCode::Erf:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Pow:
+  case OpCode::Sigmoid:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// The inner statements to keep in a per-row buffer: expensive ones needed
+/// by the loops of two or more phases. Only for one reduce axis (the buffer
+/// is indexed by that axis' loop; a later loop over a longer extent reads it
+/// with stride 0, which the guards allow only when it has one element).
+std::vector<unsigned> rowBuffers(const Nest &N) {
+  std::vector<unsigned> Buffers;
+  if (N.ReduceAxes.size() != 1)
+    return Buffers;
+  std::map<unsigned, std::set<unsigned>> PhasesUsing;
+  for (unsigned R = 0; R < N.Body.size(); ++R) {
+    const loop::Stmt &Root = N.Body[R];
+    if (!(Root.K == loop::Stmt::Reduce ||
+          (Root.K == loop::Stmt::Store && Root.Inner)))
+      continue;
+    std::vector<unsigned> Work(Root.Args.begin(), Root.Args.end());
+    std::set<unsigned> Seen;
+    while (!Work.empty()) {
+      unsigned I = Work.back();
+      Work.pop_back();
+      const loop::Stmt &S = N.Body[I];
+      if (!S.Inner || S.K == loop::Stmt::Reduce || !Seen.insert(I).second)
+        continue;
+      PhasesUsing[I].insert(Root.Phase);
+      Work.insert(Work.end(), S.Args.begin(), S.Args.end());
+    }
+  }
+  for (auto &[I, Phases] : PhasesUsing) {
+    const loop::Stmt &S = N.Body[I];
+    if (Phases.size() >= 2 && S.K == loop::Stmt::Apply && isExpensive(S.Op))
+      Buffers.push_back(I);
+  }
+  return Buffers;
 }
 
 NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
@@ -123,6 +181,11 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
   S.Kind = LoopKind::Rows;
   S.ThreadedLoops = RowAxes;
   S.Vector = "phases";
+  S.RowBuffers = rowBuffers(N);
+  if (!S.RowBuffers.empty())
+    S.Notes.push_back("values with a transcendental that several phases "
+                      "need are buffered per row: one exp and an L1 load "
+                      "beat two exps");
   S.Notes.push_back(fmt::format(
       "{} phase{} per row; values needed by several phases are recomputed "
       "from the row, which stays in L2 when it is under {} KiB",

@@ -174,28 +174,55 @@ private:
       Out += fmt::format("{}// Per row: {} phase{} over axis {}.\n", Indent,
                          N.numPhases(), N.numPhases() == 1 ? "" : "s",
                          fmt::join(N.ReduceAxes, ", "));
-    auto Loops = [&](bool Threaded, const std::string &In) {
-      std::string Pad = In;
-      for (size_t K = 0; K < Rows.size(); ++K) {
-        bool Innermost = K + 1 == Rows.size() && !N.isReduction();
-        if (K == 0 && Threaded)
-          Out += fmt::format("#pragma omp parallel for{}{}\n",
-                             Innermost ? " simd" : "",
-                             Rows.size() > 1 && N.isReduction()
-                                 ? fmt::format(" collapse({})", Rows.size())
-                                 : "");
-        else if (Innermost)
-          Out += "#pragma omp simd\n";
-        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
-                           indexVar(Rows[K]), indexVar(Rows[K]),
-                           extentExpr(F, N.Domain[Rows[K]]), indexVar(Rows[K]));
-        Pad += "  ";
-      }
-      emitRowBody(F, N, Backend::Cpu, Out, Pad);
-      for (size_t K = Rows.size(); K-- > 0;) {
-        Pad.resize(Pad.size() - 2);
-        Out += Pad + "}\n";
-      }
+    // The vectorised axis: the last one. When every load steps by 1 along it
+    // (no run-time broadcast there, the usual case) a copy of the nest
+    // indexes it with unit stride, which the vectoriser needs.
+    unsigned VecAxis = N.Domain.empty() ? 0 : N.Domain.size() - 1;
+    std::string Unit =
+        N.Domain.empty() ? "" : unitStrideCondition(F, N, VecAxis);
+    auto Versions =
+        [&](const std::string &In,
+            const std::function<void(int, const std::string &)> &Body) {
+          if (Unit.empty()) {
+            Body(N.Domain.empty() ? -1 : static_cast<int>(VecAxis), In);
+            return;
+          }
+          Out += fmt::format("{}if ({}) {{\n", In, Unit);
+          Out +=
+              fmt::format("{}  // Unit strides along axis {}.\n", In, VecAxis);
+          Body(static_cast<int>(VecAxis), In + "  ");
+          Out += fmt::format("{}}} else {{\n", In);
+          Out += fmt::format(
+              "{}  // A broadcast along axis {}: general strides.\n", In,
+              VecAxis);
+          Body(-1, In + "  ");
+          Out += In + "}\n";
+        };
+    auto Loops = [&](bool Threaded, const std::string &Outer) {
+      Versions(Outer, [&](int UnitAxis, const std::string &In) {
+        std::string Pad = In;
+        for (size_t K = 0; K < Rows.size(); ++K) {
+          bool Innermost = K + 1 == Rows.size() && !N.isReduction();
+          if (K == 0 && Threaded)
+            Out += fmt::format("#pragma omp parallel for{}{}\n",
+                               Innermost ? " simd" : "",
+                               Rows.size() > 1 && N.isReduction()
+                                   ? fmt::format(" collapse({})", Rows.size())
+                                   : "");
+          else if (Innermost)
+            Out += "#pragma omp simd\n";
+          Out +=
+              fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
+                          indexVar(Rows[K]), indexVar(Rows[K]),
+                          extentExpr(F, N.Domain[Rows[K]]), indexVar(Rows[K]));
+          Pad += "  ";
+        }
+        emitRowBody(F, N, Backend::Cpu, Out, Pad, Cur->RowBuffers, UnitAxis);
+        for (size_t K = Rows.size(); K-- > 0;) {
+          Pad.resize(Pad.size() - 2);
+          Out += Pad + "}\n";
+        }
+      });
     };
     if (Rows.empty()) {
       // A full reduction: one row.
@@ -207,19 +234,22 @@ private:
       // the contiguous inner loop; threads take blocks.
       std::string Cols = extentExpr(F, N.Domain.back());
       emitThreadedOrSerial(
-          "pk_n", Indent, [&](bool Threaded, const std::string &In) {
-            if (Threaded)
-              Out += "#pragma omp parallel for\n";
-            Out +=
-                fmt::format("{}for (int64_t pk_col_begin = 0; pk_col_begin < "
-                            "{}; pk_col_begin += {}) {{\n",
-                            In, Cols, Cur->ColumnBlock);
-            Out +=
-                fmt::format("{}  const int64_t pk_col_end = std::min<int64_t>("
-                            "pk_col_begin + {}, {});\n",
-                            In, Cur->ColumnBlock, Cols);
-            emitColumnReduction(F, N, Cur->ColumnBlock, Out, In + "  ");
-            Out += In + "}\n";
+          "pk_n", Indent, [&](bool Threaded, const std::string &Outer) {
+            Versions(Outer, [&](int UnitAxis, const std::string &In) {
+              if (Threaded)
+                Out += "#pragma omp parallel for\n";
+              Out +=
+                  fmt::format("{}for (int64_t pk_col_begin = 0; pk_col_begin < "
+                              "{}; pk_col_begin += {}) {{\n",
+                              In, Cols, Cur->ColumnBlock);
+              Out += fmt::format(
+                  "{}  const int64_t pk_col_end = std::min<int64_t>("
+                  "pk_col_begin + {}, {});\n",
+                  In, Cur->ColumnBlock, Cols);
+              emitColumnReduction(F, N, Cur->ColumnBlock, Out, In + "  ",
+                                  UnitAxis);
+              Out += In + "}\n";
+            });
           });
       return;
     }

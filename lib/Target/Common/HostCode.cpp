@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 using namespace pk;
@@ -357,6 +358,22 @@ std::string target::indexedWork(const Function &F, const Nest &N) {
   return fmt::format("{}", fmt::join(Parts, " * "));
 }
 
+std::string target::unitStrideCondition(const Function &F, const Nest &N,
+                                        unsigned Axis) {
+  std::vector<std::string> Conds;
+  for (const Stmt &S : N.Body) {
+    if (S.K != Stmt::Load)
+      continue;
+    for (size_t K = 0; K < S.Dims.size(); ++K)
+      if (S.Dims[K] == static_cast<int>(Axis)) {
+        std::string C = strideVar(F, S.Param, K) + " == 1";
+        if (!llvm::is_contained(Conds, C))
+          Conds.push_back(C);
+      }
+  }
+  return fmt::format("{}", fmt::join(Conds, " && "));
+}
+
 std::string target::rowCount(const Function &F, const Nest &N) {
   std::vector<std::string> Parts;
   for (unsigned A : rowAxes(N))
@@ -368,12 +385,20 @@ std::string target::rowCount(const Function &F, const Nest &N) {
 
 namespace {
 
-std::string indexedIndex(const Function &F, const Stmt &S) {
+/// The element index of a load or store; along `UnitAxis` the stride is
+/// taken to be 1 (the caller checked it at run time, or it is a store, whose
+/// index along an axis of extent 1 is 0 either way).
+std::string indexedIndex(const Function &F, const Stmt &S, int UnitAxis) {
   std::vector<std::string> Terms;
-  for (size_t K = 0; K < S.Dims.size(); ++K)
-    if (S.Dims[K] >= 0)
+  for (size_t K = 0; K < S.Dims.size(); ++K) {
+    if (S.Dims[K] < 0)
+      continue;
+    if (S.Dims[K] == UnitAxis)
+      Terms.push_back(target::indexVar(S.Dims[K]));
+    else
       Terms.push_back(fmt::format("{} * {}", target::indexVar(S.Dims[K]),
                                   target::strideVar(F, S.Param, K)));
+  }
   if (Terms.empty())
     return "0";
   return fmt::format("{}", fmt::join(Terms, " + "));
@@ -420,8 +445,33 @@ std::string accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
 } // namespace
 
 void target::emitRowBody(const Function &F, const Nest &N, Backend B,
-                         std::string &Out, const std::string &Indent) {
-  auto Index = [&](const Stmt &S) { return indexedIndex(F, S); };
+                         std::string &Out, const std::string &Indent,
+                         llvm::ArrayRef<unsigned> RowBuffers, int UnitAxis) {
+  auto Index = [&](const Stmt &S) { return indexedIndex(F, S, UnitAxis); };
+  // Per-row buffers: thread-local scratch, sized by the reduced extent.
+  std::set<unsigned> Buffered(RowBuffers.begin(), RowBuffers.end());
+  // Buffered statement -> the extent of the loop that stored it.
+  std::map<unsigned, ExtentId> Materialised;
+  if (!RowBuffers.empty()) {
+    std::vector<std::string> Extents;
+    for (const Stmt &R : N.Body)
+      if ((R.K == Stmt::Reduce || (R.K == Stmt::Store && R.Inner)) &&
+          !R.LoopExtents.empty()) {
+        std::string E = extentExpr(F, R.LoopExtents[0]);
+        if (!llvm::is_contained(Extents, E))
+          Extents.push_back(E);
+      }
+    std::string Size = Extents.front();
+    for (size_t K = 1; K < Extents.size(); ++K)
+      Size = fmt::format("std::max<int64_t>({}, {})", Size, Extents[K]);
+    for (unsigned I : RowBuffers) {
+      const Stmt &S = N.Body[I];
+      Out += fmt::format(
+          "{}{} *pk_buf_{} = pk::rt::row_scratch<{}>({}, {});\n", Indent,
+          dtypeCppName(S.Type), S.Name, dtypeCppName(S.Type),
+          std::distance(Buffered.begin(), Buffered.find(I)), Size);
+    }
+  }
   unsigned Last = 0;
   for (const Stmt &S : N.Body)
     Last = std::max(Last, S.Phase);
@@ -457,6 +507,9 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
         Work.pop_back();
         const Stmt &S = N.Body[I];
         if (!S.Inner || S.K == Stmt::Reduce || !Need.insert(I).second)
+          continue;
+        // A buffered value an earlier loop stored is loaded, not recomputed.
+        if (Materialised.count(I))
           continue;
         Work.insert(Work.end(), S.Args.begin(), S.Args.end());
       }
@@ -512,8 +565,29 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
                            extentExpr(F, Key[K]), indexVar(Axis));
         Pad += "  ";
       }
-      for (unsigned I : Need)
-        emitStmt(F, N, N.Body[I], B, Index, Out, Pad);
+      std::vector<unsigned> StoredHere;
+      for (unsigned I : Need) {
+        const Stmt &S = N.Body[I];
+        std::string Axis = indexVar(N.ReduceAxes[0]);
+        if (auto It = Materialised.find(I); It != Materialised.end()) {
+          // Stored by a loop over another extent: that one is 1 (stride 0).
+          std::string At = It->second == Key[0]
+                               ? Axis
+                               : fmt::format("{} * ({} == 1 ? 0 : 1)", Axis,
+                                             extentExpr(F, It->second));
+          Out += fmt::format("{}const {} {} = pk_buf_{}[{}];\n", Pad,
+                             dtypeCppName(S.Type), S.Name, S.Name, At);
+          continue;
+        }
+        emitStmt(F, N, S, B, Index, Out, Pad);
+        if (Buffered.count(I)) {
+          Out +=
+              fmt::format("{}pk_buf_{}[{}] = {};\n", Pad, S.Name, Axis, S.Name);
+          StoredHere.push_back(I);
+        }
+      }
+      for (unsigned I : StoredHere)
+        Materialised[I] = Key[0];
       for (unsigned R : Mine) {
         const Stmt &S = N.Body[R];
         if (S.K == Stmt::Store) {
@@ -567,10 +641,10 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
 
 void target::emitColumnReduction(const Function &F, const Nest &N,
                                  int64_t Block, std::string &Out,
-                                 const std::string &Indent) {
+                                 const std::string &Indent, int UnitAxis) {
   unsigned Col = N.Domain.size() - 1;
   std::string I = indexVar(Col);
-  auto Index = [&](const Stmt &S) { return indexedIndex(F, S); };
+  auto Index = [&](const Stmt &S) { return indexedIndex(F, S, UnitAxis); };
   std::vector<unsigned> Reduces;
   std::set<unsigned> Need;
   for (unsigned R = 0; R < N.Body.size(); ++R)

@@ -81,8 +81,18 @@ std::string indexedWork(const ir::Function &F, const loop::Nest &N);
 /// row values, then per phase the inner loops over the reduce axes (with
 /// `#pragma omp simd` and reduction clauses on the CPU), accumulators
 /// finalised after each loop, and the stores.
+/// `RowBuffers` (statement indices) are stored to a per-row scratch buffer
+/// by the first loop that computes them and loaded by later loops (CPU).
+/// With `UnitAxis` >= 0 every load and store uses stride 1 along that
+/// axis: the caller has checked unitStrideCondition() (a strided index with
+/// a run-time stride keeps g++ from vectorising a reduction loop).
 void emitRowBody(const ir::Function &F, const loop::Nest &N, Backend B,
-                 std::string &Out, const std::string &Indent);
+                 std::string &Out, const std::string &Indent,
+                 llvm::ArrayRef<unsigned> RowBuffers = {}, int UnitAxis = -1);
+/// `pk_x_s1 == 1 && ...` for every load indexed along domain axis `Axis`
+/// ("" when none).
+std::string unitStrideCondition(const ir::Function &F, const loop::Nest &N,
+                                unsigned Axis);
 
 /// A column reduction (every axis but the last reduced, one phase, only row
 /// stores) for the columns [pk_col_begin, pk_col_end): the reduced axes
@@ -90,7 +100,7 @@ void emitRowBody(const ir::Function &F, const loop::Nest &N, Backend B,
 /// column in a block of `Block`.
 void emitColumnReduction(const ir::Function &F, const loop::Nest &N,
                          int64_t Block, std::string &Out,
-                         const std::string &Indent);
+                         const std::string &Indent, int UnitAxis = -1);
 
 } // namespace pk::target
 
