@@ -29,11 +29,19 @@ public:
   }
 
 private:
+  /// `x[x.0, x.1]` for a parameter or local, `(a[_] * 2.0f)[a.0]` for an
+  /// expression (the same convention as the run-time guard messages).
   std::string describe(NodeId Id) const {
     const Node &N = F.Nodes[Id];
-    std::string Label = !N.Label.empty()  ? N.Label
-                        : !N.Name.empty() ? N.Name
-                                          : "value";
+    std::string Label;
+    if (N.Kind == NodeKind::Load || N.Kind == NodeKind::ScalarParam)
+      Label = F.Params[N.Param].Name;
+    else if (!N.Name.empty())
+      Label = N.Name;
+    else if (!N.Label.empty())
+      Label = "(" + N.Label + ")";
+    else
+      Label = "value";
     return Label + shapeToString(F, N.Sh);
   }
 
