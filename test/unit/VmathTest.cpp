@@ -248,6 +248,9 @@ std::vector<FloatCase> floatCases() {
 }
 
 class Float : public ::testing::TestWithParam<FloatCase> {};
+// Test names (and ctest's) show the function, not the bytes of the case.
+void PrintTo(const FloatCase &C, std::ostream *OS) { *OS << C.Name; }
+
 TEST_P(Float, Sweep) { sweepFloat(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Vmath, Float, ::testing::ValuesIn(floatCases()),
                          [](const auto &I) { return std::string(I.param.Name); });
@@ -353,6 +356,8 @@ std::vector<DoubleCase> doubleCases() {
 }
 
 class Double : public ::testing::TestWithParam<DoubleCase> {};
+void PrintTo(const DoubleCase &C, std::ostream *OS) { *OS << C.Name; }
+
 TEST_P(Double, Random) { sampleDouble(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Vmath, Double, ::testing::ValuesIn(doubleCases()),
                          [](const auto &I) { return std::string(I.param.Name); });
