@@ -250,10 +250,13 @@ TEST(LowerToLoops, RowReductionRunsInPhases) {
   EXPECT_EQ(SumPhase, 1u);
   EXPECT_EQ(StorePhase, 2u);
   std::string Body = cpu::emitKernelBody(scheduleForCpu(P));
-  EXPECT_NE(Body.find("#pragma omp simd reduction(pk_max : pk_acc_max)"),
+  // Lane accumulators, combined after each phase loop.
+  EXPECT_NE(Body.find("pk_lanes_max[pk_l] = "
+                      "pk::scalar::maximum(pk_lanes_max[pk_l], x_v);"),
             std::string::npos)
       << Body;
-  EXPECT_NE(Body.find("#pragma omp simd reduction(+ : pk_acc_sum)"),
+  EXPECT_NE(Body.find("pk_lanes_sum[pk_l] += "), std::string::npos);
+  EXPECT_NE(Body.find("pk_acc_sum = pk_acc_sum + pk_lanes_sum[pk_l];"),
             std::string::npos);
 }
 

@@ -522,8 +522,6 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
         if (S.K != Stmt::Reduce)
           continue;
         DType T = accumulatorType(N, S);
-        Out += fmt::format("{}{} {} = {};\n", Indent, dtypeCppName(T),
-                           accumulatorVar(S), accumulatorInit(S, T));
         bool Float = isFloat(T);
         switch (S.Reduction) {
         case ReduceKind::Sum:
@@ -538,85 +536,172 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
           break;
         }
       }
-      std::string Pad = Indent;
-      for (size_t K = 0; K < Key.size(); ++K) {
-        unsigned Axis = N.ReduceAxes[K];
-        if (B == Backend::Cpu && K + 1 == Key.size()) {
-          std::string Clauses;
-          if (!SumVars.empty())
-            Clauses +=
-                fmt::format(" reduction(+ : {})", fmt::join(SumVars, ", "));
-          if (!MaxVars.empty())
-            Clauses += fmt::format(" reduction(pk_max : {})",
-                                   fmt::join(MaxVars, ", "));
-          if (!MinVars.empty())
-            Clauses += fmt::format(" reduction(pk_min : {})",
-                                   fmt::join(MinVars, ", "));
-          if (!IntMaxVars.empty())
-            Clauses += fmt::format(" reduction(max : {})",
-                                   fmt::join(IntMaxVars, ", "));
-          if (!IntMinVars.empty())
-            Clauses += fmt::format(" reduction(min : {})",
-                                   fmt::join(IntMinVars, ", "));
-          Out += fmt::format("#pragma omp simd{}\n", Clauses);
-        }
-        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
-                           indexVar(Axis), indexVar(Axis),
-                           extentExpr(F, Key[K]), indexVar(Axis));
-        Pad += "  ";
-      }
+      // The loop body: inner statements, accumulator updates (into `Acc`),
+      // inner stores. Records the values it stores into row buffers.
       std::vector<unsigned> StoredHere;
-      for (unsigned I : Need) {
-        const Stmt &S = N.Body[I];
-        std::string Axis = indexVar(N.ReduceAxes[0]);
-        if (auto It = Materialised.find(I); It != Materialised.end()) {
-          // Stored by a loop over another extent: that one is 1 (stride 0).
-          std::string At = It->second == Key[0]
-                               ? Axis
-                               : fmt::format("{} * ({} == 1 ? 0 : 1)", Axis,
-                                             extentExpr(F, It->second));
-          Out += fmt::format("{}const {} {} = pk_buf_{}[{}];\n", Pad,
-                             dtypeCppName(S.Type), S.Name, S.Name, At);
-          continue;
-        }
-        emitStmt(F, N, S, B, Index, Out, Pad);
-        if (Buffered.count(I)) {
+      auto EmitLoopBody =
+          [&](const std::string &Pad,
+              const std::function<std::string(const Stmt &)> &Acc,
+              bool Record) {
+            for (unsigned I : Need) {
+              const Stmt &S = N.Body[I];
+              std::string Axis = indexVar(N.ReduceAxes[0]);
+              if (auto It = Materialised.find(I); It != Materialised.end()) {
+                // Stored by a loop over another extent: that one is 1 (stride
+                // 0).
+                std::string At =
+                    It->second == Key[0]
+                        ? Axis
+                        : fmt::format("{} * ({} == 1 ? 0 : 1)", Axis,
+                                      extentExpr(F, It->second));
+                Out += fmt::format("{}const {} {} = pk_buf_{}[{}];\n", Pad,
+                                   dtypeCppName(S.Type), S.Name, S.Name, At);
+                continue;
+              }
+              emitStmt(F, N, S, B, Index, Out, Pad);
+              if (Buffered.count(I)) {
+                Out += fmt::format("{}pk_buf_{}[{}] = {};\n", Pad, S.Name, Axis,
+                                   S.Name);
+                if (Record)
+                  StoredHere.push_back(I);
+              }
+            }
+            for (unsigned R : Mine) {
+              const Stmt &S = N.Body[R];
+              if (S.K == Stmt::Store) {
+                emitStmt(F, N, S, B, Index, Out, Pad);
+                continue;
+              }
+              std::string A = Acc(S), V = valueRef(N, S.Args[0]);
+              DType T = accumulatorType(N, S);
+              switch (S.Reduction) {
+              case ReduceKind::Sum:
+              case ReduceKind::Mean:
+                if (N.Body[S.Args[0]].Type != T)
+                  V = fmt::format("static_cast<{}>({})", dtypeCppName(T), V);
+                Out += fmt::format("{}{} += {};\n", Pad, A, V);
+                break;
+              case ReduceKind::Max:
+                Out += fmt::format("{}{} = pk::scalar::maximum({}, {});\n", Pad,
+                                   A, A, V);
+                break;
+              case ReduceKind::Min:
+                Out += fmt::format("{}{} = pk::scalar::minimum({}, {});\n", Pad,
+                                   A, A, V);
+                break;
+              }
+            }
+          };
+      bool HasReduce = llvm::any_of(
+          Mine, [&](unsigned R) { return N.Body[R].K == Stmt::Reduce; });
+      if (B == Backend::Cpu && Key.size() == 1 && HasReduce) {
+        // Lane accumulators: kLanes partial results updated elementwise (no
+        // loop-carried dependence), so both g++ and clang vectorise every
+        // reduction, NaN-propagating max/min included, with several vector
+        // accumulators in flight; combined after the loop.
+        const int Lanes = 16;
+        std::string E = extentExpr(F, Key[0]);
+        std::string I = indexVar(N.ReduceAxes[0]);
+        for (unsigned R : Mine) {
+          const Stmt &S = N.Body[R];
+          if (S.K != Stmt::Reduce)
+            continue;
+          DType T = accumulatorType(N, S);
+          Out += fmt::format("{}{} pk_lanes_{}[{}];\n", Indent, dtypeCppName(T),
+                             S.Name, Lanes);
           Out +=
-              fmt::format("{}pk_buf_{}[{}] = {};\n", Pad, S.Name, Axis, S.Name);
-          StoredHere.push_back(I);
+              fmt::format("{}for (int pk_l = 0; pk_l < {}; ++pk_l)\n"
+                          "{}  pk_lanes_{}[pk_l] = {};\n",
+                          Indent, Lanes, Indent, S.Name, accumulatorInit(S, T));
+        }
+        Out += fmt::format("{}{{\n", Indent);
+        Out += fmt::format("{}  const int64_t pk_main = {} - {} % {};\n",
+                           Indent, E, E, Lanes);
+        Out += fmt::format("{}  for (int64_t pk_blk = 0; pk_blk < pk_main; "
+                           "pk_blk += {}) {{\n",
+                           Indent, Lanes);
+        Out += "#pragma omp simd\n";
+        Out +=
+            fmt::format("{}    for (int64_t pk_l = 0; pk_l < {}; ++pk_l) {{\n",
+                        Indent, Lanes);
+        Out += fmt::format("{}      const int64_t {} = pk_blk + pk_l;\n",
+                           Indent, I);
+        EmitLoopBody(
+            Indent + "      ",
+            [](const Stmt &S) { return "pk_lanes_" + S.Name + "[pk_l]"; },
+            true);
+        Out += fmt::format("{}    }}\n{}  }}\n", Indent, Indent);
+        Out += fmt::format("{}  for (int64_t {} = pk_main; {} < {}; ++{}) {{\n",
+                           Indent, I, I, E, I);
+        EmitLoopBody(
+            Indent + "    ",
+            [](const Stmt &S) { return "pk_lanes_" + S.Name + "[0]"; }, false);
+        Out += fmt::format("{}  }}\n{}}}\n", Indent, Indent);
+        for (unsigned R : Mine) {
+          const Stmt &S = N.Body[R];
+          if (S.K != Stmt::Reduce)
+            continue;
+          DType T = accumulatorType(N, S);
+          Out += fmt::format("{}{} {} = {};\n", Indent, dtypeCppName(T),
+                             accumulatorVar(S), accumulatorInit(S, T));
+          std::string Combine =
+              S.Reduction == ReduceKind::Max
+                  ? fmt::format("pk::scalar::maximum({0}, pk_lanes_{1}[pk_l])",
+                                accumulatorVar(S), S.Name)
+              : S.Reduction == ReduceKind::Min
+                  ? fmt::format("pk::scalar::minimum({0}, pk_lanes_{1}[pk_l])",
+                                accumulatorVar(S), S.Name)
+                  : fmt::format("{} + pk_lanes_{}[pk_l]", accumulatorVar(S),
+                                S.Name);
+          Out += fmt::format("{}for (int pk_l = 0; pk_l < {}; ++pk_l)\n"
+                             "{}  {} = {};\n",
+                             Indent, Lanes, Indent, accumulatorVar(S), Combine);
+        }
+      } else {
+        for (unsigned R : Mine) {
+          const Stmt &S = N.Body[R];
+          if (S.K != Stmt::Reduce)
+            continue;
+          DType T = accumulatorType(N, S);
+          Out += fmt::format("{}{} {} = {};\n", Indent, dtypeCppName(T),
+                             accumulatorVar(S), accumulatorInit(S, T));
+        }
+        std::string Pad = Indent;
+        for (size_t K = 0; K < Key.size(); ++K) {
+          unsigned Axis = N.ReduceAxes[K];
+          if (B == Backend::Cpu && K + 1 == Key.size()) {
+            std::string Clauses;
+            if (!SumVars.empty())
+              Clauses +=
+                  fmt::format(" reduction(+ : {})", fmt::join(SumVars, ", "));
+            if (!MaxVars.empty())
+              Clauses += fmt::format(" reduction(pk_max : {})",
+                                     fmt::join(MaxVars, ", "));
+            if (!MinVars.empty())
+              Clauses += fmt::format(" reduction(pk_min : {})",
+                                     fmt::join(MinVars, ", "));
+            if (!IntMaxVars.empty())
+              Clauses += fmt::format(" reduction(max : {})",
+                                     fmt::join(IntMaxVars, ", "));
+            if (!IntMinVars.empty())
+              Clauses += fmt::format(" reduction(min : {})",
+                                     fmt::join(IntMinVars, ", "));
+            Out += fmt::format("#pragma omp simd{}\n", Clauses);
+          }
+          Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", Pad,
+                             indexVar(Axis), indexVar(Axis),
+                             extentExpr(F, Key[K]), indexVar(Axis));
+          Pad += "  ";
+        }
+        EmitLoopBody(
+            Pad, [](const Stmt &S) { return accumulatorVar(S); }, true);
+        for (size_t K = Key.size(); K-- > 0;) {
+          Pad.resize(Pad.size() - 2);
+          Out += Pad + "}\n";
         }
       }
       for (unsigned I : StoredHere)
         Materialised[I] = Key[0];
-      for (unsigned R : Mine) {
-        const Stmt &S = N.Body[R];
-        if (S.K == Stmt::Store) {
-          emitStmt(F, N, S, B, Index, Out, Pad);
-          continue;
-        }
-        std::string Acc = accumulatorVar(S), V = valueRef(N, S.Args[0]);
-        DType T = accumulatorType(N, S);
-        switch (S.Reduction) {
-        case ReduceKind::Sum:
-        case ReduceKind::Mean:
-          if (N.Body[S.Args[0]].Type != T)
-            V = fmt::format("static_cast<{}>({})", dtypeCppName(T), V);
-          Out += fmt::format("{}{} += {};\n", Pad, Acc, V);
-          break;
-        case ReduceKind::Max:
-          Out += fmt::format("{}{} = pk::scalar::maximum({}, {});\n", Pad, Acc,
-                             Acc, V);
-          break;
-        case ReduceKind::Min:
-          Out += fmt::format("{}{} = pk::scalar::minimum({}, {});\n", Pad, Acc,
-                             Acc, V);
-          break;
-        }
-      }
-      for (size_t K = Key.size(); K-- > 0;) {
-        Pad.resize(Pad.size() - 2);
-        Out += Pad + "}\n";
-      }
       // Finalise: mean divides by the number of elements reduced.
       for (unsigned R : Mine) {
         const Stmt &S = N.Body[R];

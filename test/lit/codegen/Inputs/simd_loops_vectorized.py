@@ -1,0 +1,41 @@
+"""Checks that every loop pkc marks `#pragma omp simd` was vectorised.
+
+usage: simd_loops_vectorized.py <file.pk.cpp> <compiler remarks>
+
+g++ (-fopt-info-vec-optimized) reports `<file>:<line>:<col>: optimized: loop
+vectorized` at the first line of the loop body, clang (-Rpass=loop-vectorize)
+`<file>:<line>:<col>: remark: vectorized loop` near the pragma: a remark on
+the pragma's line or one of the next three counts for that loop. Prints how
+many simd loops there are and exits 1 listing those not vectorised, except
+in the fallback copies for a broadcast along the vectorised axis ("general
+strides": a run-time stride of 0 or 1, rare, where g++ may keep scalar code).
+"""
+import re
+import sys
+
+source, remarks = sys.argv[1], sys.argv[2]
+name = source.rsplit('/', 1)[-1]
+lines = open(source).read().splitlines()
+simd = [i + 1 for i, l in enumerate(lines) if l.strip().startswith('#pragma omp') and 'simd' in l]
+done = set()
+for l in open(remarks):
+    m = re.search(re.escape(name) + r':(\d+):\d+: (optimized: loop vectorized|remark: vectorized loop)', l)
+    if m:
+        done.add(int(m.group(1)))
+def in_fallback(n):
+    for l in reversed(lines[:n]):
+        if 'general strides' in l:
+            return True
+        if 'Unit strides along axis' in l or l.startswith('  // Group'):
+            return False
+    return False
+
+missing = [n for n in simd if not any(n + k in done for k in range(4))]
+tolerated = [n for n in missing if in_fallback(n)]
+missing = [n for n in missing if n not in tolerated]
+if missing:
+    print('%s: %d of %d simd loops not vectorised, at lines %s' % (name, len(missing), len(simd), missing))
+    sys.exit(1)
+print('%s: all %d simd loops vectorised%s' % (
+    name, len(simd) - len(tolerated),
+    ' (%d broadcast fallback loops scalar)' % len(tolerated) if tolerated else ''))
