@@ -177,8 +177,14 @@ void target::emitGuards(const Function &F, std::string &Out,
   }
 }
 
-void target::emitStrides(const Function &F, const Nest &N, std::string &Out,
-                         llvm::StringRef Indent) {
+/// Declares the stride of every axis of every ref the nest reads or writes;
+/// `Value(S, K, Natural)` picks the expression from the natural
+/// (row-major) stride.
+static void
+declareStrides(const Function &F, const Nest &N, std::string &Out,
+               llvm::StringRef Indent,
+               const std::function<std::string(const Stmt &, unsigned,
+                                               const std::string &)> &Value) {
   std::set<unsigned> Done;
   for (const Stmt &S : N.Body) {
     if ((S.K != Stmt::Load && S.K != Stmt::Store) ||
@@ -188,19 +194,28 @@ void target::emitStrides(const Function &F, const Nest &N, std::string &Out,
     for (unsigned K = 0; K < R; ++K) {
       std::vector<std::string> Later;
       for (unsigned L = K + 1; L < R; ++L)
-        Later.push_back(extentVar(F, S.Param, L));
+        Later.push_back(target::extentVar(F, S.Param, L));
       std::string Natural =
           Later.empty() ? "1" : fmt::format("{}", fmt::join(Later, " * "));
-      AxisMap M = S.K == Stmt::Store ? AxisMap::Same : S.Axes[K];
-      std::string Value = M == AxisMap::Same ? Natural
-                          : M == AxisMap::Broadcast
-                              ? "0"
-                              : fmt::format("({} == 1 ? 0 : {})",
-                                            extentVar(F, S.Param, K), Natural);
-      Out += fmt::format("{}const int64_t {} = {};\n", Indent,
-                         strideVar(F, S.Param, K), Value);
+      Out +=
+          fmt::format("{}const int64_t {} = {};\n", Indent,
+                      target::strideVar(F, S.Param, K), Value(S, K, Natural));
     }
   }
+}
+
+void target::emitStrides(const Function &F, const Nest &N, std::string &Out,
+                         llvm::StringRef Indent) {
+  declareStrides(F, N, Out, Indent,
+                 [&](const Stmt &S, unsigned K, const std::string &Natural) {
+                   AxisMap M = S.K == Stmt::Store ? AxisMap::Same : S.Axes[K];
+                   if (M == AxisMap::Same)
+                     return Natural;
+                   if (M == AxisMap::Broadcast)
+                     return std::string("0");
+                   return fmt::format("({} == 1 ? 0 : {})",
+                                      extentVar(F, S.Param, K), Natural);
+                 });
 }
 
 std::string target::flatCondition(const Function &F, const Nest &N) {
@@ -316,23 +331,11 @@ void target::emitBody(const Function &F, const Nest &N, Backend B,
 
 void target::emitIndexedStrides(const Function &F, const Nest &N,
                                 std::string &Out, llvm::StringRef Indent) {
-  std::set<unsigned> Done;
-  for (const Stmt &S : N.Body) {
-    if ((S.K != Stmt::Load && S.K != Stmt::Store) ||
-        !Done.insert(S.Param).second)
-      continue;
-    unsigned R = F.Params[S.Param].Rank;
-    for (unsigned K = 0; K < R; ++K) {
-      std::vector<std::string> Later;
-      for (unsigned L = K + 1; L < R; ++L)
-        Later.push_back(extentVar(F, S.Param, L));
-      std::string Natural =
-          Later.empty() ? "1" : fmt::format("{}", fmt::join(Later, " * "));
-      Out += fmt::format("{}const int64_t {} = ({} == 1 ? 0 : {});\n", Indent,
-                         strideVar(F, S.Param, K), extentVar(F, S.Param, K),
-                         Natural);
-    }
-  }
+  declareStrides(F, N, Out, Indent,
+                 [&](const Stmt &S, unsigned K, const std::string &Natural) {
+                   return fmt::format("({} == 1 ? 0 : {})",
+                                      extentVar(F, S.Param, K), Natural);
+                 });
 }
 
 std::vector<unsigned> target::rowAxes(const Nest &N) {
