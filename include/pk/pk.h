@@ -664,16 +664,11 @@ Array<T> In<T, R>::operator[](W) const {
                   detail::refLabel("In", *this));
 }
 
-template <class T, int R>
+template <class T, int R, class Self>
 template <class W, class>
-WholeProxy<T, R> Out<T, R>::operator[](W) const {
-  return WholeProxy<T, R>(Ptr, this->shape(), detail::refLabel("Out", *this));
-}
-
-template <class T, int R>
-template <class W, class>
-WholeProxy<T, R> InOut<T, R>::operator[](W) const {
-  return WholeProxy<T, R>(Ptr, this->shape(), detail::refLabel("InOut", *this));
+WholeProxy<T, R> detail::WritableRef<T, R, Self>::operator[](W) const {
+  return WholeProxy<T, R>(Ptr, this->shape(),
+                          detail::refLabel(Self::kind(), *this));
 }
 
 //===----------------------------------------------------------------------===//

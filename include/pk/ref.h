@@ -123,56 +123,51 @@ private:
 /// The proxy that `out[_]` returns in eager mode (defined in pk.h).
 template <class T, int R> class WholeProxy;
 
-/// Written by the kernel; every Out must be written at least once.
-template <class T, int R = 1> class Out : public detail::RefBase<T, R> {
-  using Base = detail::RefBase<T, R>;
+namespace detail {
+/// What Out and InOut share: a view over writable memory. `Self` is the
+/// derived ref, so that `named()` keeps its kind; `Kind` names it in eager
+/// error messages.
+template <class T, int R, class Self> class WritableRef : public RefBase<T, R> {
+  using Base = RefBase<T, R>;
 
 public:
-  Out() = default;
-  Out(T *P, const typename Base::Shape &E, const char *N = "")
+  WritableRef() = default;
+  WritableRef(T *P, const typename Base::Shape &E, const char *N = "")
       : Base(E, N), Ptr(P) {}
-  Out(T *P, std::initializer_list<int64_t> E, const char *N = "")
+  WritableRef(T *P, std::initializer_list<int64_t> E, const char *N = "")
       : Base(E, N), Ptr(P) {}
   template <int RR = R, class = std::enable_if_t<RR == 1>>
-  Out(std::vector<T> &V, const char *N = "")
+  WritableRef(std::vector<T> &V, const char *N = "")
       : Base({static_cast<int64_t>(V.size())}, N), Ptr(V.data()) {}
-  Out named(const char *N) const {
-    Out C = *this;
+  Self named(const char *N) const {
+    Self C = static_cast<const Self &>(*this);
     C.Name = N;
     return C;
   }
   T *data() const { return Ptr; }
-  template <class W, class = typename detail::OnlyWhole<W>::type>
+  /// Eager access to the whole array (defined in pk.h).
+  template <class W, class = typename OnlyWhole<W>::type>
   WholeProxy<T, R> operator[](W) const;
 
 private:
   T *Ptr = nullptr;
 };
+} // namespace detail
+
+/// Written by the kernel; every Out must be written at least once.
+template <class T, int R = 1>
+class Out : public detail::WritableRef<T, R, Out<T, R>> {
+public:
+  using detail::WritableRef<T, R, Out<T, R>>::WritableRef;
+  static constexpr const char *kind() { return "Out"; }
+};
 
 /// Read, then written: the caller's buffer is both an input and an output.
-template <class T, int R = 1> class InOut : public detail::RefBase<T, R> {
-  using Base = detail::RefBase<T, R>;
-
+template <class T, int R = 1>
+class InOut : public detail::WritableRef<T, R, InOut<T, R>> {
 public:
-  InOut() = default;
-  InOut(T *P, const typename Base::Shape &E, const char *N = "")
-      : Base(E, N), Ptr(P) {}
-  InOut(T *P, std::initializer_list<int64_t> E, const char *N = "")
-      : Base(E, N), Ptr(P) {}
-  template <int RR = R, class = std::enable_if_t<RR == 1>>
-  InOut(std::vector<T> &V, const char *N = "")
-      : Base({static_cast<int64_t>(V.size())}, N), Ptr(V.data()) {}
-  InOut named(const char *N) const {
-    InOut C = *this;
-    C.Name = N;
-    return C;
-  }
-  T *data() const { return Ptr; }
-  template <class W, class = typename detail::OnlyWhole<W>::type>
-  WholeProxy<T, R> operator[](W) const;
-
-private:
-  T *Ptr = nullptr;
+  using detail::WritableRef<T, R, InOut<T, R>>::WritableRef;
+  static constexpr const char *kind() { return "InOut"; }
 };
 
 } // namespace pk
