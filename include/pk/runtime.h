@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace pk::rt {
 
 /// Below this many elements a fused loop runs on the calling thread: entering
@@ -26,6 +30,16 @@ inline constexpr int64_t kParallelMinWork = int64_t(1) << 16;
 
 /// The extent NumPy broadcasting gives two compatible extents.
 inline int64_t bcast(int64_t A, int64_t B) { return A == 1 ? B : A; }
+
+/// The number of threads an OpenMP parallel region would use (1 without
+/// OpenMP).
+inline int64_t thread_count() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 /// A per-thread scratch row of at least N elements, one per Slot: the
 /// per-row buffers of fused row loops (kept across calls, grown as needed).

@@ -172,8 +172,10 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
   if (isColumnReduction(N)) {
     S.Kind = LoopKind::Columns;
     S.Vector = "columns";
-    // Accumulators of a block stay in L1 beside one streaming row segment.
-    S.ColumnBlock = std::min<int64_t>(512, T.L1Bytes / (4 * 8));
+    // The accumulators of a block (up to 8 bytes each) fill at most L1;
+    // the block is as wide as that allows, so each row is read in long
+    // contiguous segments.
+    S.ColumnBlock = T.L1Bytes / 8;
     S.Notes.push_back("reduction along the leading axes: columns inside for "
                       "contiguous reads, one accumulator per column");
     return S;

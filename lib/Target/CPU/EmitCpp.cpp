@@ -236,16 +236,26 @@ private:
       emitThreadedOrSerial(
           "pk_n", Indent, [&](bool Threaded, const std::string &Outer) {
             Versions(Outer, [&](int UnitAxis, const std::string &In) {
+              // As wide a block as the accumulators allow (each row
+              // segment read once, contiguously), split between threads.
+              Out += fmt::format(
+                  "{}const int64_t pk_col_step = std::max<int64_t>(1, "
+                  "std::min<int64_t>({}, {}));\n",
+                  In, Cur->ColumnBlock,
+                  Threaded ? fmt::format("({} + pk::rt::thread_count() - 1) / "
+                                         "pk::rt::thread_count()",
+                                         Cols)
+                           : Cols);
               if (Threaded)
                 Out += "#pragma omp parallel for\n";
               Out +=
                   fmt::format("{}for (int64_t pk_col_begin = 0; pk_col_begin < "
-                              "{}; pk_col_begin += {}) {{\n",
-                              In, Cols, Cur->ColumnBlock);
+                              "{}; pk_col_begin += pk_col_step) {{\n",
+                              In, Cols);
               Out += fmt::format(
                   "{}  const int64_t pk_col_end = std::min<int64_t>("
-                  "pk_col_begin + {}, {});\n",
-                  In, Cur->ColumnBlock, Cols);
+                  "pk_col_begin + pk_col_step, {});\n",
+                  In, Cols);
               emitColumnReduction(F, N, Cur->ColumnBlock, Out, In + "  ",
                                   UnitAxis);
               Out += In + "}\n";
