@@ -551,9 +551,11 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
               std::string Axis = indexVar(N.ReduceAxes[0]);
               if (auto It = Materialised.find(I); It != Materialised.end()) {
                 // Stored by a loop over another extent: that one is 1 (stride
-                // 0).
+                // 0). Not in the unit-stride copy: there every load along the
+                // axis has extent > 1, and so has the loop that stored it.
                 std::string At =
-                    It->second == Key[0]
+                    It->second == Key[0] ||
+                            UnitAxis == static_cast<int>(N.ReduceAxes[0])
                         ? Axis
                         : fmt::format("{} * ({} == 1 ? 0 : 1)", Axis,
                                       extentExpr(F, It->second));
