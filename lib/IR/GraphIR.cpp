@@ -52,9 +52,9 @@ bool pk::ir::isInteger(DType T) { return T == DType::I32 || T == DType::I64; }
 //===----------------------------------------------------------------------===//
 
 static const OpInfo OpTable[] = {
-#define PK_OP(Code, Name, Source, Arity, Result, Cpp, CudaF32, CudaF64)        \
-  {OpCode::Code,       Name, Source,  Arity,                                   \
-   ResultRule::Result, Cpp,  CudaF32, CudaF64},
+#define PK_OP(Code, Name, Source, Arity, Result, Cpp, CudaF32, CudaF64, Cost)  \
+  {OpCode::Code, Name,    Source,  Arity,       ResultRule::Result,            \
+   Cpp,          CudaF32, CudaF64, OpCost::Cost},
 #include "IR/Ops.def"
 };
 

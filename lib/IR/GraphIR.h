@@ -50,6 +50,7 @@ enum class OpCode : uint8_t {
 };
 
 enum class ResultRule : uint8_t { Same, Bool };
+enum class OpCost : uint8_t { Cheap, Costly };
 
 struct OpInfo {
   OpCode Code;
@@ -60,6 +61,7 @@ struct OpInfo {
   llvm::StringRef Cpp;     ///< fmt template over {0} {1} {2}
   llvm::StringRef CudaF32; ///< CUDA spelling for float/integer/bool results
   llvm::StringRef CudaF64; ///< CUDA spelling for double results
+  OpCost Cost;             ///< Costly: worth buffering over recomputing
 };
 
 const OpInfo &opInfo(OpCode C);

@@ -63,27 +63,6 @@ Flatness flatness(const Nest &N) {
   return Flatness::Always;
 }
 
-/// Ops that cost far more than a load from L1.
-bool isExpensive(OpCode Op) {
-  switch (Op) {
-  case OpCode::Exp:
-  case OpCode::Exp2:
-  case OpCode::Expm1:
-  case OpCode::Log:
-  case OpCode::Log2:
-  case OpCode::Log1p:
-  case OpCode::Tanh:
-  case OpCode::Erf:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Pow:
-  case OpCode::Sigmoid:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// The inner statements to keep in a per-row buffer: expensive ones needed
 /// by the loops of two or more phases. Only for one reduce axis (the buffer
 /// is indexed by that axis' loop; a later loop over a longer extent reads it
@@ -112,7 +91,8 @@ std::vector<unsigned> rowBuffers(const Nest &N) {
   }
   for (auto &[I, Phases] : PhasesUsing) {
     const loop::Stmt &S = N.Body[I];
-    if (Phases.size() >= 2 && S.K == loop::Stmt::Apply && isExpensive(S.Op))
+    if (Phases.size() >= 2 && S.K == loop::Stmt::Apply &&
+        opInfo(S.Op).Cost == OpCost::Costly)
       Buffers.push_back(I);
   }
   return Buffers;

@@ -34,6 +34,11 @@ TEST(OpTable, EveryRowIsConsistent) {
   EXPECT_EQ(lookupOpBySource("where")->Code, OpCode::Select);
   EXPECT_EQ(lookupOpBySource("unary-")->Code, OpCode::Neg);
   EXPECT_EQ(lookupOpBySource("no_such_op"), nullptr);
+  // The cost column drives the CPU schedule's buffer-or-recompute choice.
+  EXPECT_EQ(opInfo(OpCode::Exp).Cost, OpCost::Costly);
+  EXPECT_EQ(opInfo(OpCode::Tanh).Cost, OpCost::Costly);
+  EXPECT_EQ(opInfo(OpCode::Add).Cost, OpCost::Cheap);
+  EXPECT_EQ(opInfo(OpCode::Sqrt).Cost, OpCost::Cheap);
 }
 
 TEST(Extents, HashConsingAndBroadcastSimplification) {

@@ -347,18 +347,14 @@ std::vector<unsigned> target::rowAxes(const Nest &N) {
 }
 
 std::string target::indexedWork(const Function &F, const Nest &N) {
-  std::vector<std::string> Parts;
-  for (unsigned A : rowAxes(N))
-    Parts.push_back(extentExpr(F, N.Domain[A]));
+  std::string Work = rowCount(F, N);
   for (const Stmt &S : N.Body)
     if (S.K == Stmt::Reduce) {
       for (ExtentId E : S.LoopExtents)
-        Parts.push_back(extentExpr(F, E));
+        Work = Work == "1" ? extentExpr(F, E) : Work + " * " + extentExpr(F, E);
       break;
     }
-  if (Parts.empty())
-    return "1";
-  return fmt::format("{}", fmt::join(Parts, " * "));
+  return Work;
 }
 
 std::string target::unitStrideCondition(const Function &F, const Nest &N,
