@@ -45,17 +45,7 @@ namespace eager {
 } // namespace eager
 
 // The compiled kernels (pk_add_kernels links their .pk.cpp).
-void rmsnorm(pk::In<float, 2> x, pk::In<float, 1> w, pk::Out<float, 2> y,
-             float eps);
-void softmax(pk::In<float, 2> x, pk::Out<float, 2> y);
-void layernorm(pk::In<float, 2> x, pk::In<float> w, pk::In<float> b,
-               pk::Out<float, 2> out, pk::Out<float> mean_out,
-               pk::Out<float> rstd_out, float eps);
-void logsumexp(pk::In<float, 2> x, pk::Out<float> out);
-void add_rmsnorm(pk::InOut<float, 2> h, pk::In<float, 2> x, pk::In<float> w,
-                 pk::Out<float, 2> y, float eps);
-void column_mean(pk::In<float, 2> x, pk::Out<float> m);
-void sum_all(pk::In<float, 2> x, pk::Out<float, 0> total);
+#include "common/compiled.h"
 
 namespace {
 

@@ -30,15 +30,7 @@ namespace eager {
 } // namespace eager
 
 // The compiled kernels (pk_add_kernels links their .pk.cpp).
-void fma(pk::In<float> a, pk::In<float> b, pk::In<float> c, pk::Out<float> o);
-void axpby(float alpha, pk::In<float> x, float beta, pk::InOut<float> y);
-void gelu(pk::In<float> x, pk::Out<float> y);
-void relu_where(pk::In<float> x, pk::Out<float> y);
-void adam_step(pk::InOut<float> p, pk::InOut<float> m, pk::InOut<float> v,
-               pk::In<float> g, float lr, float beta1, float beta2, float eps,
-               float bias1, float bias2);
-void broadcast_bias(pk::In<float, 2> x, pk::In<float, 1> b,
-                    pk::Out<float, 2> y);
+#include "common/compiled.h"
 
 namespace {
 
