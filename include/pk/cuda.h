@@ -1,9 +1,10 @@
 //===- pk/cuda.h - Helpers called by pkc-generated CUDA code --------------===//
 //
-// The generated .pk.cu launches every kernel through PK_LAUNCH and checks
-// every launch through pk::cuda::detail::check_launch. Test builds that run
-// the emitted CUDA on the CPU (the [cuda] shim) define their own PK_LAUNCH
-// before including this header.
+// The generated .pk.cu launches every kernel through PK_LAUNCH, declares
+// dynamic shared memory through PK_DYNAMIC_SHARED and checks every launch
+// through pk::cuda::detail::check_launch. Test builds that run the emitted
+// CUDA on the CPU (test/cuda_shim) define their own PK_LAUNCH and
+// PK_DYNAMIC_SHARED before including this header.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PK_CUDA_H
@@ -14,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -22,17 +24,53 @@
   Kernel<<<(Grid), (Block), (Smem), (Stream)>>>(__VA_ARGS__)
 #endif
 
+/// `Type *Name` pointing at the block's dynamic shared memory (16-byte
+/// aligned; its size is the launch's shared-memory argument).
+#ifndef PK_DYNAMIC_SHARED
+#define PK_DYNAMIC_SHARED(Type, Name)                                          \
+  extern __shared__ __align__(16) unsigned char pk_dynamic_smem[];             \
+  Type *Name = reinterpret_cast<Type *>(pk_dynamic_smem)
+#endif
+
 namespace pk::cuda::detail {
 
-/// Threads per block of the elementwise kernels.
-inline constexpr int kBlock = 256;
-
-/// Blocks for a grid-stride loop over N elements: enough to fill the GPU,
-/// capped so the launch itself stays valid (grid.x < 2^31).
-inline unsigned grid_for(int64_t N) {
-  int64_t Blocks = (N + kBlock - 1) / kBlock;
-  return static_cast<unsigned>(std::min<int64_t>(Blocks, int64_t(1) << 20));
+/// Blocks for `Items` work items, `PerBlock` per block and step. Kernels
+/// loop grid-stride, so the grid is capped: 2^16 blocks of 256 threads
+/// fill any current GPU many times over.
+inline unsigned grid_for(int64_t Items, int64_t PerBlock) {
+  int64_t Blocks = (Items + PerBlock - 1) / PerBlock;
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min<int64_t>(Blocks, int64_t(1) << 16)));
 }
+
+/// True when every pointer is a multiple of `Bytes` (the vector path's
+/// float4 / double2 accesses need 16).
+template <class... Ptrs> bool aligned(unsigned Bytes, const Ptrs *...P) {
+  return ((reinterpret_cast<std::uintptr_t>(P) % Bytes == 0) && ...);
+}
+
+/// Device scratch memory for one launcher call, allocated and freed on the
+/// launch stream (stream-ordered, so no synchronisation).
+template <class T> class DeviceScratch {
+public:
+  DeviceScratch(int64_t Count, cudaStream_t Stream, const char *Kernel)
+      : Stream(Stream) {
+    cudaError_t Err = cudaMallocAsync(reinterpret_cast<void **>(&Ptr),
+                                      sizeof(T) * Count, Stream);
+    if (Err != cudaSuccess)
+      throw std::runtime_error(
+          std::string("pk::cuda::") + Kernel +
+          ": scratch allocation failed: " + cudaGetErrorString(Err));
+  }
+  DeviceScratch(const DeviceScratch &) = delete;
+  DeviceScratch &operator=(const DeviceScratch &) = delete;
+  ~DeviceScratch() { cudaFreeAsync(Ptr, Stream); }
+  T *get() const { return Ptr; }
+
+private:
+  T *Ptr = nullptr;
+  cudaStream_t Stream;
+};
 
 /// Throws when the last launch failed, naming the kernel.
 inline void check_launch(const char *Kernel) {

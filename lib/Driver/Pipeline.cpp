@@ -10,6 +10,7 @@
 #include "Driver/Pipeline.h"
 #include "IR/LoopIR.h"
 #include "Target/CPU/EmitCpp.h"
+#include "Target/CUDA/LowerToKernels.h"
 #include "Transforms/Passes.h"
 
 #include "llvm/ADT/Twine.h"
@@ -75,14 +76,21 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
     loop::print(Loops, *Opts.Out);
 
   tile::Program Schedule = scheduleForCpu(Loops);
-  if (Opts.Emit == EmitStage::Tile)
+  gpu::Program GpuSchedule = scheduleForGpu(Loops);
+  if (Opts.Emit == EmitStage::Tile) {
     tile::print(Schedule, *Opts.Out);
+    gpu::print(GpuSchedule, *Opts.Out);
+  }
 
   A.CppBody = cpu::emitKernelBody(Schedule);
   if (Opts.Emit == EmitStage::Cpp)
     *Opts.Out << "// " << F.QualifiedName << "\n" << A.CppBody << "\n";
 
-  A.Cuda = cuda::emitCuda(Loops);
+  kernel::Program Kernels = cuda::lowerToKernels(GpuSchedule);
+  if (Opts.Emit == EmitStage::Kernel)
+    kernel::print(Kernels, *Opts.Out);
+
+  A.Cuda = cuda::emitCuda(Kernels);
   if (Opts.Emit == EmitStage::Cuda)
     *Opts.Out << A.Cuda.Kernels << "// launcher\n" << A.Cuda.Launcher;
   return A;

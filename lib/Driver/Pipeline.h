@@ -15,7 +15,7 @@ class raw_ostream;
 namespace pk::driver {
 
 /// What `--emit=` prints instead of writing files.
-enum class EmitStage { None, Graph, Loop, Tile, Cpp, Cuda };
+enum class EmitStage { None, Graph, Loop, Tile, Kernel, Cpp, Cuda };
 
 struct PipelineOptions {
   EmitStage Emit = EmitStage::None;
@@ -34,7 +34,8 @@ struct KernelArtifacts {
 };
 
 /// Runs every pass on `F`: shape inference, guards, canonicalisation,
-/// fusion, lowering to loops, then both emitters.
+/// fusion, lowering to loops, the CPU schedule and C++, the GPU schedule,
+/// Kernel IR and CUDA.
 KernelArtifacts compileKernel(ir::Function &F, const PipelineOptions &Opts);
 
 } // namespace pk::driver

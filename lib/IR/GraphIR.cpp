@@ -44,6 +44,20 @@ llvm::StringRef pk::ir::dtypeCppName(DType T) {
   llvm_unreachable("bad dtype");
 }
 
+unsigned pk::ir::dtypeBytes(DType T) {
+  switch (T) {
+  case DType::Bool:
+    return 1;
+  case DType::I32:
+  case DType::F32:
+    return 4;
+  case DType::I64:
+  case DType::F64:
+    return 8;
+  }
+  llvm_unreachable("bad dtype");
+}
+
 bool pk::ir::isFloat(DType T) { return T == DType::F32 || T == DType::F64; }
 bool pk::ir::isInteger(DType T) { return T == DType::I32 || T == DType::I64; }
 

@@ -37,6 +37,8 @@ enum class DType : uint8_t { Bool, I32, I64, F32, F64 };
 llvm::StringRef dtypeName(DType T);
 /// The C++ spelling: "bool", "int32_t", "int64_t", "float", "double".
 llvm::StringRef dtypeCppName(DType T);
+/// Bytes of one element (bool: 1).
+unsigned dtypeBytes(DType T);
 bool isFloat(DType T);
 bool isInteger(DType T); // I32 or I64 (not bool)
 

@@ -41,6 +41,66 @@ static llvm::StringRef axisMapName(AxisMap M) {
   return "?";
 }
 
+std::string pk::loop::describe(const ir::Function &F, const Nest &N,
+                               const Stmt &S) {
+  std::string Text;
+  llvm::raw_string_ostream Out(Text);
+  auto Arg = [&](unsigned J) { return N.Body[S.Args[J]].Name; };
+  switch (S.K) {
+  case Stmt::Load: {
+    std::vector<std::string> Maps;
+    for (AxisMap M : S.Axes)
+      Maps.push_back(axisMapName(M).str());
+    if (N.Indexed) {
+      Maps.clear();
+      for (int D : S.Dims)
+        Maps.push_back(D < 0 ? "0" : fmt::format("i{}", D));
+    }
+    Out << S.Name << " = load " << F.Params[S.Param].Name << "["
+        << fmt::format("{}", fmt::join(Maps, ", ")) << "]";
+    break;
+  }
+  case Stmt::Scalar:
+    Out << S.Name << " = param " << F.Params[S.Param].Name;
+    break;
+  case Stmt::Const:
+    Out << S.Name << " = const "
+        << (S.Type == DType::F32
+                ? fmt::format("{}", static_cast<float>(S.FloatValue))
+            : ir::isFloat(S.Type) ? fmt::format("{}", S.FloatValue)
+                                  : std::to_string(S.IntValue));
+    break;
+  case Stmt::Apply: {
+    Out << S.Name << " = " << ir::opInfo(S.Op).Name << " ";
+    for (size_t J = 0; J < S.Args.size(); ++J)
+      Out << (J ? ", " : "") << Arg(J);
+    break;
+  }
+  case Stmt::Cast:
+    Out << S.Name << " = cast " << Arg(0);
+    break;
+  case Stmt::Store:
+    Out << "store " << F.Params[S.Param].Name << ", " << Arg(0);
+    break;
+  case Stmt::Reduce: {
+    std::vector<std::string> Ext;
+    for (ExtentId E : S.LoopExtents)
+      Ext.push_back(ir::extentToString(F, E));
+    Out << S.Name << " = reduce." << ir::reduceKindName(S.Reduction) << " "
+        << Arg(0) << " over [" << fmt::format("{}", fmt::join(Ext, ", "))
+        << "]";
+    break;
+  }
+  case Stmt::Index:
+    Out << S.Name << " = index i" << S.Axis;
+    break;
+  }
+  if (S.K != Stmt::Store)
+    Out << " : " << ir::dtypeName(S.Type);
+  Out.flush();
+  return Text;
+}
+
 static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
                       unsigned Indent) {
   const ir::Function &F = *P.F;
@@ -63,59 +123,7 @@ static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
     if (N.Indexed)
       OS << (S.Inner ? fmt::format("[inner {}] ", S.Phase)
                      : fmt::format("[row {}] ", S.Phase));
-    auto Arg = [&](unsigned J) { return N.Body[S.Args[J]].Name; };
-    switch (S.K) {
-    case Stmt::Load: {
-      std::vector<std::string> Maps;
-      for (AxisMap M : S.Axes)
-        Maps.push_back(axisMapName(M).str());
-      if (N.Indexed) {
-        Maps.clear();
-        for (int D : S.Dims)
-          Maps.push_back(D < 0 ? "0" : fmt::format("i{}", D));
-      }
-      OS << S.Name << " = load " << F.Params[S.Param].Name << "["
-         << fmt::format("{}", fmt::join(Maps, ", ")) << "]";
-      break;
-    }
-    case Stmt::Scalar:
-      OS << S.Name << " = param " << F.Params[S.Param].Name;
-      break;
-    case Stmt::Const:
-      OS << S.Name << " = const "
-         << (S.Type == DType::F32
-                 ? fmt::format("{}", static_cast<float>(S.FloatValue))
-             : ir::isFloat(S.Type) ? fmt::format("{}", S.FloatValue)
-                                   : std::to_string(S.IntValue));
-      break;
-    case Stmt::Apply: {
-      OS << S.Name << " = " << ir::opInfo(S.Op).Name << " ";
-      for (size_t J = 0; J < S.Args.size(); ++J)
-        OS << (J ? ", " : "") << Arg(J);
-      break;
-    }
-    case Stmt::Cast:
-      OS << S.Name << " = cast " << Arg(0);
-      break;
-    case Stmt::Store:
-      OS << "store " << F.Params[S.Param].Name << ", " << Arg(0);
-      break;
-    case Stmt::Reduce: {
-      std::vector<std::string> Ext;
-      for (ExtentId E : S.LoopExtents)
-        Ext.push_back(ir::extentToString(F, E));
-      OS << S.Name << " = reduce." << ir::reduceKindName(S.Reduction) << " "
-         << Arg(0) << " over [" << fmt::format("{}", fmt::join(Ext, ", "))
-         << "]";
-      break;
-    }
-    case Stmt::Index:
-      OS << S.Name << " = index i" << S.Axis;
-      break;
-    }
-    if (S.K != Stmt::Store)
-      OS << " : " << ir::dtypeName(S.Type);
-    OS << "\n";
+    OS << describe(F, N, S) << "\n";
   }
   if (!N.Unfused.empty()) {
     OS << Pad << "  else unfused {\n";

@@ -116,6 +116,8 @@ struct Program {
 };
 
 void print(const Program &P, llvm::raw_ostream &OS);
+/// One statement as `print` shows it: `t_2 = mul x_v, x_v : f32`.
+std::string describe(const ir::Function &F, const Nest &N, const Stmt &S);
 /// Structural checks (argument order, store targets). "" when valid.
 std::string verify(const Program &P);
 

@@ -7,6 +7,7 @@
 #ifndef PK_TRANSFORMS_PASSES_H
 #define PK_TRANSFORMS_PASSES_H
 
+#include "IR/GpuTileIR.h"
 #include "IR/GraphIR.h"
 #include "IR/LoopIR.h"
 #include "IR/TileIR.h"
@@ -65,6 +66,11 @@ loop::Program lowerToLoops(const ir::Function &F, const FusionPlan &Plan,
 /// loop order, blocks.
 tile::Program scheduleForCpu(const loop::Program &P,
                              const tile::CpuTarget &Target = {});
+
+/// Decides the GPU schedule of every nest (GPU Tile IR): strategy, threads
+/// per row, vector width, shared-memory row values.
+gpu::Program scheduleForGpu(const loop::Program &P,
+                            const gpu::GpuTarget &Target = {});
 
 } // namespace pk
 

@@ -4,6 +4,7 @@
 #include "IR/LoopIR.h"
 #include "Target/CPU/EmitCpp.h"
 #include "Target/CUDA/EmitCuda.h"
+#include "Target/CUDA/LowerToKernels.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -342,8 +343,14 @@ TEST(Emitters, CppBodyHasGuardsThreadThresholdAndSimd) {
 TEST(Emitters, CudaLauncherChecksGuardsAndLaunchesThroughTheMacro) {
   BiasKernel K;
   K.F.File = "bias.cpp";
-  cuda::KernelText T = cuda::emitCuda(lower(K.F));
-  EXPECT_NE(T.Kernels.find("__global__ void pk_bias_g0("), std::string::npos);
+  loop::Program L = lower(K.F);
+  gpu::Program G = scheduleForGpu(L);
+  ASSERT_EQ(G.Nests.size(), 1u);
+  EXPECT_EQ(G.Nests[0].Kind, gpu::Strategy::GridStride);
+  EXPECT_EQ(G.Nests[0].VectorWidth, 1)
+      << "b has a lower rank: no flat path, so no float4 accesses";
+  cuda::KernelText T = cuda::emitCuda(cuda::lowerToKernels(G));
+  EXPECT_NE(T.Kernels.find("pk_bias_g0("), std::string::npos);
   EXPECT_NE(T.Kernels.find("pk_i += pk_step"), std::string::npos)
       << "grid-stride loop";
   EXPECT_NE(T.Launcher.find("pk::rt::shape_fail"), std::string::npos);

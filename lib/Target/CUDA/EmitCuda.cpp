@@ -1,11 +1,12 @@
-//===- EmitCuda.cpp - Loop IR to CUDA kernels and launchers ---------------===//
+//===- EmitCuda.cpp - Kernel IR to CUDA kernels and launchers -------------===//
 //
-// Elementwise groups map to one thread per element in a grid-stride loop, so
-// any size runs with a bounded grid. As on the CPU, a flat path indexes
-// contiguously when every operand has the output's shape; otherwise each
-// thread unravels its flat index into the domain's coordinates and indexes
-// every load with its strides (0 on broadcast axes). The launcher checks the
-// same entry guards as the CPU code before anything is launched.
+// A printer: every decision was made by the GPU schedule and Kernel IR
+// lowering. Scalar statements are printed with the op table's CUDA column
+// (shared with the CPU emitter through Target/Common); warp and block
+// reductions expand to `__shfl_xor_sync` butterflies and a shared-memory
+// step. The launcher checks the same entry guards as the CPU code before
+// anything is launched, then per nest takes the first launch variant whose
+// condition holds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +17,11 @@
 
 #include <fmt/format.h>
 
-#include <set>
+#include <cctype>
 
 using namespace pk;
 using namespace pk::ir;
 using loop::Nest;
-using loop::Stmt;
 using namespace pk::target;
 
 namespace {
@@ -44,9 +44,257 @@ std::string signature(const Function &F, bool WithDefault) {
   return fmt::format("void {}({})", F.Name, fmt::join(Parts, ", "));
 }
 
+std::string combine(ReduceKind K, const std::string &A, const std::string &B) {
+  switch (K) {
+  case ReduceKind::Max:
+    return fmt::format("pk::scalar::maximum({}, {})", A, B);
+  case ReduceKind::Min:
+    return fmt::format("pk::scalar::minimum({}, {})", A, B);
+  case ReduceKind::Sum:
+  case ReduceKind::Mean:
+    break;
+  }
+  return fmt::format("{} + {}", A, B);
+}
+
+/// `__shfl_xor_sync` of an accumulator; bool travels as int.
+std::string shuffleXor(DType T, const std::string &V, const std::string &Lane) {
+  if (T == DType::Bool)
+    return fmt::format(
+        "static_cast<bool>(__shfl_xor_sync(0xffffffffu, int({}), {}))", V,
+        Lane);
+  return fmt::format("__shfl_xor_sync(0xffffffffu, {}, {})", V, Lane);
+}
+
+/// Prints Kernel IR as CUDA.
+class KernelPrinter {
+public:
+  KernelPrinter(const Function &F, const kernel::Kernel &K, std::string &Out)
+      : F(F), K(K), N(*K.Nest), Out(Out) {}
+
+  void print() {
+    for (const std::string &Note : K.Notes)
+      Out += "// " + Note + "\n";
+    if (!K.TemplateParams.empty())
+      Out += fmt::format("template <{}>\n", fmt::join(K.TemplateParams, ", "));
+    std::vector<std::string> Params;
+    for (const kernel::Param &P : K.Params)
+      Params.push_back(P.Type + " " + P.Name);
+    Out +=
+        fmt::format("__global__ void {}{}({}) {{\n",
+                    K.LaunchBounds.empty()
+                        ? ""
+                        : fmt::format("__launch_bounds__({}) ", K.LaunchBounds),
+                    K.Name, fmt::join(Params, ",\n    "));
+    for (const kernel::SharedBuffer &B : K.Shared) {
+      if (B.Dynamic)
+        Out += fmt::format("  // {} elements, sized by the launcher.\n"
+                           "  PK_DYNAMIC_SHARED({}, {});\n",
+                           B.Count, dtypeCppName(B.Type), B.Name);
+      else
+        Out += fmt::format("  __shared__ {} {}[{}];\n", dtypeCppName(B.Type),
+                           B.Name, B.Count);
+    }
+    std::string Body;
+    std::swap(Body, Out);
+    stmts(K.Body, "  ");
+    std::swap(Body, Out);
+    Out += dropUnusedStrides(Body);
+    Out += "}\n\n";
+  }
+
+  /// Stride and index declarations (`const int64_t pk_x_s0 = ...;`,
+  /// `pk_i1`) that nothing after them reads are dropped: nvcc warns about
+  /// them, a kernel that only stores a scalar needs none of the input's
+  /// strides, and a loop that reads shared memory needs no index.
+  static std::string dropUnusedStrides(const std::string &Body) {
+    std::vector<std::string> Lines;
+    llvm::SmallVector<llvm::StringRef, 64> Split;
+    llvm::StringRef(Body).split(Split, '\n');
+    std::string Out;
+    for (size_t I = 0; I < Split.size(); ++I) {
+      llvm::StringRef Line = Split[I];
+      llvm::StringRef Trimmed = Line.ltrim();
+      llvm::StringRef Name = Trimmed.consume_front("const int64_t ")
+                                 ? Trimmed.split(' ').first
+                                 : llvm::StringRef();
+      llvm::StringRef Stem = Name.rtrim("0123456789");
+      if (Name.starts_with("pk_") && Stem.size() < Name.size() &&
+          (Stem.ends_with("_s") || Stem == "pk_i")) {
+        // Read anywhere in the rest of its scope: the following lines
+        // indented at least as deep.
+        size_t Depth = Line.size() - Line.ltrim().size();
+        bool Used = false;
+        for (size_t J = I + 1; J < Split.size() && !Used; ++J) {
+          llvm::StringRef Next = Split[J];
+          if (!Next.trim().empty() && Next.size() - Next.ltrim().size() < Depth)
+            break;
+          for (size_t P = Next.find(Name); P != llvm::StringRef::npos;
+               P = Next.find(Name, P + 1)) {
+            char After =
+                P + Name.size() < Next.size() ? Next[P + Name.size()] : ' ';
+            if (!std::isalnum(static_cast<unsigned char>(After)) &&
+                After != '_') {
+              Used = true;
+              break;
+            }
+          }
+        }
+        if (!Used)
+          continue;
+      }
+      Out += Line.str();
+      if (I + 1 < Split.size())
+        Out += "\n";
+    }
+    return Out;
+  }
+
+private:
+  std::string index(const loop::Stmt &S, kernel::IndexMode M) {
+    switch (M) {
+    case kernel::IndexMode::Flat:
+      return "pk_i";
+    case kernel::IndexMode::Strided:
+      return stridedIndex(F, N, S);
+    case kernel::IndexMode::Indexed:
+      return indexedIndex(F, S);
+    }
+    return "";
+  }
+
+  void stmts(const std::vector<kernel::Stmt> &Body, const std::string &In) {
+    for (const kernel::Stmt &S : Body)
+      stmt(S, In);
+  }
+
+  void stmt(const kernel::Stmt &S, const std::string &In) {
+    using KS = kernel::Stmt;
+    const loop::Stmt &L = N.Body[S.LoopStmt];
+    switch (S.K) {
+    case KS::Comment:
+      Out += fmt::format("{}// {}\n", In, S.Expr);
+      break;
+    case KS::Let:
+      // `T *const p`: the pointer is what stays constant.
+      if (llvm::StringRef(S.Type).ends_with("*"))
+        Out += fmt::format("{}{}const {} = {};\n", In, S.Type, S.Name, S.Expr);
+      else
+        Out += fmt::format("{}const {} {} = {};\n", In, S.Type, S.Name, S.Expr);
+      break;
+    case KS::Var:
+      Out += fmt::format("{}{} {} = {};\n", In, S.Type, S.Name, S.Expr);
+      break;
+    case KS::Assign:
+      Out += fmt::format("{}{} = {};\n", In, S.Name, S.Expr);
+      break;
+    case KS::Compute:
+      emitStmt(
+          F, N, L, Backend::Cuda,
+          [&](const loop::Stmt &X) { return index(X, S.Index); }, Out, In);
+      break;
+    case KS::AccInit: {
+      DType T = accumulatorType(N, L);
+      Out += fmt::format("{}{} {} = {};\n", In, dtypeCppName(T),
+                         accumulatorVar(L), accumulatorInit(L, T));
+      break;
+    }
+    case KS::AccUpdate: {
+      DType T = accumulatorType(N, L);
+      std::string V = S.Value;
+      if (V.empty()) {
+        V = valueRef(N, L.Args[0]);
+        if (N.Body[L.Args[0]].Type != T)
+          V = fmt::format("static_cast<{}>({})", dtypeCppName(T), V);
+      }
+      std::string A = accumulatorVar(L);
+      if (L.Reduction == ReduceKind::Sum || L.Reduction == ReduceKind::Mean)
+        Out += fmt::format("{}{} += {};\n", In, A, V);
+      else
+        Out += fmt::format("{}{} = {};\n", In, A, combine(L.Reduction, A, V));
+      break;
+    }
+    case KS::AccFinal: {
+      llvm::StringRef Ty = dtypeCppName(L.Type);
+      std::string V = accumulatorVar(L);
+      if (L.Reduction == ReduceKind::Mean)
+        V = fmt::format("{} / static_cast<{}>({})", V,
+                        dtypeCppName(accumulatorType(N, L)), S.Expr);
+      Out += fmt::format("{}const {} {} = static_cast<{}>({});\n", In, Ty,
+                         L.Name, Ty, V);
+      break;
+    }
+    case KS::WarpReduce: {
+      std::string A = accumulatorVar(L);
+      Out += fmt::format("{}for (int pk_o = ({}) / 2; pk_o > 0; pk_o /= 2)\n"
+                         "{}  {} = {};\n",
+                         In, S.Expr, In, A,
+                         combine(L.Reduction, A,
+                                 shuffleXor(accumulatorType(N, L), A, "pk_o")));
+      break;
+    }
+    case KS::BlockReduce: {
+      // Warp totals to shared memory, then every warp folds them with one
+      // more butterfly, so every thread holds the block's total.
+      DType T = accumulatorType(N, L);
+      std::string A = accumulatorVar(L);
+      Out += fmt::format("{}if (threadIdx.x % 32 == 0)\n{}  {}[threadIdx.x / "
+                         "32] = {};\n",
+                         In, In, S.Name, A);
+      Out += In + "__syncthreads();\n";
+      Out += fmt::format("{}{} = threadIdx.x % 32 < ({}) / 32 ? {}[threadIdx.x "
+                         "% 32] : {};\n",
+                         In, A, S.Expr, S.Name, accumulatorInit(L, T));
+      Out += fmt::format("{}for (int pk_o = 16; pk_o > 0; pk_o /= 2)\n"
+                         "{}  {} = {};\n",
+                         In, In, A,
+                         combine(L.Reduction, A, shuffleXor(T, A, "pk_o")));
+      Out += In + "__syncthreads(); // " + S.Name + " is written again next\n";
+      break;
+    }
+    case KS::For:
+      if (S.Unroll)
+        Out += In + "#pragma unroll\n";
+      Out += fmt::format(
+          "{}for ({} {} = {}; {} < {}; {}) {{\n", In,
+          S.Unroll ? "int" : "int64_t", S.Name, S.Begin, S.Name, S.End,
+          S.Step == "1" ? "++" + S.Name
+                        : fmt::format("{} += {}", S.Name, S.Step));
+      stmts(S.Body, In + "  ");
+      Out += In + "}\n";
+      break;
+    case KS::If:
+    case KS::StaticIf:
+      Out += fmt::format("{}if {}({}) {{\n", In,
+                         S.K == KS::StaticIf ? "constexpr " : "", S.Expr);
+      stmts(S.Body, In + "  ");
+      if (!S.Else.empty()) {
+        Out += In + "} else {\n";
+        stmts(S.Else, In + "  ");
+      }
+      Out += In + "}\n";
+      break;
+    case KS::Barrier:
+      Out += In + "__syncthreads();\n";
+      break;
+    case KS::Strides:
+      if (S.Index == kernel::IndexMode::Strided)
+        emitStrides(F, N, Out, In);
+      else
+        emitIndexedStrides(F, N, Out, In);
+      break;
+    }
+  }
+
+  const Function &F;
+  const kernel::Kernel &K;
+  const loop::Nest &N;
+  std::string &Out;
+};
+
 class CudaEmitter {
 public:
-  explicit CudaEmitter(const loop::Program &P) : P(P), F(*P.F) {}
+  explicit CudaEmitter(const kernel::Program &P) : P(P), F(*P.Loops->F) {}
 
   cuda::KernelText run() {
     cuda::KernelText T;
@@ -56,33 +304,31 @@ public:
     L += "  // Shape guards, checked on the host before any launch.\n";
     emitExtents(F, L, "  ");
     emitGuards(F, L, "  ");
-    for (const Nest &N : P.Nests) {
-      std::string Name = fmt::format("pk_{}_g{}", F.Name, N.Group);
-      emitKernel(N, Name, T.Kernels);
+    for (size_t I = 0; I < P.Nests.size(); ++I) {
+      const Nest &N = P.Loops->Nests[I];
+      const kernel::NestKernels &K = P.Nests[I];
+      kernels(K, T.Kernels);
       L += fmt::format("  // Group {}: the store{} at line{} {}.\n", N.Group,
                        N.Lines.size() > 1 ? "s" : "",
                        N.Lines.size() > 1 ? "s" : "", fmt::join(N.Lines, ", "));
       if (N.FuseConds.empty()) {
-        emitLaunch(N, Name, L, "  ");
+        launch(K.Launch, L, "  ");
         continue;
       }
       if (N.Indexed) {
         L += fmt::format("  if (!({}))\n    pk::rt::shape_fail({});\n",
                          fuseCondition(F, N), stringLiteral(N.UnfusedError));
-        emitLaunch(N, Name, L, "  ");
+        launch(K.Launch, L, "  ");
         continue;
       }
       L += fmt::format("  if ({}) {{\n", fuseCondition(F, N));
-      emitLaunch(N, Name, L, "    ");
+      launch(K.Launch, L, "    ");
       L += "  } else {\n";
       if (!N.UnfusedError.empty())
         L += fmt::format("    pk::rt::shape_fail({});\n",
                          stringLiteral(N.UnfusedError));
-      for (size_t U = 0; U < N.Unfused.size(); ++U) {
-        std::string UName = fmt::format("{}_u{}", Name, U);
-        emitKernel(N.Unfused[U], UName, T.Kernels);
-        emitLaunch(N.Unfused[U], UName, L, "    ");
-      }
+      for (const kernel::NestKernels &U : K.Unfused)
+        launch(U.Launch, L, "    ");
       L += "  }\n";
     }
     L += "}\n";
@@ -90,189 +336,69 @@ public:
   }
 
 private:
-  /// What a nest's kernel takes, in order: pointers, extents, scalars.
-  struct KernelParams {
-    std::vector<unsigned> Refs;
-    std::vector<std::pair<unsigned, unsigned>> Extents;
-    std::vector<unsigned> Scalars;
-  };
-
-  KernelParams paramsOf(const Nest &N) {
-    KernelParams K;
-    std::set<unsigned> Refs, Scalars;
-    for (const Stmt &S : N.Body) {
-      if (S.K == Stmt::Load || S.K == Stmt::Store)
-        Refs.insert(S.Param);
-      if (S.K == Stmt::Scalar)
-        Scalars.insert(S.Param);
-    }
-    K.Refs.assign(Refs.begin(), Refs.end());
-    K.Scalars.assign(Scalars.begin(), Scalars.end());
-    for (unsigned R : K.Refs)
-      for (unsigned A = 0; A < F.Params[R].Rank; ++A)
-        K.Extents.push_back({R, A});
-    return K;
+  void kernels(const kernel::NestKernels &K, std::string &Out) {
+    for (const kernel::Kernel &Ker : K.Kernels)
+      KernelPrinter(F, Ker, Out).print();
+    for (const kernel::NestKernels &U : K.Unfused)
+      kernels(U, Out);
   }
 
-  bool needsFlatFlag(const Nest &N) {
-    return N.canFlatten() && !flatCondition(F, N).empty();
-  }
-
-  void emitKernel(const Nest &N, const std::string &Name, std::string &Out) {
-    KernelParams K = paramsOf(N);
-    std::vector<std::string> Params;
-    for (unsigned R : K.Refs) {
-      const Param &Pr = F.Params[R];
-      Params.push_back(fmt::format("{}{} *__restrict__ {}",
-                                   Pr.Kind == ParamKind::In ? "const " : "",
-                                   dtypeCppName(Pr.Type), pointerVar(F, R)));
-    }
-    for (auto [R, A] : K.Extents)
-      Params.push_back(fmt::format("const int64_t {}", extentVar(F, R, A)));
-    for (unsigned S : K.Scalars)
-      Params.push_back(fmt::format(
-          "const {} {}", dtypeCppName(F.Params[S].Type), F.Params[S].Name));
-    bool FlatFlag = needsFlatFlag(N);
-    if (FlatFlag)
-      Params.push_back("const bool pk_flat");
-
-    if (N.Indexed) {
-      emitIndexedKernel(N, Name, Params, Out);
-      return;
-    }
-    bool Flat = N.canFlatten() && !FlatFlag;
-    Out += fmt::format(
-        "// Group {} of {} ({}:{}): elementwise over {}, one thread per "
-        "element,\n// grid-stride loop{}.\n",
-        N.Group, F.Name, llvm::sys::path::filename(F.File).str(),
-        N.Lines.empty() ? 0 : N.Lines.front(), shapeToString(F, N.Domain),
-        Flat       ? ", contiguous indexing"
-        : FlatFlag ? "; contiguous indexing when no operand broadcasts"
-                   : "; broadcast index arithmetic");
-    Out += fmt::format("__global__ void {}({}) {{\n", Name,
-                       fmt::join(Params, ",\n    "));
-    Out += fmt::format("  const int64_t pk_n = {};\n", domainSize(F, N));
-    Out += "  const int64_t pk_first = int64_t(blockIdx.x) * blockDim.x + "
-           "threadIdx.x;\n";
-    Out += "  const int64_t pk_step = int64_t(gridDim.x) * blockDim.x;\n";
-    auto FlatLoop = [&](const std::string &Indent) {
-      Out += fmt::format("{}for (int64_t pk_i = pk_first; pk_i < pk_n; pk_i "
-                         "+= pk_step) {{\n",
-                         Indent);
-      emitBody(
-          F, N, Backend::Cuda, [](const Stmt &) { return std::string("pk_i"); },
-          Out, Indent + "  ");
-      Out += Indent + "}\n";
-    };
-    auto StridedLoop = [&](const std::string &Indent) {
-      emitStrides(F, N, Out, Indent);
-      Out += fmt::format("{}for (int64_t pk_i = pk_first; pk_i < pk_n; pk_i "
-                         "+= pk_step) {{\n",
-                         Indent);
-      std::string In = Indent + "  ";
-      unsigned R = N.Domain.size();
-      if (R == 1) {
-        Out += fmt::format("{}const int64_t {} = pk_i;\n", In, indexVar(0));
-      } else if (R > 1) {
-        Out += fmt::format("{}int64_t pk_rest = pk_i;\n", In);
-        for (unsigned K = R; K-- > 1;) {
-          std::string E = extentExpr(F, N.Domain[K]);
-          Out += fmt::format("{}const int64_t {} = pk_rest % {};\n", In,
-                             indexVar(K), E);
-          Out += fmt::format("{}pk_rest /= {};\n", In, E);
+  void launch(const kernel::NestLaunch &NL, std::string &L,
+              const std::string &In) {
+    L += In + "{\n";
+    L += fmt::format("{}  const int64_t pk_work = {};\n", In, NL.Work);
+    L += fmt::format("{}  if (pk_work > 0) {{\n", In);
+    std::string In2 = In + "    ";
+    for (const std::string &S : NL.Setup)
+      L += In2 + S + "\n";
+    for (const kernel::LaunchStep &Step : NL.Steps) {
+      auto Launch = [&](const kernel::LaunchVariant &V,
+                        const std::string &Pad) {
+        // Parenthesised: the template arguments' commas must not split
+        // the macro's arguments.
+        std::string Kernel =
+            V.TemplateArgs.empty()
+                ? Step.Kernel
+                : fmt::format("({}<{}>)", Step.Kernel, V.TemplateArgs);
+        std::string Block =
+            V.BlockY == "1" ? V.Block
+                            : fmt::format("dim3({}, {})", V.Block, V.BlockY);
+        L += fmt::format("{}// {}\n", Pad, V.Why);
+        L += fmt::format("{}PK_LAUNCH({}, {}, {}, {}, pk_stream,\n{}          "
+                         "{});\n",
+                         Pad, Kernel, V.Grid, Block, V.SharedBytes, Pad,
+                         fmt::join(Step.Args, ", "));
+      };
+      if (Step.Variants.size() == 1) {
+        Launch(Step.Variants[0], In2);
+      } else {
+        for (size_t I = 0; I < Step.Variants.size(); ++I) {
+          const kernel::LaunchVariant &V = Step.Variants[I];
+          if (I == 0)
+            L += fmt::format("{}if ({}) {{\n", In2, V.When);
+          else if (!V.When.empty())
+            L += fmt::format("{}}} else if ({}) {{\n", In2, V.When);
+          else
+            L += In2 + "} else {\n";
+          Launch(V, In2 + "  ");
         }
-        Out += fmt::format("{}const int64_t {} = pk_rest;\n", In, indexVar(0));
+        L += In2 + "}\n";
       }
-      emitBody(
-          F, N, Backend::Cuda,
-          [&](const Stmt &S) { return stridedIndex(F, N, S); }, Out, In);
-      Out += Indent + "}\n";
-    };
-    if (Flat) {
-      FlatLoop("  ");
-    } else if (FlatFlag) {
-      Out += "  if (pk_flat) {\n";
-      FlatLoop("    ");
-      Out += "  } else {\n";
-      StridedLoop("    ");
-      Out += "  }\n";
-    } else {
-      StridedLoop("  ");
+      L += fmt::format("{}pk::cuda::detail::check_launch({});\n", In2,
+                       stringLiteral(F.Name));
     }
-    Out += "}\n\n";
+    for (const std::string &S : NL.Cleanup)
+      L += In2 + S + "\n";
+    L += fmt::format("{}  }}\n{}}}\n", In, In);
   }
 
-  /// One thread per row in a grid-stride loop; each thread runs the row's
-  /// phases sequentially. (Warp- and block-per-row strategies are the
-  /// [cuda] milestone's.)
-  void emitIndexedKernel(const Nest &N, const std::string &Name,
-                         const std::vector<std::string> &Params,
-                         std::string &Out) {
-    Out += fmt::format(
-        "// Group {} of {} ({}:{}): {} over {}, one thread per row,\n"
-        "// grid-stride loop over the rows.\n",
-        N.Group, F.Name, llvm::sys::path::filename(F.File).str(),
-        N.Lines.empty() ? 0 : N.Lines.front(),
-        N.isReduction() ? fmt::format("reduction over axis {}",
-                                      fmt::join(N.ReduceAxes, ", "))
-                        : std::string("elementwise"),
-        shapeToString(F, N.Domain));
-    Out += fmt::format("__global__ void {}({}) {{\n", Name,
-                       fmt::join(Params, ",\n    "));
-    emitIndexedStrides(F, N, Out, "  ");
-    std::vector<unsigned> Rows = rowAxes(N);
-    Out += fmt::format("  const int64_t pk_rows = {};\n", rowCount(F, N));
-    Out += "  const int64_t pk_step = int64_t(gridDim.x) * blockDim.x;\n";
-    Out += "  for (int64_t pk_row = int64_t(blockIdx.x) * blockDim.x + "
-           "threadIdx.x; pk_row < pk_rows;\n       pk_row += pk_step) {\n";
-    if (!Rows.empty()) {
-      Out += "    int64_t pk_rest = pk_row;\n";
-      for (size_t K = Rows.size(); K-- > 0;) {
-        std::string E = extentExpr(F, N.Domain[Rows[K]]);
-        Out += fmt::format("    const int64_t {} = pk_rest % {};\n",
-                           indexVar(Rows[K]), E);
-        if (K > 0)
-          Out += fmt::format("    pk_rest /= {};\n", E);
-      }
-    } else {
-      Out += "    (void)pk_row;\n";
-    }
-    emitRowBody(F, N, Backend::Cuda, Out, "    ");
-    Out += "  }\n}\n\n";
-  }
-
-  void emitLaunch(const Nest &N, const std::string &Name, std::string &L,
-                  const std::string &Indent) {
-    KernelParams K = paramsOf(N);
-    std::vector<std::string> Args;
-    for (unsigned R : K.Refs)
-      Args.push_back(F.Params[R].Name + ".data()");
-    for (auto [R, A] : K.Extents)
-      Args.push_back(extentVar(F, R, A));
-    for (unsigned S : K.Scalars)
-      Args.push_back(F.Params[S].Name);
-    if (needsFlatFlag(N))
-      Args.push_back(fmt::format("({})", flatCondition(F, N)));
-    L += fmt::format("{}{{\n", Indent);
-    L +=
-        fmt::format("{}  const int64_t pk_n = {};\n", Indent, domainSize(F, N));
-    L += fmt::format("{}  if (pk_n > 0) {{\n", Indent);
-    L += fmt::format("{}    PK_LAUNCH({}, pk::cuda::detail::grid_for(pk_n), "
-                     "pk::cuda::detail::kBlock, 0, pk_stream,\n{}              "
-                     "{});\n",
-                     Indent, Name, Indent, fmt::join(Args, ", "));
-    L += fmt::format("{}    pk::cuda::detail::check_launch({});\n", Indent,
-                     stringLiteral(F.Name));
-    L += fmt::format("{}  }}\n{}}}\n", Indent, Indent);
-  }
-
-  const loop::Program &P;
+  const kernel::Program &P;
   const Function &F;
 };
 
 } // namespace
 
-cuda::KernelText pk::cuda::emitCuda(const loop::Program &P) {
+cuda::KernelText pk::cuda::emitCuda(const kernel::Program &P) {
   return CudaEmitter(P).run();
 }
 

@@ -1,8 +1,8 @@
-//===- EmitCuda.h - Loop IR to CUDA kernels and launchers -------*- C++ -*-===//
+//===- EmitCuda.h - Kernel IR to CUDA kernels and launchers -----*- C++ -*-===//
 #ifndef PK_TARGET_CUDA_EMITCUDA_H
 #define PK_TARGET_CUDA_EMITCUDA_H
 
-#include "IR/LoopIR.h"
+#include "IR/KernelIR.h"
 
 #include <string>
 
@@ -15,10 +15,10 @@ struct KernelText {
   std::string Declaration; ///< the launcher's declaration for the .pk.h
 };
 
-/// Grid-stride elementwise kernels (flat or with broadcast index
-/// arithmetic) and a host launcher that checks the entry guards, picks the
-/// grid and launches on the caller's stream through PK_LAUNCH.
-KernelText emitCuda(const loop::Program &P);
+/// Prints the Kernel IR of a kernel as CUDA, and its host launcher: the
+/// entry guards, then per nest the launch variant that fits the run-time
+/// extents, on the caller's stream through PK_LAUNCH.
+KernelText emitCuda(const kernel::Program &P);
 
 /// The whole .pk.cu / .pk.h for the kernels of one source file.
 std::string cudaFile(llvm::StringRef Source, llvm::StringRef HeaderName,

@@ -26,7 +26,7 @@ std::string target::strideVar(const Function &F, unsigned Param,
 }
 
 std::string target::pointerVar(const Function &F, unsigned Param) {
-  return "pk_" + F.Params[Param].Name;
+  return "pk_" + F.Params[Param].Name + "_ptr";
 }
 
 std::string target::indexVar(unsigned Axis) {
@@ -263,21 +263,17 @@ static llvm::StringRef spelling(const OpInfo &Info, target::Backend B,
   return T == DType::F64 ? Info.CudaF64 : Info.CudaF32;
 }
 
-namespace {
-
-/// A reference to a statement's value: literals inline, others by name.
-std::string valueRef(const Nest &N, unsigned I) {
+std::string target::valueRef(const Nest &N, unsigned I) {
   const Stmt &S = N.Body[I];
   if (S.K == Stmt::Const)
     return target::literal(S.Type, S.FloatValue, S.IntValue);
   return S.Name;
 }
 
-/// Prints one statement (not Reduce, which needs a loop around it).
-void emitStmt(const Function &F, const Nest &N, const Stmt &S,
-              target::Backend B,
-              const std::function<std::string(const Stmt &)> &Index,
-              std::string &Out, llvm::StringRef Indent) {
+void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
+                      target::Backend B,
+                      const std::function<std::string(const Stmt &)> &Index,
+                      std::string &Out, llvm::StringRef Indent) {
   llvm::StringRef Ty = dtypeCppName(S.Type);
   switch (S.K) {
   case Stmt::Const:
@@ -319,8 +315,6 @@ void emitStmt(const Function &F, const Nest &N, const Stmt &S,
   }
   }
 }
-
-} // namespace
 
 void target::emitBody(const Function &F, const Nest &N, Backend B,
                       const std::function<std::string(const Stmt &)> &Index,
@@ -382,12 +376,11 @@ std::string target::rowCount(const Function &F, const Nest &N) {
   return fmt::format("{}", fmt::join(Parts, " * "));
 }
 
-namespace {
-
 /// The element index of a load or store; along `UnitAxis` the stride is
 /// taken to be 1 (the caller checked it at run time, or it is a store, whose
 /// index along an axis of extent 1 is 0 either way).
-std::string indexedIndex(const Function &F, const Stmt &S, int UnitAxis) {
+std::string target::indexedIndex(const Function &F, const Stmt &S,
+                                 int UnitAxis) {
   std::vector<std::string> Terms;
   for (size_t K = 0; K < S.Dims.size(); ++K) {
     if (S.Dims[K] < 0)
@@ -405,7 +398,7 @@ std::string indexedIndex(const Function &F, const Stmt &S, int UnitAxis) {
 
 /// The accumulator type of a reduction: integer sums accumulate in int64
 /// (the eager header does the same), everything else in the result type.
-DType accumulatorType(const Nest &N, const Stmt &S) {
+DType target::accumulatorType(const Nest &N, const Stmt &S) {
   if ((S.Reduction == ReduceKind::Sum || S.Reduction == ReduceKind::Mean) &&
       !isFloat(S.Type))
     return DType::I64;
@@ -414,7 +407,7 @@ DType accumulatorType(const Nest &N, const Stmt &S) {
   return S.Type;
 }
 
-std::string accumulatorInit(const Stmt &S, DType T) {
+std::string target::accumulatorInit(const Stmt &S, DType T) {
   llvm::StringRef Ty = dtypeCppName(T);
   switch (S.Reduction) {
   case ReduceKind::Sum:
@@ -439,9 +432,7 @@ std::string accumulatorInit(const Stmt &S, DType T) {
   return "0";
 }
 
-std::string accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
-
-} // namespace
+std::string target::accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
 
 void target::emitRowBody(const Function &F, const Nest &N, Backend B,
                          std::string &Out, const std::string &Indent,

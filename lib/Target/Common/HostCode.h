@@ -20,7 +20,9 @@ namespace pk::target {
 enum class Backend { Cpu, Cuda };
 
 /// Names the emitters give things; every one starts with `pk_`, which the
-/// frontend keeps out of user names.
+/// frontend keeps out of user names. Names built from a user's name end in
+/// `_ptr`, `_<axis>` or `_s<axis>`, so they never equal the emitters' own
+/// (`pk_n`, `pk_row`, `pk_lane`, ...) whatever the refs are called.
 std::string extentVar(const ir::Function &F, unsigned Param, unsigned Axis);
 std::string strideVar(const ir::Function &F, unsigned Param, unsigned Axis);
 std::string pointerVar(const ir::Function &F, unsigned Param);
@@ -56,6 +58,15 @@ std::string fuseCondition(const ir::Function &F, const loop::Nest &N);
 std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
                          const loop::Stmt &Load);
 
+/// A reference to a statement's value: literals inline, others by name.
+std::string valueRef(const loop::Nest &N, unsigned I);
+/// Prints one statement (not Reduce, which needs a loop around it);
+/// `Index` gives the element index of a load or store.
+void emitStmt(const ir::Function &F, const loop::Nest &N, const loop::Stmt &S,
+              Backend B,
+              const std::function<std::string(const loop::Stmt &)> &Index,
+              std::string &Out, llvm::StringRef Indent);
+
 /// Prints the nest's statements, one per line. `Index` gives the element
 /// index of a load or store ("pk_i" for flat loops).
 void emitBody(const ir::Function &F, const loop::Nest &N, Backend B,
@@ -77,6 +88,18 @@ std::string rowCount(const ir::Function &F, const loop::Nest &N);
 /// The elements an indexed nest touches: rows times the extents reduced (for
 /// the threading threshold).
 std::string indexedWork(const ir::Function &F, const loop::Nest &N);
+/// The element index of a load or store of an indexed nest through
+/// Stmt::Dims; along `UnitAxis` (>= 0) the stride is taken to be 1.
+std::string indexedIndex(const ir::Function &F, const loop::Stmt &S,
+                         int UnitAxis = -1);
+/// The accumulator type of a reduction: integer sums accumulate in int64
+/// (the eager header does the same), everything else in the result type.
+ir::DType accumulatorType(const loop::Nest &N, const loop::Stmt &Reduce);
+/// The identity of the reduction, as a literal of type `T`.
+std::string accumulatorInit(const loop::Stmt &Reduce, ir::DType T);
+/// `pk_acc_<name>`.
+std::string accumulatorVar(const loop::Stmt &Reduce);
+
 /// The body run once per row, with `pk_i<axis>` of every row axis defined:
 /// row values, then per phase the inner loops over the reduce axes (with
 /// `#pragma omp simd` and reduction clauses on the CPU), accumulators

@@ -1,0 +1,176 @@
+//===- ScheduleGpu.cpp - Loop IR nests to a GPU schedule (GPU Tile IR) ----===//
+//
+// The decisions, per nest:
+//  * Elementwise nests are grid-stride loops of 256-thread blocks. On the
+//    flat path, when every ref has one 4- or 8-byte dtype, a thread moves 16
+//    bytes per access (float4 / double2); the launcher takes that path only
+//    when every pointer is 16-byte aligned, and a scalar loop does the tail.
+//  * Row reductions (the last axis reduced) give each row to a group of
+//    threads: a warp for rows up to 1024 elements (8 rows per block, only
+//    shuffles), a block of 256 or 1024 threads for longer rows (shuffles,
+//    then the warps' partials through shared memory). Every phase of a row
+//    runs in the same kernel. Loads and transcendentals that later phases
+//    need again stay in shared memory when the block's rows fit; otherwise
+//    they are recomputed from global memory (L2) — the "chunked" case.
+//  * Reductions along leading axes (the last axis kept) put consecutive
+//    threads on consecutive kept elements (coalesced), and split the reduced
+//    range over the block's y threads, combined in shared memory.
+//  * Full reductions with one phase run in two stages: each block reduces a
+//    grid-stride share to one partial, then one block reduces the partials
+//    and runs the consumers. Deterministic, unlike float atomics. Full
+//    reductions with several phases run as one row on one block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/Passes.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+using namespace pk;
+using namespace pk::ir;
+using gpu::NestPlan;
+using gpu::Strategy;
+using loop::Nest;
+
+namespace {
+
+/// The size of the float dtype every ref of the nest shares, or 0 (CUDA's
+/// float4 and double2 carry the vector accesses).
+unsigned commonRefBytes(const Function &F, const Nest &N) {
+  unsigned Bytes = 0;
+  for (const loop::Stmt &S : N.Body) {
+    if (S.K != loop::Stmt::Load && S.K != loop::Stmt::Store)
+      continue;
+    DType T = F.Params[S.Param].Type;
+    if (!isFloat(T) || (Bytes && dtypeBytes(T) != Bytes))
+      return 0;
+    Bytes = dtypeBytes(T);
+  }
+  return Bytes;
+}
+
+/// Inner values worth keeping in shared memory: loads and transcendentals
+/// that the loops of two or more phases need. (The loops may run over
+/// extents that are different symbols; the launcher keeps them only when
+/// the lengths are equal at run time.)
+std::vector<unsigned> sharedRowValues(const Nest &N) {
+  std::map<unsigned, std::set<unsigned>> PhasesUsing;
+  for (const loop::Stmt &Root : N.Body) {
+    if (!(Root.K == loop::Stmt::Reduce ||
+          (Root.K == loop::Stmt::Store && Root.Inner)))
+      continue;
+    std::vector<unsigned> Work(Root.Args.begin(), Root.Args.end());
+    std::set<unsigned> Seen;
+    while (!Work.empty()) {
+      unsigned I = Work.back();
+      Work.pop_back();
+      const loop::Stmt &S = N.Body[I];
+      if (!S.Inner || S.K == loop::Stmt::Reduce || !Seen.insert(I).second)
+        continue;
+      PhasesUsing[I].insert(Root.Phase);
+      Work.insert(Work.end(), S.Args.begin(), S.Args.end());
+    }
+  }
+  std::vector<unsigned> Values;
+  for (auto &[I, Phases] : PhasesUsing) {
+    const loop::Stmt &S = N.Body[I];
+    bool Worth =
+        S.K == loop::Stmt::Load ||
+        (S.K == loop::Stmt::Apply && opInfo(S.Op).Cost == OpCost::Costly);
+    if (Phases.size() >= 2 && Worth)
+      Values.push_back(I);
+  }
+  return Values;
+}
+
+bool onePhaseRowStores(const Nest &N) {
+  for (const loop::Stmt &S : N.Body) {
+    if (S.K == loop::Stmt::Reduce && S.Phase != 0)
+      return false;
+    if (S.K == loop::Stmt::Store && S.Inner)
+      return false;
+  }
+  return true;
+}
+
+NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
+  NestPlan P;
+  if (!N.Indexed) {
+    P.Kind = Strategy::GridStride;
+    P.BlockX = T.ElementwiseBlock;
+    unsigned Bytes = commonRefBytes(F, N);
+    if (N.canFlatten() && !N.Domain.empty() && (Bytes == 4 || Bytes == 8)) {
+      P.VectorWidth = T.VectorBytes / Bytes;
+      P.Notes.push_back(fmt::format(
+          "{} bytes per access when every pointer is {}-byte aligned, "
+          "scalar tail",
+          T.VectorBytes, T.VectorBytes));
+    } else if (!N.canFlatten()) {
+      P.Notes.push_back("an operand broadcasts: strided index arithmetic");
+    } else {
+      P.Notes.push_back("refs of different sizes: scalar accesses");
+    }
+    for (const Nest &U : N.Unfused)
+      P.Unfused.push_back(schedule(F, U, T));
+    return P;
+  }
+  if (!N.isReduction()) {
+    P.Kind = Strategy::GridStrideIndexed;
+    P.BlockX = T.ElementwiseBlock;
+    P.Notes.push_back("axes move (expand_dims/squeeze/index): one thread "
+                      "per element, strided indexing");
+    return P;
+  }
+  unsigned RowAxes = N.Domain.size() - N.ReduceAxes.size();
+  if (RowAxes == 0 && onePhaseRowStores(N)) {
+    P.Kind = Strategy::TwoStage;
+    P.BlockX = 512;
+    P.MaxPartials = 1024;
+    P.Notes.push_back("full reduction: per-block partials in a scratch "
+                      "buffer, then one block; deterministic, no atomics");
+    return P;
+  }
+  if (RowAxes == 0) {
+    P.Kind = Strategy::RowGroups;
+    P.Rows = {{T.MaxThreadsPerBlock, 0}};
+    P.SharedRowValues = sharedRowValues(N);
+    P.Notes.push_back("full reduction with several phases: one row on one "
+                      "block");
+    return P;
+  }
+  if (!llvm::is_contained(N.ReduceAxes, N.Domain.size() - 1)) {
+    P.Kind = Strategy::Columns;
+    P.BlockX = T.WarpSize;
+    P.BlockY = 16;
+    P.Notes.push_back("last axis kept: a warp reads 32 consecutive kept "
+                      "elements (coalesced), the block's y threads split the "
+                      "reduced range and combine in shared memory");
+    return P;
+  }
+  P.Kind = Strategy::RowGroups;
+  P.Rows = {{T.WarpSize, 1024}, {256, 16384}, {T.MaxThreadsPerBlock, 0}};
+  P.SharedRowValues = sharedRowValues(N);
+  P.Notes.push_back("a warp per row up to 1024 elements (shuffles only), "
+                    "else a block per row (shuffles, then shared memory)");
+  if (!P.SharedRowValues.empty())
+    P.Notes.push_back(fmt::format(
+        "values later phases need stay in shared memory when the block's "
+        "rows fit in {} KiB, else they are recomputed from global memory",
+        T.SharedBytesPerBlock / 1024));
+  return P;
+}
+
+} // namespace
+
+gpu::Program pk::scheduleForGpu(const loop::Program &P,
+                                const gpu::GpuTarget &T) {
+  gpu::Program S;
+  S.Loops = &P;
+  S.Target = T;
+  for (const Nest &N : P.Nests)
+    S.Nests.push_back(schedule(*P.F, N, T));
+  return S;
+}
