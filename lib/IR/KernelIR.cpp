@@ -243,15 +243,21 @@ void printNest(const ir::Function &F, const NestKernels &K,
     OS << Pad << "}\n";
   }
   const NestLaunch &L = K.Launch;
-  OS << Pad << "launch when " << L.Work << " > 0 {\n";
+  if (L.Work == "1")
+    OS << Pad << "launch {\n";
+  else
+    OS << Pad << "launch when " << L.Work << " > 0 {\n";
   for (const std::string &S : L.Setup)
     OS << Pad << "  " << S << "\n";
   for (const LaunchStep &Step : L.Steps) {
     OS << Pad << "  " << Step.Kernel << ":\n";
     for (const LaunchVariant &V : Step.Variants)
-      OS << Pad << "    " << (V.When.empty() ? "else" : "if " + V.When)
-         << (V.TemplateArgs.empty() ? "" : " <" + V.TemplateArgs + ">")
-         << " grid " << V.Grid << " block " << V.Block
+      OS << Pad << "    "
+         << (Step.Variants.size() == 1 ? ""
+             : V.When.empty()          ? "else "
+                                       : "if " + V.When + " ")
+         << (V.TemplateArgs.empty() ? "" : "<" + V.TemplateArgs + "> ")
+         << "grid " << V.Grid << " block " << V.Block
          << (V.BlockY == "1" ? "" : " x " + V.BlockY) << " shared "
          << V.SharedBytes << " bytes ; " << V.Why << "\n";
   }

@@ -77,9 +77,17 @@ public:
       Out += "// " + Note + "\n";
     if (!K.TemplateParams.empty())
       Out += fmt::format("template <{}>\n", fmt::join(K.TemplateParams, ", "));
+    std::string Body;
+    stmts(K.Body, "  ", Body);
+    Body = dropUnusedStrides(Body);
+    // A launch passes every ref of the group; a kernel that does not read
+    // one (the second stage of a full reduction reads no input) leaves its
+    // parameter unnamed.
     std::vector<std::string> Params;
     for (const kernel::Param &P : K.Params)
-      Params.push_back(P.Type + " " + P.Name);
+      Params.push_back(usesName(Body, P.Name)
+                           ? P.Type + " " + P.Name
+                           : fmt::format("{} /*{}*/", P.Type, P.Name));
     Out +=
         fmt::format("__global__ void {}{}({}) {{\n",
                     K.LaunchBounds.empty()
@@ -95,12 +103,32 @@ public:
         Out += fmt::format("  __shared__ {} {}[{}];\n", dtypeCppName(B.Type),
                            B.Name, B.Count);
     }
-    std::string Body;
-    std::swap(Body, Out);
-    stmts(K.Body, "  ");
-    std::swap(Body, Out);
-    Out += dropUnusedStrides(Body);
+    Out += Body;
     Out += "}\n\n";
+  }
+
+  /// Prints `Body` into `Dest` instead of the output.
+  void stmts(const std::vector<kernel::Stmt> &Body, const std::string &In,
+             std::string &Dest) {
+    std::swap(Dest, Out);
+    stmts(Body, In);
+    std::swap(Dest, Out);
+  }
+
+  /// Whether `Text` contains the identifier `Name` as a whole token.
+  static bool usesName(llvm::StringRef Text, llvm::StringRef Name) {
+    auto IsIdent = [](char C) {
+      return std::isalnum(static_cast<unsigned char>(C)) || C == '_';
+    };
+    for (size_t P = Text.find(Name); P != llvm::StringRef::npos;
+         P = Text.find(Name, P + 1)) {
+      bool Before = P > 0 && IsIdent(Text[P - 1]);
+      bool After =
+          P + Name.size() < Text.size() && IsIdent(Text[P + Name.size()]);
+      if (!Before && !After)
+        return true;
+    }
+    return false;
   }
 
   /// Stride and index declarations (`const int64_t pk_x_s0 = ...;`,
@@ -129,16 +157,7 @@ public:
           llvm::StringRef Next = Split[J];
           if (!Next.trim().empty() && Next.size() - Next.ltrim().size() < Depth)
             break;
-          for (size_t P = Next.find(Name); P != llvm::StringRef::npos;
-               P = Next.find(Name, P + 1)) {
-            char After =
-                P + Name.size() < Next.size() ? Next[P + Name.size()] : ' ';
-            if (!std::isalnum(static_cast<unsigned char>(After)) &&
-                After != '_') {
-              Used = true;
-              break;
-            }
-          }
+          Used = usesName(Next, Name);
         }
         if (!Used)
           continue;
@@ -345,10 +364,21 @@ private:
 
   void launch(const kernel::NestLaunch &NL, std::string &L,
               const std::string &In) {
+    // A nest that always runs (a full reduction stores its result even for
+    // an empty input) needs no work check.
+    bool Always = NL.Work == "1";
     L += In + "{\n";
-    L += fmt::format("{}  const int64_t pk_work = {};\n", In, NL.Work);
-    L += fmt::format("{}  if (pk_work > 0) {{\n", In);
-    std::string In2 = In + "    ";
+    bool GridUsesWork = false;
+    for (const kernel::LaunchStep &Step : NL.Steps)
+      for (const kernel::LaunchVariant &V : Step.Variants)
+        GridUsesWork |= llvm::StringRef(V.Grid).contains("pk_work");
+    if (Always && GridUsesWork)
+      L += fmt::format("{}  const int64_t pk_work = 1;\n", In);
+    if (!Always) {
+      L += fmt::format("{}  const int64_t pk_work = {};\n", In, NL.Work);
+      L += fmt::format("{}  if (pk_work > 0) {{\n", In);
+    }
+    std::string In2 = In + (Always ? "  " : "    ");
     for (const std::string &S : NL.Setup)
       L += In2 + S + "\n";
     for (const kernel::LaunchStep &Step : NL.Steps) {
@@ -389,7 +419,9 @@ private:
     }
     for (const std::string &S : NL.Cleanup)
       L += In2 + S + "\n";
-    L += fmt::format("{}  }}\n{}}}\n", In, In);
+    if (!Always)
+      L += In + "  }\n";
+    L += In + "}\n";
   }
 
   const kernel::Program &P;

@@ -678,7 +678,9 @@ private:
               : fmt::format("a block of {} threads per row", Threads);
       if (!C.Shared.empty()) {
         std::string Bytes =
-            fmt::format("{} * pk_shared_row_bytes", RowsPerBlock);
+            RowsPerBlock == 1
+                ? std::string("pk_shared_row_bytes")
+                : fmt::format("{} * pk_shared_row_bytes", RowsPerBlock);
         std::string SharedFits =
             fmt::format("{} <= {}", Bytes, T.SharedBytesPerBlock);
         for (size_t L = 1; L < Lengths.size(); ++L)
@@ -864,10 +866,10 @@ private:
     kernel::NestLaunch &L = Out.Launch;
     L.Work = "1";
     L.Setup.push_back(fmt::format("const int64_t pk_len = {};", Len));
-    L.Setup.push_back(fmt::format(
-        "const int64_t pk_nparts = std::min<int64_t>(std::max<int64_t>("
-        "pk::cuda::detail::grid_for(pk_len, {}), 1), {});",
-        Block, P.MaxPartials));
+    L.Setup.push_back(
+        fmt::format("const int64_t pk_nparts = std::min<int64_t>("
+                    "pk::cuda::detail::grid_for(pk_len, {}), {});",
+                    Block, P.MaxPartials));
     for (unsigned R : Rs)
       L.Setup.push_back(fmt::format(
           "pk::cuda::detail::DeviceScratch<{}> pk_part_{}(pk_nparts, "
