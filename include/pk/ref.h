@@ -32,6 +32,14 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Raised when a ref that a kernel writes shares memory with another ref of
+/// the same call (refs may not alias; an in-place update is one InOut).
+/// Compiled kernels and CUDA launchers check before any write.
+class AliasError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 /// The tag of `ref[_]`, the only legal subscript.
 struct Whole {};
 

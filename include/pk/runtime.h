@@ -51,6 +51,42 @@ template <class T> inline T *row_scratch(unsigned Slot, int64_t N) {
   return Row.data();
 }
 
+/// The memory of one ref argument, for check_no_alias.
+struct RefSpan {
+  const char *Name;
+  const void *Ptr;
+  int64_t Bytes;
+  bool Written;
+};
+
+[[gnu::cold]] inline void alias_fail(const char *Kernel, const char *Written,
+                                     const char *Other) {
+  throw AliasError(std::string(Kernel) + ": " + Written + " overlaps " +
+                   Other +
+                   " in memory; refs may not alias (an in-place update is "
+                   "one InOut ref)");
+}
+
+/// Throws pk::AliasError when a written ref shares a byte with any other ref
+/// of the call. Empty refs share nothing. Quadratic in the refs of one
+/// kernel: a handful of comparisons.
+inline void check_no_alias(const char *Kernel,
+                           std::initializer_list<RefSpan> Refs) {
+  for (const RefSpan &W : Refs) {
+    if (!W.Written || W.Bytes == 0)
+      continue;
+    auto WB = reinterpret_cast<std::uintptr_t>(W.Ptr);
+    for (const RefSpan &O : Refs) {
+      if (&O == &W || O.Bytes == 0)
+        continue;
+      auto OB = reinterpret_cast<std::uintptr_t>(O.Ptr);
+      if (WB < OB + static_cast<std::uintptr_t>(O.Bytes) &&
+          OB < WB + static_cast<std::uintptr_t>(W.Bytes))
+        alias_fail(Kernel, W.Name, O.Name);
+    }
+  }
+}
+
 /// "[128, 1000]".
 inline std::string shape_str(std::initializer_list<int64_t> Shape) {
   std::string S = "[";

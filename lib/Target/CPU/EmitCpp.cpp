@@ -43,6 +43,7 @@ public:
     Out += "  // Shape guards: every condition is checked before any write.\n";
     emitExtents(F, Out, "  ");
     emitGuards(F, Out, "  ");
+    emitAliasChecks(F, Out, "  ");
     for (size_t I = 0; I < P.Nests.size(); ++I)
       emitGroup(P.Nests[I], Sched.Nests[I]);
     Out += "}";

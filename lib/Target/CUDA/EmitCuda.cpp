@@ -323,6 +323,7 @@ public:
     L += "  // Shape guards, checked on the host before any launch.\n";
     emitExtents(F, L, "  ");
     emitGuards(F, L, "  ");
+    emitAliasChecks(F, L, "  ");
     for (size_t I = 0; I < P.Nests.size(); ++I) {
       const Nest &N = P.Loops->Nests[I];
       const kernel::NestKernels &K = P.Nests[I];

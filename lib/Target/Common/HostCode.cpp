@@ -204,6 +204,29 @@ declareStrides(const Function &F, const Nest &N, std::string &Out,
   }
 }
 
+void target::emitAliasChecks(const Function &F, std::string &Out,
+                             llvm::StringRef Indent) {
+  std::vector<std::string> Spans;
+  bool AnyWritten = false;
+  for (const Param &P : F.Params) {
+    if (!P.isRef())
+      continue;
+    AnyWritten |= P.isWritable();
+    Spans.push_back(
+        fmt::format("{{{}, {}.data(), {}.size() * int64_t(sizeof({})), "
+                    "{}}}",
+                    stringLiteral(P.Name), P.Name, P.Name, dtypeCppName(P.Type),
+                    P.isWritable() ? "true" : "false"));
+  }
+  if (!AnyWritten || Spans.size() < 2)
+    return;
+  Out += fmt::format("{}// Refs may not alias: checked before any write.\n",
+                     Indent);
+  Out += fmt::format("{}pk::rt::check_no_alias({}, {{\n{}  {}}});\n", Indent,
+                     stringLiteral(F.Name), Indent,
+                     fmt::join(Spans, fmt::format(",\n{}  ", Indent)));
+}
+
 void target::emitStrides(const Function &F, const Nest &N, std::string &Out,
                          llvm::StringRef Indent) {
   declareStrides(F, N, Out, Indent,

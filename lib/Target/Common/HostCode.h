@@ -44,6 +44,10 @@ void emitExtents(const ir::Function &F, std::string &Out,
 /// the kernel, the values and their shapes. Needs emitExtents() first.
 void emitGuards(const ir::Function &F, std::string &Out,
                 llvm::StringRef Indent);
+/// Checks that no written ref shares memory with another ref of the call
+/// (pk::AliasError), before any write.
+void emitAliasChecks(const ir::Function &F, std::string &Out,
+                     llvm::StringRef Indent);
 /// Declares the strides of every ref a nest loads (0 on broadcast axes).
 void emitStrides(const ir::Function &F, const loop::Nest &N, std::string &Out,
                  llvm::StringRef Indent);
