@@ -43,6 +43,19 @@ inline unsigned grid_for(int64_t Items, int64_t PerBlock) {
       std::max<int64_t>(1, std::min<int64_t>(Blocks, int64_t(1) << 16)));
 }
 
+/// Blocks along y of a column reduction over `Reduced` elements per kept
+/// element: enough column tiles times slices to give each of ~132 SMs
+/// about four blocks, while every thread of a `BlockY`-high block still
+/// folds at least 16 elements; 1 means one pass, no partials.
+inline int64_t column_slices(int64_t Kept, int64_t Reduced, int BlockX,
+                             int BlockY, int MaxSlices) {
+  int64_t Tiles = std::max<int64_t>(1, (Kept + BlockX - 1) / BlockX);
+  int64_t Want = (528 + Tiles - 1) / Tiles;
+  int64_t Enough = Reduced / (int64_t(BlockY) * 16);
+  return std::max<int64_t>(
+      1, std::min<int64_t>(std::min(Want, Enough), MaxSlices));
+}
+
 /// True when every pointer is a multiple of `Bytes` (the vector path's
 /// float4 / double2 accesses need 16).
 template <class... Ptrs> bool aligned(unsigned Bytes, const Ptrs *...P) {

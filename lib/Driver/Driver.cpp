@@ -3,9 +3,13 @@
 #include "Driver/Driver.h"
 #include "Frontend/Frontend.h"
 
+#include "clang/Tooling/CompilationDatabase.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
@@ -75,6 +79,71 @@ std::string escapeMake(llvm::StringRef P) {
   return R;
 }
 
+/// The texts pkc generates for one input file, before they are written.
+struct FileOutputs {
+  std::string InputPath;
+  std::string Cpp, Cu, H; ///< <stem>.pk.cpp, <stem>.pk.cu, <stem>.pk.h
+  std::vector<std::string> Dependencies;
+};
+
+/// Runs the frontend and every pass on `Files` (read from `FS`, or the real
+/// file system when null), printing --emit output to `Out` and
+/// --pk-print-after-all to `Log`. Returns UserError when a kernel broke the
+/// contract. On Success `Compiled` holds one entry per file, or none when a
+/// file had only the errors -verify expected: there is nothing to write
+/// then either.
+ExitCode compileAll(const clang::tooling::CompilationDatabase &DB,
+                    llvm::ArrayRef<std::string> Files,
+                    const DriverOptions &Opts,
+                    llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS,
+                    llvm::raw_ostream &Out, llvm::raw_ostream &Log,
+                    std::vector<FileOutputs> &Compiled) {
+  PipelineOptions PO;
+  PO.Emit = Opts.Emit;
+  PO.PrintAfterAll = Opts.PrintAfterAll;
+  PO.Out = &Out;
+  PO.Log = &Log;
+
+  std::map<std::string, std::vector<cuda::KernelText>> CudaOf;
+  frontend::Options FO;
+  FO.ExtraArgsBefore = Opts.ExtraArgsBefore;
+  FO.FS = std::move(FS);
+  std::vector<frontend::FileResult> Results;
+  bool Ok = frontend::compileFiles(
+      DB, Files, FO,
+      [&](ir::Function &F) {
+        KernelArtifacts A = compileKernel(F, PO);
+        frontend::KernelResult R;
+        R.Diags = std::move(A.Diags);
+        R.CppBody = std::move(A.CppBody);
+        if (R.Diags.empty())
+          CudaOf[absolute(F.File)].push_back(std::move(A.Cuda));
+        return R;
+      },
+      Results);
+  if (!Ok)
+    return UserError;
+  // Under `-Xclang -verify` a file with the expected errors counts as
+  // success, but it still has no output to write.
+  if (llvm::any_of(Results,
+                   [](const frontend::FileResult &R) { return R.HadErrors; }))
+    return Success;
+
+  for (frontend::FileResult &R : Results) {
+    FileOutputs C;
+    C.InputPath = R.InputPath;
+    C.Cpp = std::move(R.Rewritten);
+    std::string Source = path::filename(R.InputPath).str();
+    std::string Header = path::stem(R.InputPath).str() + ".pk.h";
+    const std::vector<cuda::KernelText> &Cuda = CudaOf[absolute(R.InputPath)];
+    C.Cu = cuda::cudaFile(Source, Header, Cuda);
+    C.H = cuda::cudaHeader(Source, Cuda);
+    C.Dependencies = std::move(R.Dependencies);
+    Compiled.push_back(std::move(C));
+  }
+  return Success;
+}
+
 } // namespace
 
 int pk::driver::run(const clang::tooling::CompilationDatabase &DB,
@@ -119,53 +188,24 @@ int pk::driver::run(const clang::tooling::CompilationDatabase &DB,
     OutputsOf[absolute(F)] = Outs;
   }
 
-  PipelineOptions PO;
-  PO.Emit = Opts.Emit;
-  PO.PrintAfterAll = Opts.PrintAfterAll;
-  PO.Out = &llvm::outs();
-  PO.Log = &llvm::errs();
-
-  std::map<std::string, std::vector<cuda::KernelText>> CudaOf;
-  frontend::Options FO;
-  FO.ExtraArgsBefore = Opts.ExtraArgsBefore;
-  std::vector<frontend::FileResult> Results;
-  bool Ok = frontend::compileFiles(
-      DB, Files, FO,
-      [&](ir::Function &F) {
-        KernelArtifacts A = compileKernel(F, PO);
-        frontend::KernelResult R;
-        R.Diags = std::move(A.Diags);
-        R.CppBody = std::move(A.CppBody);
-        if (R.Diags.empty())
-          CudaOf[absolute(F.File)].push_back(std::move(A.Cuda));
-        return R;
-      },
-      Results);
+  std::vector<FileOutputs> Compiled;
+  ExitCode Exit = compileAll(DB, Files, Opts, /*FS=*/nullptr, llvm::outs(),
+                             llvm::errs(), Compiled);
   llvm::outs().flush();
-  // Under `-Xclang -verify` a file with the expected errors counts as
-  // success, but it still has no output to write.
-  if (!Ok || llvm::any_of(Results, [](const frontend::FileResult &R) {
-        return R.HadErrors;
-      }))
-    return Ok ? Success : UserError;
-  if (!WriteFiles)
-    return Success;
+  if (Exit != Success || !WriteFiles || Compiled.empty())
+    return Exit;
 
   std::vector<OutputFile> Outputs;
   std::set<std::string> Deps;
-  for (const frontend::FileResult &R : Results) {
-    Deps.insert(R.Dependencies.begin(), R.Dependencies.end());
-    const std::vector<std::string> &Outs = OutputsOf[absolute(R.InputPath)];
-    std::string Source = path::filename(R.InputPath).str();
-    const std::vector<cuda::KernelText> &Cuda = CudaOf[absolute(R.InputPath)];
-    std::string Header = path::stem(R.InputPath).str() + ".pk.h";
-    for (const std::string &O : Outs) {
+  for (const FileOutputs &C : Compiled) {
+    Deps.insert(C.Dependencies.begin(), C.Dependencies.end());
+    for (const std::string &O : OutputsOf[absolute(C.InputPath)]) {
       if (llvm::StringRef(O).ends_with(".pk.cpp"))
-        Outputs.push_back({O, R.Rewritten});
+        Outputs.push_back({O, C.Cpp});
       else if (llvm::StringRef(O).ends_with(".pk.cu"))
-        Outputs.push_back({O, cuda::cudaFile(Source, Header, Cuda)});
+        Outputs.push_back({O, C.Cu});
       else
-        Outputs.push_back({O, cuda::cudaHeader(Source, Cuda)});
+        Outputs.push_back({O, C.H});
     }
   }
 
@@ -190,4 +230,34 @@ int pk::driver::run(const clang::tooling::CompilationDatabase &DB,
       return UsageError;
   }
   return Success;
+}
+
+InMemoryResult pk::driver::compileInMemory(
+    llvm::StringRef FileName, llvm::StringRef Code,
+    llvm::ArrayRef<std::string> CompilerArgs, const DriverOptions &Opts) {
+  // The source lies in memory over the real file system, which still
+  // serves the headers it includes.
+  std::string Path = absolute(FileName);
+  auto Memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  Memory->addFile(Path, /*ModificationTime=*/0,
+                  llvm::MemoryBuffer::getMemBufferCopy(Code, Path));
+  auto FS = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(
+      llvm::vfs::getRealFileSystem());
+  FS->pushOverlay(Memory);
+
+  llvm::SmallString<256> Cwd;
+  fs::current_path(Cwd);
+  clang::tooling::FixedCompilationDatabase DB(Cwd, CompilerArgs);
+  InMemoryResult R;
+  std::vector<FileOutputs> Compiled;
+  {
+    llvm::raw_string_ostream Printed(R.Printed);
+    R.Exit = compileAll(DB, {Path}, Opts, FS, Printed, Printed, Compiled);
+  }
+  if (R.Exit == Success && !Compiled.empty()) {
+    R.Cpp = std::move(Compiled.front().Cpp);
+    R.Cu = std::move(Compiled.front().Cu);
+    R.H = std::move(Compiled.front().H);
+  }
+  return R;
 }

@@ -5,6 +5,7 @@
 #include "Driver/Pipeline.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <string>
 #include <vector>
@@ -38,6 +39,25 @@ enum ExitCode : int {
 /// (temporary + rename), never over an input.
 int run(const clang::tooling::CompilationDatabase &DB,
         llvm::ArrayRef<std::string> Files, const DriverOptions &Opts);
+
+/// What compileInMemory() returns instead of writing files.
+struct InMemoryResult {
+  ExitCode Exit = Success;
+  /// <stem>.pk.cpp, <stem>.pk.cu and <stem>.pk.h; empty unless Exit is
+  /// Success (and the source had no errors, even expected ones).
+  std::string Cpp, Cu, H;
+  /// What --emit and --pk-print-after-all printed.
+  std::string Printed;
+};
+
+/// Compiles one source held in memory as `run` compiles a file named
+/// `FileName` with `CompilerArgs` after `--`, and returns the generated
+/// texts: the file and its outputs never touch the disk (headers are read
+/// from the real file system). Diagnostics go to stderr. This is the
+/// fuzzer's entry point; `Opts.OutDir` and `Opts.DepFile` are ignored.
+InMemoryResult compileInMemory(llvm::StringRef FileName, llvm::StringRef Code,
+                               llvm::ArrayRef<std::string> CompilerArgs,
+                               const DriverOptions &Opts);
 
 } // namespace pk::driver
 

@@ -14,6 +14,8 @@
 #include "IR/GraphIR.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/IntrusiveRefCntPtr.h"
+#include "llvm/Support/VirtualFileSystem.h"
 
 #include <functional>
 #include <string>
@@ -57,6 +59,10 @@ struct Options {
   std::vector<std::string> ExtraArgsBefore;
   /// Appended to every compile command.
   std::vector<std::string> ExtraArgsAfter;
+  /// Where the files and their headers are read from; null means the real
+  /// file system. The driver's in-memory entry point (the fuzzer's) lays a
+  /// file held in memory over the real one.
+  llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS;
 };
 
 /// Parses `Files` with the commands of `DB`, reports diagnostics to stderr,

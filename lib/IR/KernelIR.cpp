@@ -249,17 +249,31 @@ void printNest(const ir::Function &F, const NestKernels &K,
     OS << Pad << "launch when " << L.Work << " > 0 {\n";
   for (const std::string &S : L.Setup)
     OS << Pad << "  " << S << "\n";
-  for (const LaunchStep &Step : L.Steps) {
-    OS << Pad << "  " << Step.Kernel << ":\n";
-    for (const LaunchVariant &V : Step.Variants)
-      OS << Pad << "    "
-         << (Step.Variants.size() == 1 ? ""
-             : V.When.empty()          ? "else "
-                                       : "if " + V.When + " ")
-         << (V.TemplateArgs.empty() ? "" : "<" + V.TemplateArgs + "> ")
-         << "grid " << V.Grid << " block " << V.Block
-         << (V.BlockY == "1" ? "" : " x " + V.BlockY) << " shared "
-         << V.SharedBytes << " bytes ; " << V.Why << "\n";
+  auto PrintSteps = [&](const std::vector<LaunchStep> &Steps,
+                        const std::string &In) {
+    for (const LaunchStep &Step : Steps) {
+      OS << In << Step.Kernel << ":\n";
+      for (const LaunchVariant &V : Step.Variants)
+        OS << In << "  "
+           << (Step.Variants.size() == 1 ? ""
+               : V.When.empty()          ? "else "
+                                         : "if " + V.When + " ")
+           << (V.TemplateArgs.empty() ? "" : "<" + V.TemplateArgs + "> ")
+           << "grid " << V.Grid << " block " << V.Block
+           << (V.BlockY == "1" ? "" : " x " + V.BlockY) << " shared "
+           << V.SharedBytes << " bytes ; " << V.Why << "\n";
+    }
+  };
+  if (!L.SplitWhen.empty()) {
+    OS << Pad << "  if " << L.SplitWhen << " {\n";
+    for (const std::string &S : L.SplitSetup)
+      OS << Pad << "    " << S << "\n";
+    PrintSteps(L.SplitSteps, Pad + "    ");
+    OS << Pad << "  } else {\n";
+    PrintSteps(L.Steps, Pad + "    ");
+    OS << Pad << "  }\n";
+  } else {
+    PrintSteps(L.Steps, Pad + "  ");
   }
   for (const std::string &S : L.Cleanup)
     OS << Pad << "  " << S << "\n";

@@ -130,9 +130,14 @@ struct LaunchStep {
 };
 
 struct NestLaunch {
-  std::string Work;                 ///< host expression; nothing runs when 0
-  std::vector<std::string> Setup;   ///< host statements before the launches
-  std::vector<LaunchStep> Steps;    ///< kernels in order
+  std::string Work;               ///< host expression; nothing runs when 0
+  std::vector<std::string> Setup; ///< host statements before the launches
+  std::vector<LaunchStep> Steps;  ///< kernels in order
+  /// When `SplitWhen` holds, `SplitSetup` and `SplitSteps` run instead of
+  /// `Steps` (a reduction split over more blocks, through partials).
+  std::string SplitWhen;
+  std::vector<std::string> SplitSetup;
+  std::vector<LaunchStep> SplitSteps;
   std::vector<std::string> Cleanup; ///< host statements after them
 };
 

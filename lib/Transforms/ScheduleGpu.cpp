@@ -96,6 +96,18 @@ bool onePhaseRowStores(const Nest &N) {
   return true;
 }
 
+/// Every reduction of the nest runs over the same extents (one loop).
+bool sameLoopExtents(const Nest &N) {
+  const std::vector<ExtentId> *Key = nullptr;
+  for (const loop::Stmt &S : N.Body)
+    if (S.K == loop::Stmt::Reduce) {
+      if (Key && *Key != S.LoopExtents)
+        return false;
+      Key = &S.LoopExtents;
+    }
+  return true;
+}
+
 NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
   NestPlan P;
   if (!N.Indexed) {
@@ -125,7 +137,7 @@ NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
     return P;
   }
   unsigned RowAxes = N.Domain.size() - N.ReduceAxes.size();
-  if (RowAxes == 0 && onePhaseRowStores(N)) {
+  if (RowAxes == 0 && onePhaseRowStores(N) && sameLoopExtents(N)) {
     P.Kind = Strategy::TwoStage;
     P.BlockX = 512;
     P.MaxPartials = 1024;
@@ -148,6 +160,12 @@ NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
     P.Notes.push_back("last axis kept: a warp reads 32 consecutive kept "
                       "elements (coalesced), the block's y threads split the "
                       "reduced range and combine in shared memory");
+    if (onePhaseRowStores(N) && sameLoopExtents(N)) {
+      P.MaxPartials = 64;
+      P.Notes.push_back("few column tiles and a long reduced range: blocks "
+                        "along y take slices of it (up to 64), a second "
+                        "kernel folds the partials");
+    }
     return P;
   }
   P.Kind = Strategy::RowGroups;

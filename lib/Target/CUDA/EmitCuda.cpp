@@ -363,26 +363,10 @@ private:
       kernels(U, Out);
   }
 
-  void launch(const kernel::NestLaunch &NL, std::string &L,
-              const std::string &In) {
-    // A nest that always runs (a full reduction stores its result even for
-    // an empty input) needs no work check.
-    bool Always = NL.Work == "1";
-    L += In + "{\n";
-    bool GridUsesWork = false;
-    for (const kernel::LaunchStep &Step : NL.Steps)
-      for (const kernel::LaunchVariant &V : Step.Variants)
-        GridUsesWork |= llvm::StringRef(V.Grid).contains("pk_work");
-    if (Always && GridUsesWork)
-      L += fmt::format("{}  const int64_t pk_work = 1;\n", In);
-    if (!Always) {
-      L += fmt::format("{}  const int64_t pk_work = {};\n", In, NL.Work);
-      L += fmt::format("{}  if (pk_work > 0) {{\n", In);
-    }
-    std::string In2 = In + (Always ? "  " : "    ");
-    for (const std::string &S : NL.Setup)
-      L += In2 + S + "\n";
-    for (const kernel::LaunchStep &Step : NL.Steps) {
+  /// The launches of `Steps`, each choosing its first matching variant.
+  void steps(const std::vector<kernel::LaunchStep> &Steps, std::string &L,
+             const std::string &In2) {
+    for (const kernel::LaunchStep &Step : Steps) {
       auto Launch = [&](const kernel::LaunchVariant &V,
                         const std::string &Pad) {
         // Parenthesised: the template arguments' commas must not split
@@ -417,6 +401,38 @@ private:
       }
       L += fmt::format("{}pk::cuda::detail::check_launch({});\n", In2,
                        stringLiteral(F.Name));
+    }
+  }
+
+  void launch(const kernel::NestLaunch &NL, std::string &L,
+              const std::string &In) {
+    // A nest that always runs (a full reduction stores its result even for
+    // an empty input) needs no work check.
+    bool Always = NL.Work == "1";
+    L += In + "{\n";
+    bool GridUsesWork = false;
+    for (const kernel::LaunchStep &Step : NL.Steps)
+      for (const kernel::LaunchVariant &V : Step.Variants)
+        GridUsesWork |= llvm::StringRef(V.Grid).contains("pk_work");
+    if (Always && GridUsesWork)
+      L += fmt::format("{}  const int64_t pk_work = 1;\n", In);
+    if (!Always) {
+      L += fmt::format("{}  const int64_t pk_work = {};\n", In, NL.Work);
+      L += fmt::format("{}  if (pk_work > 0) {{\n", In);
+    }
+    std::string In2 = In + (Always ? "  " : "    ");
+    for (const std::string &S : NL.Setup)
+      L += In2 + S + "\n";
+    if (NL.SplitWhen.empty()) {
+      steps(NL.Steps, L, In2);
+    } else {
+      L += fmt::format("{}if ({}) {{\n", In2, NL.SplitWhen);
+      for (const std::string &S : NL.SplitSetup)
+        L += In2 + "  " + S + "\n";
+      steps(NL.SplitSteps, L, In2 + "  ");
+      L += In2 + "} else {\n";
+      steps(NL.Steps, L, In2 + "  ");
+      L += In2 + "}\n";
     }
     for (const std::string &S : NL.Cleanup)
       L += In2 + S + "\n";
