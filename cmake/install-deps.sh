@@ -15,6 +15,7 @@ packages=(
   libomp-19-dev                   # OpenMP when building with clang
   libfmt-dev libgtest-dev         # fmt, GoogleTest
   libbenchmark-dev libeigen3-dev  # benchmarks
+  libboost-context-dev            # fibers of the CUDA shim (test/cuda_shim)
 )
 
 missing=()
