@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver/Pipeline.h"
+#include "Driver/Explain.h"
 #include "IR/LoopIR.h"
 #include "Target/CPU/EmitCpp.h"
 #include "Target/CUDA/LowerToKernels.h"
@@ -81,6 +82,8 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
     tile::print(Schedule, *Opts.Out);
     gpu::print(GpuSchedule, *Opts.Out);
   }
+  if (Opts.Emit == EmitStage::Explain)
+    explain(F, Plan, Schedule, GpuSchedule, *Opts.Out);
 
   A.CppBody = cpu::emitKernelBody(Schedule);
   if (Opts.Emit == EmitStage::Cpp)

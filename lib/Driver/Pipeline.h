@@ -15,7 +15,7 @@ class raw_ostream;
 namespace pk::driver {
 
 /// What `--emit=` prints instead of writing files.
-enum class EmitStage { None, Graph, Loop, Tile, Kernel, Cpp, Cuda };
+enum class EmitStage { None, Graph, Loop, Tile, Kernel, Cpp, Cuda, Explain };
 
 struct PipelineOptions {
   EmitStage Emit = EmitStage::None;

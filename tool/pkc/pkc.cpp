@@ -46,6 +46,12 @@ static cl::opt<pk::driver::EmitStage> Emit(
                    "the CUDA kernels and launchers")),
     cl::cat(PkcCategory));
 
+static cl::opt<bool> Explain(
+    "explain",
+    cl::desc("Print, per kernel, the fusion groups and why, the CPU and GPU "
+             "schedules, and the memory traffic; write no files"),
+    cl::cat(PkcCategory));
+
 static cl::opt<bool>
     PrintAfterAll("pk-print-after-all",
                   cl::desc("Print the Graph IR after every pass to stderr"),
@@ -72,7 +78,7 @@ int main(int Argc, const char **Argv) {
     Opts.Cpu = is_contained(Targets, Target::Cpu);
     Opts.Cuda = is_contained(Targets, Target::Cuda);
   }
-  Opts.Emit = Emit;
+  Opts.Emit = Explain ? pk::driver::EmitStage::Explain : Emit.getValue();
   Opts.PrintAfterAll = PrintAfterAll;
   Opts.DepFile = DepFile;
   Opts.ExtraArgsBefore = {"-resource-dir=" PK_CLANG_RESOURCE_DIR};

@@ -1,0 +1,229 @@
+//===- Explain.cpp - pkc --explain: what pkc did with a kernel, and why ---===//
+//
+// A report for users, not a dump of an IR: the fusion groups in execution
+// order and why each is separate, each group's CPU and GPU schedule in one
+// line with the reasons the schedules give, and the memory traffic of one
+// call as multiples of each ref's size. The traffic counts what the code
+// issues: a row that a later phase reads again counts again on the CPU
+// (where it usually comes from L1/L2) unless a row buffer holds the value,
+// and on the GPU unless shared memory holds it (when the block's rows fit).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver/Explain.h"
+
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+using namespace pk;
+using namespace pk::ir;
+using loop::Nest;
+using LStmt = loop::Stmt;
+
+namespace {
+
+std::string groupSignature(const Function &F, const FusionPlan::Group &G) {
+  if (G.ReduceAxes.empty()) {
+    const Node &S = F.node(G.Stores.front());
+    return fmt::format("elementwise stores of rank {}", F.Params[S.Param].Rank);
+  }
+  return fmt::format("reduces rank-{} values over axis {}", G.Rank,
+                     fmt::join(G.ReduceAxes, ", "));
+}
+
+/// Reads and writes of each ref by one nest, counting a ref read by the
+/// loops of k phases k times, except where `Kept` values are read back
+/// from a buffer instead of being recomputed.
+struct Traffic {
+  std::map<unsigned, unsigned> Reads, Writes;
+};
+
+void countNest(const Nest &N, const std::set<unsigned> &Kept, Traffic &T) {
+  if (!N.Indexed || !N.isReduction()) {
+    std::set<unsigned> Loaded, Stored;
+    for (const LStmt &S : N.Body) {
+      if (S.K == LStmt::Load)
+        Loaded.insert(S.Param);
+      if (S.K == LStmt::Store)
+        Stored.insert(S.Param);
+    }
+    for (unsigned R : Loaded)
+      ++T.Reads[R];
+    for (unsigned R : Stored)
+      ++T.Writes[R];
+    return;
+  }
+  // Per phase: the inner statements its loops need (a kept value computed
+  // by an earlier phase is read back, its operands are not needed).
+  std::set<unsigned> Materialised;
+  std::map<unsigned, unsigned> Reads;
+  std::set<unsigned> RowLoads;
+  unsigned Last = 0;
+  for (const LStmt &S : N.Body)
+    Last = std::max(Last, S.Phase);
+  for (unsigned P = 0; P <= Last; ++P) {
+    std::set<unsigned> Need, LoadedHere;
+    std::vector<unsigned> Work;
+    for (const LStmt &Root : N.Body)
+      if (Root.Phase == P &&
+          (Root.K == LStmt::Reduce || (Root.K == LStmt::Store && Root.Inner)))
+        Work.insert(Work.end(), Root.Args.begin(), Root.Args.end());
+    while (!Work.empty()) {
+      unsigned I = Work.back();
+      Work.pop_back();
+      const LStmt &S = N.Body[I];
+      if (!S.Inner || S.K == LStmt::Reduce || !Need.insert(I).second)
+        continue;
+      if (Materialised.count(I))
+        continue;
+      if (S.K == LStmt::Load)
+        LoadedHere.insert(S.Param);
+      Work.insert(Work.end(), S.Args.begin(), S.Args.end());
+    }
+    for (unsigned I : Need)
+      if (Kept.count(I))
+        Materialised.insert(I);
+    for (unsigned R : LoadedHere)
+      ++Reads[R];
+  }
+  for (const LStmt &S : N.Body) {
+    if (S.K == LStmt::Load && !S.Inner)
+      RowLoads.insert(S.Param);
+    if (S.K == LStmt::Store)
+      T.Writes[S.Param] = T.Writes[S.Param] + 1;
+  }
+  for (unsigned R : RowLoads)
+    Reads[R] = std::max(Reads[R], 1u);
+  for (auto [R, K] : Reads)
+    T.Reads[R] += K;
+}
+
+} // namespace
+
+void driver::explain(const Function &F, const FusionPlan &Plan,
+                     const tile::Program &Cpu, const gpu::Program &Gpu,
+                     llvm::raw_ostream &OS) {
+  const loop::Program &Loops = *Cpu.Loops;
+  OS << fmt::format("kernel {} ({}:{})\n", F.QualifiedName,
+                    llvm::sys::path::filename(F.File).str(), F.Loc.Line);
+
+  OS << fmt::format("\n  fusion: {} group{}, in execution order\n",
+                    Plan.Groups.size(), Plan.Groups.size() == 1 ? "" : "s");
+  for (size_t G = 0; G < Plan.Groups.size(); ++G) {
+    const FusionPlan::Group &Gr = Plan.Groups[G];
+    std::vector<std::string> Stores;
+    for (NodeId S : Gr.Stores) {
+      const Node &N = F.node(S);
+      Stores.push_back(
+          fmt::format("{} (line {})", F.Params[N.Param].Name, N.Loc.Line));
+    }
+    OS << fmt::format("    group {}: {}; stores {}\n", G, groupSignature(F, Gr),
+                      fmt::join(Stores, ", "));
+    if (G > 0)
+      OS << fmt::format("      separate from group {}: a group is one loop "
+                        "nest over one iteration space, and {} {}\n",
+                        G - 1, groupSignature(F, Plan.Groups[G - 1]),
+                        "is another one");
+  }
+
+  OS << "\n  schedule\n";
+  for (size_t I = 0; I < Loops.Nests.size(); ++I) {
+    const Nest &N = Loops.Nests[I];
+    const tile::NestSchedule &C = Cpu.Nests[I];
+    const gpu::NestPlan &G = Gpu.Nests[I];
+    OS << fmt::format("    group {} over {}\n", N.Group,
+                      shapeToString(F, N.Domain));
+    std::string Threads =
+        C.MinWorkForThreads > 0
+            ? fmt::format("threads over the outermost {} loop{} from {} "
+                          "elements",
+                          C.ThreadedLoops, C.ThreadedLoops == 1 ? "" : "s",
+                          C.MinWorkForThreads)
+            : std::string("one thread");
+    OS << fmt::format("      cpu: {}; {}; vector loop: {}",
+                      tile::loopKindName(C.Kind), Threads, C.Vector);
+    if (C.ColumnBlock)
+      OS << fmt::format("; column blocks of {}", C.ColumnBlock);
+    for (unsigned B : C.RowBuffers)
+      OS << fmt::format("; row buffer {}", N.Body[B].Name);
+    OS << "\n";
+    OS << fmt::format("      gpu: {}", gpu::strategyName(G.Kind));
+    if (G.VectorWidth > 1)
+      OS << fmt::format("; {} elements per access", G.VectorWidth);
+    std::vector<std::string> Rows;
+    for (const gpu::RowThreads &R : G.Rows)
+      Rows.push_back(R.UpTo ? fmt::format("{} up to {}", R.Threads, R.UpTo)
+                            : std::to_string(R.Threads));
+    if (!Rows.empty())
+      OS << fmt::format("; threads per row: {}", fmt::join(Rows, ", "));
+    if (G.BlockX)
+      OS << fmt::format("; block {}x{}", G.BlockX, G.BlockY);
+    for (unsigned V : G.SharedRowValues)
+      OS << fmt::format("; shared {}", N.Body[V].Name);
+    if (G.Kind == gpu::Strategy::Columns && G.MaxPartials)
+      OS << fmt::format("; up to {} slices of the reduced range over blocks "
+                        "when the column tiles are few",
+                        G.MaxPartials);
+    if (G.Kind == gpu::Strategy::TwoStage)
+      OS << fmt::format("; up to {} per-block partials, then one block",
+                        G.MaxPartials);
+    OS << "\n";
+    if (!N.FuseConds.empty())
+      OS << "      runs fused when the written refs' extents are equal at run "
+            "time, "
+         << (N.Unfused.empty() ? "else raises pk::ShapeError"
+                               : "else one loop per store")
+         << "\n";
+  }
+
+  // Memory traffic: multiples of each ref's size.
+  Traffic CpuT, GpuT;
+  for (size_t I = 0; I < Loops.Nests.size(); ++I) {
+    const Nest &N = Loops.Nests[I];
+    const tile::NestSchedule &C = Cpu.Nests[I];
+    const gpu::NestPlan &G = Gpu.Nests[I];
+    countNest(N, {C.RowBuffers.begin(), C.RowBuffers.end()}, CpuT);
+    countNest(N, {G.SharedRowValues.begin(), G.SharedRowValues.end()}, GpuT);
+  }
+  OS << "\n  memory traffic per call, in multiples of each ref's size (r "
+        "read, w written; min: each input read once, each output written "
+        "once)\n";
+  OS << fmt::format("    {:<12} {:<6} {:<22} {:>5} {:>9} {:>9}\n", "ref",
+                    "dtype", "size", "min", "cpu", "gpu");
+  for (unsigned R = 0; R < F.Params.size(); ++R) {
+    const Param &P = F.Params[R];
+    if (!P.isRef())
+      continue;
+    std::vector<std::string> Ext;
+    for (unsigned A = 0; A < P.Rank; ++A)
+      Ext.push_back(fmt::format("{}.{}", P.Name, A));
+    std::string Size = fmt::format("[{}]", fmt::join(Ext, ", "));
+    Traffic MinT;
+    if (CpuT.Reads[R])
+      MinT.Reads[R] = 1;
+    if (CpuT.Writes[R])
+      MinT.Writes[R] = 1;
+    auto Cell = [&](Traffic &T) {
+      unsigned Rd = T.Reads[R], Wr = T.Writes[R];
+      if (Rd && Wr)
+        return fmt::format("{}r+{}w", Rd, Wr);
+      if (!Rd && !Wr)
+        return std::string("-");
+      return Wr ? fmt::format("{}w", Wr) : fmt::format("{}r", Rd);
+    };
+    OS << fmt::format("    {:<12} {:<6} {:<22} {:>5} {:>9} {:>9}\n", P.Name,
+                      dtypeName(P.Type), Size, Cell(MinT), Cell(CpuT),
+                      Cell(GpuT));
+  }
+  OS << "    cpu: a row read again by a later phase comes from L1/L2 while "
+        "it fits (a row buffer holds values that cost more than a load)\n";
+  OS << "    gpu: counts the path where the block's rows fit in shared "
+        "memory; longer rows read again from global memory (L2)\n";
+  OS << "    a lower-rank operand broadcast over the rows (a weight) is read "
+        "once per row from cache; counted once\n\n";
+}
