@@ -45,6 +45,10 @@
 //   layernorm propagates the mean's error (n + 1) u mean|x| through x - mu,
 //   the variance ((n + 3) u relative plus 2 mean|d| dmu) and rsqrt to each
 //   output.
+//   Such worst-case bounds grow with n (12% of the sum at n = 10^6) and would
+//   hide a dropped or doubled partial. So sum_all, column_mean, rmsnorm and
+//   add_rmsnorm run a second time on multiples of 1/8 (eighths()), whose sums
+//   are exact in any order: then B has no n term (sum_all: B = 0).
 //
 // Then the entry guards: wrong shapes raise pk::ShapeError from the CUDA
 // launcher before any launch (the output buffer keeps its contents).
@@ -56,7 +60,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -228,6 +235,7 @@ void expect_within(const std::vector<float> &E, const std::vector<float> &C,
                    const std::vector<double> &B, const std::string &What) {
   ASSERT_EQ(E.size(), C.size()) << What;
   ASSERT_EQ(E.size(), B.size()) << What;
+  double Worst = 0; // the largest difference / tolerance
   for (size_t I = 0; I < E.size(); ++I) {
     if ((std::isnan(E[I]) && std::isnan(C[I])) || E[I] == C[I])
       continue;
@@ -238,7 +246,12 @@ void expect_within(const std::vector<float> &E, const std::vector<float> &C,
                     << ", tolerance " << 2 * B[I] << ")";
       return;
     }
+    Worst = std::max(Worst, Diff / (2 * B[I] + Floor));
   }
+  // PK_DIFF_REPORT=1: how much of each tolerance the results use.
+  static const bool Report = std::getenv("PK_DIFF_REPORT") != nullptr;
+  if (Report)
+    std::printf("%-60s %.3g of the tolerance\n", What.c_str(), Worst);
 }
 
 void expect_exact(const std::vector<float> &E, const std::vector<float> &C,
@@ -436,10 +449,25 @@ std::vector<RowStats> row_stats(const std::vector<float> &X, int64_t T,
   return R;
 }
 
-/// rmsnorm's B for y = x rsqrt(mean(x^2) + eps) w, row length D.
+/// Multiples of 1/8 in [-1, 1]: every float sum of up to 2^21 of them (and
+/// of up to 2^18 of their squares) is exact, in any order. With these inputs
+/// a reduction has no ordering error at all, so a dropped or doubled term
+/// shows, which the worst-case bound of a large sum would hide.
+std::vector<float> eighths(int64_t N, unsigned Seed) {
+  std::mt19937 Gen(Seed);
+  std::uniform_int_distribution<int> K(-8, 8);
+  std::vector<float> V(N);
+  for (float &X : V)
+    X = float(K(Gen)) / 8;
+  return V;
+}
+
+/// rmsnorm's B for y = x rsqrt(mean(x^2) + eps) w, row length D; with
+/// Exact inputs the sum of squares has no error, only the division, + eps,
+/// rsqrt and the two products remain.
 std::vector<double> rmsnorm_bound(const std::vector<float> &Y, int64_t T,
-                                  int64_t D) {
-  const double Rel = (D + 2) * U / 2 + Fn + 3 * U;
+                                  int64_t D, bool Exact) {
+  const double Rel = Exact ? Fn + 4 * U : (D + 2) * U / 2 + Fn + 3 * U;
   std::vector<double> B(T * D);
   for (int64_t I = 0; I < T * D; ++I)
     B[I] = std::fabs(Y[I]) * Rel;
@@ -448,46 +476,54 @@ std::vector<double> rmsnorm_bound(const std::vector<float> &Y, int64_t T,
 
 using Rmsnorm = CudaSample;
 TEST_F(Rmsnorm, Shapes) {
-  for (auto [T, D] : Shapes) {
-    const auto X = sample::random(T * D, 1), W = sample::random(D, 2);
-    std::vector<float> E(T * D), C(T * D);
-    eager::rmsnorm({X.data(), {T, D}}, W, {E.data(), {T, D}}, 1e-6f);
-    rmsnorm({X.data(), {T, D}}, W, {C.data(), {T, D}}, 1e-6f);
-    const auto B = rmsnorm_bound(E, T, D);
-    const std::string What = shape_name("rmsnorm", T, D);
-    expect_within(E, C, B, What + " cpu");
-    for_each_schedule([&](const std::string &S) {
-      Dev DX(X), DW(W), DY(T * D);
-      pk::cuda::rmsnorm({DX.get(), {T, D}}, {DW.get(), {D}}, {DY.get(), {T, D}},
-                        1e-6f);
-      expect_within(E, DY.host(), B, What + " cuda " + S);
-    });
-  }
+  for (bool Exact : {false, true})
+    for (auto [T, D] : Shapes) {
+      const auto X = Exact ? eighths(T * D, 1) : sample::random(T * D, 1),
+                 W = sample::random(D, 2);
+      std::vector<float> E(T * D), C(T * D);
+      eager::rmsnorm({X.data(), {T, D}}, W, {E.data(), {T, D}}, 1e-6f);
+      rmsnorm({X.data(), {T, D}}, W, {C.data(), {T, D}}, 1e-6f);
+      const auto B = rmsnorm_bound(E, T, D, Exact);
+      const std::string What =
+          shape_name("rmsnorm", T, D) + (Exact ? " exact" : "");
+      expect_within(E, C, B, What + " cpu");
+      for_each_schedule([&](const std::string &S) {
+        Dev DX(X), DW(W), DY(T * D);
+        pk::cuda::rmsnorm({DX.get(), {T, D}}, {DW.get(), {D}},
+                          {DY.get(), {T, D}}, 1e-6f);
+        expect_within(E, DY.host(), B, What + " cuda " + S);
+      });
+    }
 }
 
 using AddRmsnorm = CudaSample;
 TEST_F(AddRmsnorm, Shapes) {
-  for (auto [T, D] : Shapes) {
-    const auto H0 = sample::random(T * D, 1), X = sample::random(T * D, 2),
-               W = sample::random(D, 3);
-    auto HE = H0, HC = H0;
-    std::vector<float> E(T * D), C(T * D);
-    eager::add_rmsnorm({HE.data(), {T, D}}, {X.data(), {T, D}}, W,
-                       {E.data(), {T, D}}, 1e-6f);
-    add_rmsnorm({HC.data(), {T, D}}, {X.data(), {T, D}}, W, {C.data(), {T, D}},
-                1e-6f);
-    const auto B = rmsnorm_bound(E, T, D);
-    const std::string What = shape_name("add_rmsnorm", T, D);
-    expect_exact(HE, HC, What + " cpu h");
-    expect_within(E, C, B, What + " cpu y");
-    for_each_schedule([&](const std::string &S) {
-      Dev DH(H0), DX(X), DW(W), DY(T * D);
-      pk::cuda::add_rmsnorm({DH.get(), {T, D}}, {DX.get(), {T, D}},
-                            {DW.get(), {D}}, {DY.get(), {T, D}}, 1e-6f);
-      expect_exact(HE, DH.host(), What + " cuda h " + S);
-      expect_within(E, DY.host(), B, What + " cuda y " + S);
-    });
-  }
+  for (bool Exact : {false, true})
+    for (auto [T, D] : Shapes) {
+      // Exact: h + x is a multiple of 1/8 in [-2, 2]; sums of its squares
+      // stay exact below 2^18 terms.
+      const auto H0 = Exact ? eighths(T * D, 1) : sample::random(T * D, 1),
+                 X = Exact ? eighths(T * D, 2) : sample::random(T * D, 2),
+                 W = sample::random(D, 3);
+      auto HE = H0, HC = H0;
+      std::vector<float> E(T * D), C(T * D);
+      eager::add_rmsnorm({HE.data(), {T, D}}, {X.data(), {T, D}}, W,
+                         {E.data(), {T, D}}, 1e-6f);
+      add_rmsnorm({HC.data(), {T, D}}, {X.data(), {T, D}}, W,
+                  {C.data(), {T, D}}, 1e-6f);
+      const auto B = rmsnorm_bound(E, T, D, Exact);
+      const std::string What =
+          shape_name("add_rmsnorm", T, D) + (Exact ? " exact" : "");
+      expect_exact(HE, HC, What + " cpu h");
+      expect_within(E, C, B, What + " cpu y");
+      for_each_schedule([&](const std::string &S) {
+        Dev DH(H0), DX(X), DW(W), DY(T * D);
+        pk::cuda::add_rmsnorm({DH.get(), {T, D}}, {DX.get(), {T, D}},
+                              {DW.get(), {D}}, {DY.get(), {T, D}}, 1e-6f);
+        expect_exact(HE, DH.host(), What + " cuda h " + S);
+        expect_within(E, DY.host(), B, What + " cuda y " + S);
+      });
+    }
 }
 
 /// softmax's B for y = e / sum(e), e = exp(x - max): per row.
@@ -625,47 +661,57 @@ TEST_F(Layernorm, Shapes) {
 
 using ColumnMean = CudaSample;
 TEST_F(ColumnMean, ShapesIncludingZeroRows) {
-  for (auto [T, D] : Shapes) {
-    const auto X = sample::random(T * D, 11);
-    std::vector<float> E(D), C(D);
-    eager::column_mean({X.data(), {T, D}}, E);
-    column_mean({X.data(), {T, D}}, C);
-    std::vector<double> B(D);
-    for (int64_t J = 0; J < D; ++J) {
-      double SumAbs = 0;
-      for (int64_t I = 0; I < T; ++I)
-        SumAbs += std::fabs(X[I * D + J]);
-      B[J] = T ? (T + 1) * U * SumAbs / double(T) + U * std::fabs(E[J]) : 0;
+  for (bool Exact : {false, true})
+    for (auto [T, D] : Shapes) {
+      const auto X = Exact ? eighths(T * D, 11) : sample::random(T * D, 11);
+      std::vector<float> E(D), C(D);
+      eager::column_mean({X.data(), {T, D}}, E);
+      column_mean({X.data(), {T, D}}, C);
+      // Exact: the column sum has no error; dividing by T (or multiplying
+      // by a rounded 1/T) is within 2 roundings.
+      std::vector<double> B(D);
+      for (int64_t J = 0; J < D; ++J) {
+        double SumAbs = 0;
+        for (int64_t I = 0; I < T; ++I)
+          SumAbs += std::fabs(X[I * D + J]);
+        B[J] = Exact ? 2 * U * std::fabs(E[J])
+               : T   ? (T + 1) * U * SumAbs / double(T) + U * std::fabs(E[J])
+                     : 0;
+      }
+      const std::string What =
+          shape_name("column_mean", T, D) + (Exact ? " exact" : "");
+      expect_within(E, C, B, What + " cpu");
+      for_each_schedule([&](const std::string &S) {
+        Dev DX(X), DM(D);
+        pk::cuda::column_mean({DX.get(), {T, D}}, {DM.get(), {D}});
+        expect_within(E, DM.host(), B, What + " cuda " + S);
+      });
     }
-    const std::string What = shape_name("column_mean", T, D);
-    expect_within(E, C, B, What + " cpu");
-    for_each_schedule([&](const std::string &S) {
-      Dev DX(X), DM(D);
-      pk::cuda::column_mean({DX.get(), {T, D}}, {DM.get(), {D}});
-      expect_within(E, DM.host(), B, What + " cuda " + S);
-    });
-  }
 }
 
 using SumAll = CudaSample;
 TEST_F(SumAll, ShapesAndEmpty) {
-  for (auto [T, D] : Shapes) {
-    const auto X = sample::random(T * D, 13, 0, 1);
-    std::vector<float> E(1), C(1);
-    eager::sum_all({X.data(), {T, D}}, {E.data(), {}});
-    sum_all({X.data(), {T, D}}, {C.data(), {}});
-    double SumAbs = 0;
-    for (float V : X)
-      SumAbs += std::fabs(V);
-    const std::vector<double> B = {(T * D + 1) * U * SumAbs};
-    const std::string What = shape_name("sum_all", T, D);
-    expect_within(E, C, B, What + " cpu");
-    for_each_schedule([&](const std::string &S) {
-      Dev DX(X), DT(1);
-      pk::cuda::sum_all({DX.get(), {T, D}}, {DT.get(), {}});
-      expect_within(E, DT.host(), B, What + " cuda " + S);
-    });
-  }
+  for (bool Exact : {false, true})
+    for (auto [T, D] : Shapes) {
+      // Exact: every partial sum is a multiple of 1/8 below 2^21: no error.
+      const auto X =
+          Exact ? eighths(T * D, 13) : sample::random(T * D, 13, 0, 1);
+      std::vector<float> E(1), C(1);
+      eager::sum_all({X.data(), {T, D}}, {E.data(), {}});
+      sum_all({X.data(), {T, D}}, {C.data(), {}});
+      double SumAbs = 0;
+      for (float V : X)
+        SumAbs += std::fabs(V);
+      const std::vector<double> B = {Exact ? 0 : (T * D + 1) * U * SumAbs};
+      const std::string What =
+          shape_name("sum_all", T, D) + (Exact ? " exact" : "");
+      expect_within(E, C, B, What + " cpu");
+      for_each_schedule([&](const std::string &S) {
+        Dev DX(X), DT(1);
+        pk::cuda::sum_all({DX.get(), {T, D}}, {DT.get(), {}});
+        expect_within(E, DT.host(), B, What + " cuda " + S);
+      });
+    }
 }
 
 //===----------------------------------------------------------------------===//
