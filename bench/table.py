@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown table of a pk-bench run.
 
-    table.py bench.json [-o bench.md]
+    table.py bench.json [--peers peers.json] [-o bench.md]
 
 Reads Google Benchmark's JSON output (--benchmark_out=... --benchmark_out_format=json)
 of pk-bench. Benchmark names are <kernel>/<shape>/<peer>/threads:<t>[/real_time]; the
@@ -19,6 +19,14 @@ One row per kernel x shape x threads. Columns (bench/README.md says the same):
   % STREAM      pk GB/s / STREAM triad GB/s at the same thread count
 A † marks a measurement whose CPU time was under 80% of its wall time: the thread waited
 for a core (another process), so the figure is noise.
+
+With --peers (the JSON of bench/peers/peers.py, `bash bench/run.sh --peers`), the same
+table gets the Python peers' columns, NumPy / numexpr / torch / torch.compile / jax.jit
+÷ pk (NumPy is serial: its 1-thread time at every thread count; "—": not run for this
+kernel, e.g. numexpr on reductions; "n/a": the package is not available or the case
+failed, the reason listed under the table), the peers' versions and settings above it,
+and, under it, the issue's targets for the row kernels at [2048, 4096] and [4096, 768]:
+pk >= 3x NumPy, >= 1.2x torch.compile and jax.jit.
 """
 
 import argparse
@@ -26,8 +34,15 @@ import json
 import statistics
 import sys
 
-SERIAL_PEERS = ("eigen", "eager")
+SERIAL_PEERS = ("eigen", "eager", "numpy")
 PEER_COLUMNS = (("hand", "hand ÷ pk"), ("eigen", "Eigen ÷ pk"), ("eager", "eager ÷ pk"))
+PYTHON_COLUMNS = (("numpy", "NumPy ÷ pk"), ("numexpr", "numexpr ÷ pk"), ("torch", "torch ÷ pk"),
+                  ("torch_compile", "torch.compile ÷ pk"), ("jax_jit", "jax.jit ÷ pk"))
+# The issue's targets (bench/README.md, "Python peers"): on every row kernel at
+# these shapes, pk at least this many times faster than the peer.
+TARGET_KERNELS = ("rmsnorm", "softmax", "layernorm", "logsumexp", "add_rmsnorm")
+TARGET_SHAPES = ("2048x4096", "4096x768")
+TARGETS = (("numpy", "NumPy", 3.0), ("torch_compile", "torch.compile", 1.2), ("jax_jit", "jax.jit", 1.2))
 PREEMPTED = "†"
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -83,8 +98,21 @@ def fmt_ratio(r):
     return f"{r:.2f}" if r < 10 else f"{r:.0f}" if r < 1000 else f"{r:.3g}"
 
 
-def render(context, results, order):
+def peer_cell(results, k, shape, peer, th):
+    """The time of a peer for a row (its 1-thread time for a serial peer), or None."""
+    got = results.get((k, shape, peer, th))
+    if got is None and peer in SERIAL_PEERS:
+        got = results.get((k, shape, peer, 1))
+    return got
+
+
+def render(context, results, order, peers=None):
+    """peers: (context of bench/peers/peers.py's JSON, its results) or None."""
     out = []
+    columns = PEER_COLUMNS + (PYTHON_COLUMNS if peers else ())
+    pctx = peers[0].get("pk_peers", {}) if peers else {}
+    unavailable = pctx.get("unavailable", {})
+    failed = {(e["case"], e["peer"], e["threads"]): e["reason"] for e in pctx.get("errors", [])}
     stream = {th: (bps, PREEMPTED if busy < 0.8 else "")
               for (k, _, p, th), (_, bps, busy) in results.items() if k == "stream" and p == "triad"}
     stream_n = next((s for (k, s, _, _) in order if k == "stream"), "?")
@@ -108,9 +136,20 @@ def render(context, results, order):
                "(their 1-thread time is used at every thread count); — not run at this shape")
     out.append(f"- {PREEMPTED}: the calling thread was on a CPU for under 80% of the median wall "
                "time (another process took a core): that measurement is noise")
+    if peers:
+        v = pctx.get("versions", {})
+        vs = ", ".join(f"{m} {v[m]}" for m in ("numpy", "numexpr", "torch", "jax", "jaxlib") if m in v)
+        out.append(f"- Python peers (bench/peers/peers.py): {peers[0].get('date', '?')}, Python "
+                   f"{pctx.get('python', '?')}; {vs or 'no package'}; median of "
+                   f"{pctx.get('repetitions', '?')} repetitions of >= {pctx.get('min_time_s', '?')} s; "
+                   f"threads {pctx.get('threads', '?')} (process pinned to that many CPUs, "
+                   "OMP/MKL/OPENBLAS/NUMEXPR_NUM_THREADS, torch.set_num_threads; jax at 1 thread: "
+                   f"XLA_FLAGS=\"{pctx.get('xla_flags_1_thread', '')}\"); NumPy is serial (its 1-thread "
+                   "time at every thread count); numexpr: elementwise kernels only (— elsewhere); "
+                   f"{PREEMPTED} on a peer: its process CPU time was under 80% of its wall time")
     out.append("")
 
-    cols = ["kernel", "shape", "threads", "pk time", "pk GB/s"] + [c for _, c in PEER_COLUMNS] + ["% STREAM"]
+    cols = ["kernel", "shape", "threads", "pk time", "pk GB/s"] + [c for _, c in columns] + ["% STREAM"]
     out.append("| " + " | ".join(cols) + " |")
     out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
 
@@ -128,12 +167,14 @@ def render(context, results, order):
         t_pk, bps_pk, busy_pk = results[(k, shape, "pk", th)]
         mark_pk = PREEMPTED if busy_pk < 0.8 else ""
         cells = [k, shape, str(th), fmt_time(t_pk) + mark_pk, f"{bps_pk / 1e9:.1f}{mark_pk}"]
-        for peer, _ in PEER_COLUMNS:
-            got = results.get((k, shape, peer, th))
-            if got is None and peer in SERIAL_PEERS:
-                got = results.get((k, shape, peer, 1))
+        for peer, _ in columns:
+            got = peer_cell(results, k, shape, peer, th)
             if got is None:
-                cells.append("—" if peer in peers_of.get(k, ()) else "n/a")
+                if any(p == peer for p, _ in PYTHON_COLUMNS):
+                    fail = failed.get((f"{k}/{shape}", peer, th)) or failed.get((f"{k}/{shape}", peer, 1))
+                    cells.append("n/a" if peer in unavailable or fail else "—")
+                else:
+                    cells.append("—" if peer in peers_of.get(k, ()) else "n/a")
                 continue
             r = got[0] / t_pk
             noisy = busy_pk < 0.8 or got[2] < 0.8
@@ -149,18 +190,67 @@ def render(context, results, order):
         out.append("")
         out.append("pk slower than a peer by more than 10%:")
         out.extend(f"- {l}" for l in losses)
+    if peers:
+        if unavailable or failed:
+            out.append("")
+            out.append("Python peers not available (n/a):")
+            out.extend(f"- {p}: {why}" for p, why in unavailable.items())
+            out.extend(f"- {p} {c} at {t} thread{'s' if t > 1 else ''}: {why}"
+                       for (c, p, t), why in failed.items())
+        out.extend(render_targets(results, rows))
     return "\n".join(out) + "\n"
+
+
+def render_targets(results, rows):
+    """The issue's targets on the row kernels at TARGET_SHAPES, per thread count."""
+    out = ["", "Targets (row kernels at " + " and ".join(TARGET_SHAPES) + "): pk >= "
+           + ", ".join(f"{x:g}x {name}" for _, name, x in TARGETS) + " (t_peer / t_pk)", ""]
+    out.append("| kernel | shape | threads | " + " | ".join(f"{name} ÷ pk (≥ {x:g})" for _, name, x in TARGETS) + " |")
+    out.append("|---|---|---|" + "---:|" * len(TARGETS))
+    met = {p: [0, 0] for p, _, _ in TARGETS}
+    for (k, shape, _, th) in rows:
+        if k not in TARGET_KERNELS or shape not in TARGET_SHAPES:
+            continue
+        t_pk, _, busy_pk = results[(k, shape, "pk", th)]
+        cells = [k, shape, str(th)]
+        for peer, _, x in TARGETS:
+            got = peer_cell(results, k, shape, peer, th)
+            if got is None:
+                cells.append("n/a")
+                continue
+            r = got[0] / t_pk
+            ok = r >= x
+            met[peer][0] += ok
+            met[peer][1] += 1
+            noisy = busy_pk < 0.8 or got[2] < 0.8
+            cells.append(f"{fmt_ratio(r)}{PREEMPTED if noisy else ''} {'met' if ok else 'NOT met'}")
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("Met: " + "; ".join(f"{name} {met[p][0]} of {met[p][1]}" for p, name, _ in TARGETS))
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="Google Benchmark JSON output of pk-bench")
+    ap.add_argument("--peers", help="JSON of bench/peers/peers.py: add the Python peers' columns")
     ap.add_argument("-o", "--output", help="also write the markdown here")
     args = ap.parse_args()
     context, results, order = load(args.json)
     if not any(p == "pk" for (_, _, p, _) in results):
         sys.exit(f"table.py: no pk results in {args.json}")
-    md = render(context, results, order)
+    peers = None
+    if args.peers:
+        try:
+            pcontext, presults, _ = load(args.peers)
+        except (OSError, ValueError, KeyError) as e:
+            # Never lose pk's table for the peers: their columns say n/a.
+            print(f"table.py: cannot read {args.peers} ({e}); Python peers n/a", file=sys.stderr)
+            pcontext, presults = {"pk_peers": {"unavailable": {
+                p: f"no peers results ({e})" for p, _ in PYTHON_COLUMNS}}}, {}
+        results.update({key: v for key, v in presults.items() if key[2] != "pk"})
+        peers = (pcontext, presults)
+    md = render(context, results, order, peers)
     sys.stdout.write(md)
     if args.output:
         with open(args.output, "w") as f:
