@@ -141,12 +141,25 @@ def render(context, results, order, peers=None):
         vs = ", ".join(f"{m} {v[m]}" for m in ("numpy", "numexpr", "torch", "jax", "jaxlib") if m in v)
         out.append(f"- Python peers (bench/peers/peers.py): {peers[0].get('date', '?')}, Python "
                    f"{pctx.get('python', '?')}; {vs or 'no package'}; median of "
-                   f"{pctx.get('repetitions', '?')} repetitions of >= {pctx.get('min_time_s', '?')} s; "
+                   f"{pctx.get('repetitions', '?')} repetitions of >= {pctx.get('min_time_s', '?')} s "
+                   f"({pctx.get('seconds', '?')} s in all, load average {pctx.get('loadavg', '?')} at "
+                   "start and end); "
                    f"threads {pctx.get('threads', '?')} (process pinned to that many CPUs, "
                    "OMP/MKL/OPENBLAS/NUMEXPR_NUM_THREADS, torch.set_num_threads; jax at 1 thread: "
                    f"XLA_FLAGS=\"{pctx.get('xla_flags_1_thread', '')}\"); NumPy is serial (its 1-thread "
                    "time at every thread count); numexpr: elementwise kernels only (— elsewhere); "
                    f"{PREEMPTED} on a peer: its process CPU time was under 80% of its wall time")
+        isa = {}
+        for setup in pctx.get("setup", {}).values():
+            for key, what in (("numpy_simd", "NumPy dispatches to"), ("torch_cpu_capability", "ATen"),
+                              ("inductor_vec_isa", "Inductor")):
+                if key in setup:
+                    v = setup[key]
+                    isa[what] = " ".join(v) if isinstance(v, list) else str(v)
+        if isa:
+            out.append("- the peers' SIMD, chosen at run time (pk-bench's is its build's, above): "
+                       + "; ".join(f"{w} {v}" for w, v in isa.items())
+                       + "; XLA compiles for the host CPU")
     out.append("")
 
     cols = ["kernel", "shape", "threads", "pk time", "pk GB/s"] + [c for _, c in columns] + ["% STREAM"]

@@ -744,6 +744,7 @@ def run_all(args):
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
     peers = [p for p in args.peers.split(",") if p]
     started = datetime.datetime.now(datetime.timezone.utc)
+    load_start = os.getloadavg()
     benchmarks, errors, unavailable, vers, setups, notes = [], [], {}, {}, {}, []
     wall0 = time.perf_counter()
     for t in threads:
@@ -825,6 +826,8 @@ def run_all(args):
             "errors": errors,
             "notes": notes,
             "seconds": round(time.perf_counter() - wall0, 1),
+            # 1-minute load average at the start and the end: other processes' load.
+            "loadavg": [round(load_start[0], 2), round(os.getloadavg()[0], 2)],
         },
     }
     return {"context": context, "benchmarks": benchmarks}
