@@ -26,6 +26,8 @@ void int_reductions(pk::In<int32_t, 2> x, pk::Out<int32_t, 1> o,
 void two_full(pk::In<float, 1> x, pk::Out<float, 0> o);
 void row_sums_everywhere(pk::In<float, 2> x, pk::Out<float, 2> o);
 void accumulate_rows(pk::InOut<float, 1> r, pk::In<float, 2> x);
+void column_mins_of_two_heights(pk::In<float, 2> a, pk::In<float, 2> b,
+                                pk::Out<float, 1> o);
 
 namespace {
 
@@ -45,12 +47,26 @@ void expectClose(const std::vector<T> &E, const std::vector<T> &C,
 const int64_t Shapes[][3] = {
     {2, 3, 4}, {1, 1, 1}, {5, 1, 7}, {3, 17, 65}, {40, 50, 60}};
 
+TEST(MoreReductions, ColumnReductionsOverDifferentHeights) {
+  // a has 1 row (or 5), b has 67: each minimum runs over its own rows.
+  for (int64_t HA : {1, 5, 67}) {
+    const int64_t HB = 67, W = 61;
+    auto A = sample::random(HA * W, 11), B = sample::random(HB * W, 12);
+    std::vector<float> E(W), P(W, -1.0f);
+    eager::column_mins_of_two_heights({A.data(), {HA, W}}, {B.data(), {HB, W}},
+                                      {E.data(), {W}});
+    column_mins_of_two_heights({A.data(), {HA, W}}, {B.data(), {HB, W}},
+                               {P.data(), {W}});
+    expectClose(E, P, "column_mins_of_two_heights " + std::to_string(HA), 0);
+  }
+}
+
 TEST(MoreReductions, AgreeWithEager) {
   unsigned Seed = 1;
   for (auto &S : Shapes) {
     int64_t A = S[0], B = S[1], C = S[2], T = A * B, D = C;
-    std::string Tag = std::to_string(A) + "x" + std::to_string(B) + "x" +
-                      std::to_string(C);
+    std::string Tag =
+        std::to_string(A) + "x" + std::to_string(B) + "x" + std::to_string(C);
     auto X = sample::random(A * B * C, Seed++);
     std::vector<float> E(A * B * C), P(A * B * C);
     eager::middle_axis({X.data(), {A, B, C}}, {E.data(), {A, B, C}});

@@ -104,8 +104,8 @@ private:
   // Parameters and shared pieces
   //===--------------------------------------------------------------------===//
 
-  /// Pointers, extents and scalars of the refs a nest uses, as kernel
-  /// parameters and as the launcher's arguments.
+  /// Pointers of the refs a nest uses, every ref's extents and the scalars
+  /// it uses, as kernel parameters and as the launcher's arguments.
   void addNestParams(const Nest &N, kernel::Kernel &K,
                      std::vector<std::string> &Args) {
     std::set<unsigned> Refs, Scalars;
@@ -123,8 +123,11 @@ private:
                           pointerVar(F, R)});
       Args.push_back(Pr.Name + ".data()");
     }
-    for (unsigned R : Refs)
-      for (unsigned A = 0; A < F.Params[R].Rank; ++A) {
+    // Every ref's extents, not only those of the refs the nest touches: a
+    // loop bound may be a broadcast of extents of refs read elsewhere
+    // (bcast(x.0, y.0)). The printer leaves the unused ones unnamed.
+    for (unsigned R = 0; R < F.Params.size(); ++R)
+      for (unsigned A = 0; F.Params[R].isRef() && A < F.Params[R].Rank; ++A) {
         K.Params.push_back({"const int64_t", extentVar(F, R, A)});
         Args.push_back(extentVar(F, R, A));
       }

@@ -34,3 +34,10 @@ PK_KERNEL void row_sums_everywhere(In<float, 2> x, Out<float, 2> o) {
 PK_KERNEL void accumulate_rows(InOut<float, 1> r, In<float, 2> x) {
   r[_] = r[_] + sum(x[_], -1);
 }
+// Two column reductions over different heights (a's rows broadcast against
+// b's): one loop over the reduced axis cannot serve both (found by the
+// random tests, test/fuzz).
+PK_KERNEL void column_mins_of_two_heights(In<float, 2> a, In<float, 2> b,
+                                          Out<float, 1> o) {
+  o[_] = minimum(min(a[_], 0), min(b[_], 0));
+}
