@@ -44,7 +44,7 @@ and ``<prefix>_DIR`` in the caller's scope: the paths pk_add_kernels() uses for
 
 pkc is the ``pkc`` target when it exists (building pk itself, or pk added with
 ``add_subdirectory``/``FetchContent``), otherwise the ``PK_PKC_EXECUTABLE``
-cache variable (found on PATH by default).
+cache variable (set by ``find_package(pk CONFIG)``, else found on PATH).
 #]=======================================================================]
 
 include_guard(GLOBAL)
@@ -101,11 +101,18 @@ function(pk_add_kernels target)
     set(pkc_dep "${PK_PKC_EXECUTABLE}")
   endif()
 
-  # The pk headers: include/ next to this file (also pk_headers' include dir).
-  get_filename_component(pk_include "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../include" ABSOLUTE)
+  # The pk headers: include/ next to this file in a source tree, the
+  # installed include dir when pk came from find_package (pkConfig.cmake).
+  if(DEFINED PK_PACKAGE_INCLUDE_DIR)
+    set(pk_include "${PK_PACKAGE_INCLUDE_DIR}")
+  else()
+    get_filename_component(pk_include "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../include" ABSOLUTE)
+  endif()
   set(pk_headers_lib "")
   if(TARGET pk_headers)
     set(pk_headers_lib pk_headers)
+  elseif(TARGET pk::headers)
+    set(pk_headers_lib pk::headers)
   endif()
 
   set(with_cuda OFF)
