@@ -3,6 +3,8 @@
 // prints the cost of a fiber switch, a 1M-element block reduction and a
 // 256-row RMSNorm-like kernel (block per row, shuffles + shared memory), in
 // the forward and a random schedule.
+#include <boost/context/detail/fcontext.hpp>
+
 #include <cuda_runtime.h>
 #include <pk_shim/shim.h>
 
@@ -11,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <time.h>
 #include <vector>
 
 namespace {
@@ -75,16 +78,35 @@ __global__ void rmsnorm_rows(const float *__restrict__ X,
   }
 }
 
-double median_ms(const std::function<void()> &Body, int Runs = 5) {
-  std::vector<double> T;
+/// Median wall and process-CPU milliseconds of Runs calls (CPU time is the
+/// better measure on a loaded machine: the shim runs on one core).
+struct Ms {
+  double Wall, Cpu;
+};
+Ms median_ms(const std::function<void()> &Body, int Runs = 5) {
+  std::vector<double> W, C;
   for (int R = 0; R < Runs; ++R) {
+    timespec C0, C1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &C0);
     auto T0 = std::chrono::steady_clock::now();
     Body();
     auto T1 = std::chrono::steady_clock::now();
-    T.push_back(std::chrono::duration<double, std::milli>(T1 - T0).count());
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &C1);
+    W.push_back(std::chrono::duration<double, std::milli>(T1 - T0).count());
+    C.push_back((C1.tv_sec - C0.tv_sec) * 1e3 +
+                (C1.tv_nsec - C0.tv_nsec) / 1e6);
   }
-  std::sort(T.begin(), T.end());
-  return T[T.size() / 2];
+  std::sort(W.begin(), W.end());
+  std::sort(C.begin(), C.end());
+  return {W[W.size() / 2], C[C.size() / 2]};
+}
+
+namespace fctx = boost::context::detail;
+
+/// A fiber that jumps straight back, forever: the bare cost of a switch.
+void ping(fctx::transfer_t T) {
+  for (;;)
+    T = fctx::jump_fcontext(T.fctx, nullptr);
 }
 
 } // namespace
@@ -105,6 +127,18 @@ int main() {
   cudaMalloc(&Y, int64_t(Rows) * D * sizeof(float));
   cudaMemcpy(W, H.data(), D * sizeof(float), cudaMemcpyHostToDevice);
 
+  {
+    std::vector<char> Stack(64 * 1024);
+    fctx::fcontext_t F =
+        fctx::make_fcontext(Stack.data() + Stack.size(), Stack.size(), ping);
+    const int Trips = 1000000;
+    Ms T = median_ms([&] {
+      for (int I = 0; I < Trips; ++I)
+        F = fctx::jump_fcontext(F, nullptr).fctx;
+    });
+    std::printf("bare jump_fcontext: %.1f ns (cpu) per switch\n",
+                T.Cpu * 1e6 / (2.0 * Trips));
+  }
   for (auto [S, Name] : {std::pair{pk::shim::Schedule::Forward, "forward"},
                          std::pair{pk::shim::Schedule::Random, "random:1"}}) {
     pk::shim::set_schedule(S, 1);
@@ -112,17 +146,17 @@ int main() {
 
     pk::shim::reset_stats();
     const int Iterations = 20000;
-    double Ms = median_ms(
+    Ms T = median_ms(
         [&] { PK_LAUNCH(syncwarp_loop, 1, 32, 0, nullptr, Iterations); });
     uint64_t Switches = pk::shim::stats().FiberSwitches / 5;
-    std::printf("  __syncwarp loop, 1 warp x %d: %.2f ms, %llu switches, "
-                "%.1f ns per switch (with the rendezvous)\n",
-                Iterations, Ms, (unsigned long long)Switches,
-                Ms * 1e6 / double(Switches));
+    std::printf("  __syncwarp loop, 1 warp x %d: %.2f ms (cpu %.2f ms), %llu "
+                "switches, %.1f ns (cpu) per switch with the rendezvous\n",
+                Iterations, T.Wall, T.Cpu, (unsigned long long)Switches,
+                T.Cpu * 1e6 / double(Switches));
 
     for (int Grid : {1024, 132 * 4}) {
       pk::shim::reset_stats();
-      Ms = median_ms([&] {
+      T = median_ms([&] {
         cudaMemset(Sum, 0, sizeof(float));
         PK_LAUNCH(reduce, Grid, 256, 0, nullptr, X, N, Sum);
       });
@@ -130,18 +164,19 @@ int main() {
       cudaMemcpy(&Got, Sum, sizeof Got, cudaMemcpyDeviceToHost);
       const auto St = pk::shim::stats();
       std::printf("  block reduction of 2^20 floats, grid %d x 256: %.2f ms "
-                  "(%llu fibers, %llu switches per run; sum %.0f)\n",
-                  Grid, Ms, (unsigned long long)(St.Threads / 5),
+                  "(cpu %.2f ms; %llu fibers, %llu switches per run; sum "
+                  "%.0f)\n",
+                  Grid, T.Wall, T.Cpu, (unsigned long long)(St.Threads / 5),
                   (unsigned long long)(St.FiberSwitches / 5), double(Got));
     }
 
     pk::shim::reset_stats();
-    Ms = median_ms([&] {
+    T = median_ms([&] {
       PK_LAUNCH(rmsnorm_rows, Rows, 256, 0, nullptr, X, W, Y, D, 1e-6f);
     });
     std::printf("  rmsnorm, %d rows x %d, block of 256 per row: %.2f ms "
-                "(%llu switches per run)\n",
-                Rows, D, Ms,
+                "(cpu %.2f ms; %llu switches per run)\n",
+                Rows, D, T.Wall, T.Cpu,
                 (unsigned long long)(pk::shim::stats().FiberSwitches / 5));
   }
   if (cudaError_t E = cudaGetLastError()) {
