@@ -232,9 +232,10 @@ int pk::driver::run(const clang::tooling::CompilationDatabase &DB,
   return Success;
 }
 
-InMemoryResult pk::driver::compileInMemory(
-    llvm::StringRef FileName, llvm::StringRef Code,
-    llvm::ArrayRef<std::string> CompilerArgs, const DriverOptions &Opts) {
+InMemoryResult
+pk::driver::compileInMemory(llvm::StringRef FileName, llvm::StringRef Code,
+                            llvm::ArrayRef<std::string> CompilerArgs,
+                            const DriverOptions &Opts) {
   // The source lies in memory over the real file system, which still
   // serves the headers it includes.
   std::string Path = absolute(FileName);

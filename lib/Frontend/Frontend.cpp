@@ -328,9 +328,9 @@ bool pk::frontend::compileFiles(const tooling::CompilationDatabase &DB,
     Result.InputPath = File;
     RunState State;
     FirstCommandDatabase First(DB);
-    tooling::ClangTool Tool(
-        First, {File}, std::make_shared<PCHContainerOperations>(),
-        Opts.FS ? Opts.FS : llvm::vfs::getRealFileSystem());
+    tooling::ClangTool Tool(First, {File},
+                            std::make_shared<PCHContainerOperations>(),
+                            Opts.FS ? Opts.FS : llvm::vfs::getRealFileSystem());
     Tool.appendArgumentsAdjuster(stripUnknownArguments());
     if (!Opts.ExtraArgsBefore.empty())
       Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
