@@ -566,12 +566,14 @@ def pin(threads):
 
 
 def versions():
+    """Installed versions of the peers' packages (read from their metadata: importing
+    torch or jax in another peer's process would load their runtimes there)."""
+    from importlib import metadata
     v = {}
-    for mod in ("numpy", "numexpr", "torch", "jax", "jaxlib"):
+    for pkg in ("numpy", "numexpr", "torch", "jax", "jaxlib"):
         try:
-            m = __import__(mod)
-            v[mod] = getattr(m, "__version__", "?")
-        except Exception:  # noqa: BLE001 - any import failure means "not there"
+            v[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
             pass
     return v
 
