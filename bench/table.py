@@ -210,6 +210,10 @@ def render(context, results, order, peers=None):
             out.extend(f"- {p}: {why}" for p, why in unavailable.items())
             out.extend(f"- {p} {c} at {t} thread{'s' if t > 1 else ''}: {why}"
                        for (c, p, t), why in failed.items())
+        if pctx.get("notes"):
+            out.append("")
+            out.append("Python peers' notes (fall-backs taken):")
+            out.extend(f"- {n}" for n in pctx["notes"])
         out.extend(render_targets(results, rows))
     return "\n".join(out) + "\n"
 
