@@ -1,0 +1,2528 @@
+#!/usr/bin/env python3
+"""Random pk kernel generator (test/fuzz, docs/fuzzing.md).
+
+Writes valid kernels of the pk language (../shared/spec/language.md) that pkc
+compiles today, plus everything a differential harness needs to run them:
+
+  <name>.cpp          the kernels (pkc's input; the harness also includes it
+                      eagerly inside `namespace eager`)
+  <name>_ref.cpp      the reference: the eager calls and, per kernel, a
+                      "shadow": eager code that recomputes every value of the
+                      kernel and, beside it, a bound on its rounding error
+                      (running error analysis); the harness compares eager
+                      and compiled results within it
+  <name>_calls.cpp    the calls of the compiled CPU kernels and CUDA launchers,
+                      and the table of kernels with their parameters (ranks,
+                      dtypes, which extents are shared, data ranges)
+  <name>.json         the same description for the runner (fuzz.py)
+
+Deterministic: kernel i of seed S depends only on (S, i) and the generator's
+own code; the same arguments give byte-identical files. Python 3 stdlib only.
+
+Usage: gen.py --seed S [--kernels K] --out-dir DIR [--name NAME]
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+
+F32, F64, I32, I64, BOOL = 'f32', 'f64', 'i32', 'i64', 'bool'
+CTYPE = {F32: 'float', F64: 'double', I32: 'int32_t', I64: 'int64_t',
+         BOOL: 'bool'}
+FLOATS = (F32, F64)
+INTS = (I32, I64)
+UNIT = {F32: 2.0 ** -24, F64: 2.0 ** -53}
+# Largest magnitude a float value may reach (no overflow by construction).
+FMAX = {F32: 1e30, F64: 1e290}
+IMAX = {I32: float(2 ** 30), I64: float(2 ** 62), BOOL: 1.0}
+# Largest number of elements any reduction may see (the harness keeps the
+# product of all extents of a kernel at or below this).
+NMAX = float(2 ** 21)
+SYMS = 'ABCDE'
+
+
+# Bugs found by the fuzzer and not fixed yet (docs/fuzzing.md, "Findings"):
+# the generator steers around them unless --with-known-bugs is given, so that
+# the CI batches stay green while the reproducers in test/fuzz/regressions/
+# say what is broken. Remove an entry when its bug is fixed.
+KNOWN_BUGS = {
+    # index(v, axis) where v's extent along axis is 1 at run time and is
+    # broadcast: the compiled code gives the loop coordinate, NumPy gives 0.
+    'index-of-broadcast': 'test/fuzz/regressions/index_of_broadcast',
+}
+AVOID = set(KNOWN_BUGS)
+
+
+class Invalid(Exception):
+    """A construct that would be invalid or unsafe here; the generator tries
+    something else."""
+
+
+# --------------------------------------------------------------------------
+# Types (mirror of pk.h's detail::Promote)
+# --------------------------------------------------------------------------
+
+def usual(a, b):
+    """C++'s usual arithmetic conversions, in canonical element types."""
+    if F64 in (a, b):
+        return F64
+    if F32 in (a, b):
+        return F32
+    if I64 in (a, b):
+        return I64
+    return I32
+
+
+def canon(t):
+    return t
+
+
+def join(t1, w1, t2, w2):
+    if not w1 and not w2:
+        return usual(t1, t2), False
+    if not w1 and w2:
+        if t1 in FLOATS and t2 in FLOATS:
+            return t1, False
+        return usual(t1, t2), False
+    if w1 and not w2:
+        return join(t2, w2, t1, w1)
+    # weak with weak: plain C++ (a bool scalar never occurs)
+    return usual(t1, t2), True
+
+
+def promote(nodes):
+    t, w = nodes[0].dtype, nodes[0].weak
+    if len(nodes) == 1:
+        return t
+    for n in nodes[1:]:
+        t, w = join(t, w, n.dtype, n.weak)
+    return t
+
+
+def math_t(t):
+    return t if t in FLOATS else F64
+
+
+def neg_t(t):
+    return I32 if t == BOOL else t
+
+
+# --------------------------------------------------------------------------
+# Shapes: tuples of symbols ('A'..'D') and 1s, right-aligned broadcasting
+# --------------------------------------------------------------------------
+
+def bcast(s1, s2):
+    n = max(len(s1), len(s2))
+    a = (1,) * (n - len(s1)) + tuple(s1)
+    b = (1,) * (n - len(s2)) + tuple(s2)
+    out = []
+    for x, y in zip(a, b):
+        if x == y:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        else:
+            return None
+    return tuple(out)
+
+
+def fits(s, target):
+    """s broadcasts (one way) to target."""
+    return len(s) <= len(target) and bcast(s, target) == tuple(target)
+
+
+# --------------------------------------------------------------------------
+# The value graph: nodes are SSA values with everything the generator needs
+# to stay safe (interval, NaN, exactness) and the shadow needs.
+# --------------------------------------------------------------------------
+
+class Node:
+    __slots__ = ('id', 'op', 'args', 'dtype', 'weak', 'shape', 'lo', 'hi',
+                 'nan', 'exact', 'sig', 'attrs', 'reds')
+
+    def __init__(self, op, args, dtype, weak, shape, lo, hi, nan, exact,
+                 sig, attrs=None):
+        self.id = -1
+        self.op = op
+        self.args = args
+        self.dtype = dtype
+        self.weak = weak
+        self.shape = tuple(shape)
+        self.lo = float(lo)
+        self.hi = float(hi)
+        self.nan = nan
+        self.exact = exact
+        self.sig = sig
+        self.attrs = attrs or {}
+        self.reds = 0
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    def mag(self):
+        return max(abs(self.lo), abs(self.hi))
+
+
+def fmt_float(v):
+    r = repr(float(v))
+    if 'e' in r or 'inf' in r or 'nan' in r:
+        raise ValueError(r)
+    if r.endswith('.0'):
+        r = r[:-2] + '.0'
+    return r
+
+
+class Lit:
+    """A literal: its C++ text and its value as the given element type."""
+
+    def __init__(self, dtype, value, text):
+        self.dtype, self.value, self.text = dtype, value, text
+
+
+def lit(dtype, value, suffix=None):
+    if dtype in INTS:
+        v = int(value)
+        t = str(v)
+        return Lit(I32, v, '(%s)' % t if v < 0 else t)
+    t = fmt_float(value)
+    if dtype == F32 and suffix != '':
+        t += 'f'
+    if value < 0:
+        t = '(%s)' % t
+    return Lit(dtype, float(value), t)
+
+
+def tlit(value, text):
+    """A literal whose C++ type follows from its text (1.5f float, 1.5
+    double, 2 int)."""
+    body = text.strip('()')
+    if body.endswith('f') or 'INFINITY' in body:
+        return Lit(F32, f32round(value), text)
+    if '.' in body or 'e' in body:
+        return Lit(F64, float(value), text)
+    return Lit(I32, int(value), text)
+
+
+def f32round(v):
+    import struct
+    return struct.unpack('f', struct.pack('f', v))[0]
+
+
+# --------------------------------------------------------------------------
+# Syntax: expressions and statements (what is printed), instantiated into
+# nodes in an environment (so loops unroll and helpers inline).
+# --------------------------------------------------------------------------
+
+class Expr:
+    """kind: 'load' (param), 'local' (name), 'lit' (Lit), 'sparam' (param),
+    'loopconst' (var, offset, dtype), 'hparam' (index), 'op' (op, args,
+    attrs), 'call' (helper, args), 'reftarget' (param: a ref as a shape)."""
+    __slots__ = ('kind', 'a', 'args', 'attrs', 'node')
+
+    def __init__(self, kind, a=None, args=None, attrs=None):
+        self.kind = kind
+        self.a = a
+        self.args = args or []
+        self.attrs = attrs or {}
+        self.node = None
+
+
+class Stmt:
+    """kind: 'decl' (name, expr), 'assign' (name, expr), 'store' (param,
+    expr), 'loop' (var, trip, body)."""
+
+    def __init__(self, kind, name=None, expr=None, param=None, var=None,
+                 trip=0, body=None, orelse=None):
+        self.kind = kind
+        self.orelse = orelse or []
+        self.name = name
+        self.expr = expr
+        self.param = param
+        self.var = var
+        self.trip = trip
+        self.body = body or []
+
+
+class Param:
+    def __init__(self, name, kind, dtype, shape=(), lo=-2.0, hi=2.0,
+                 bcast_ok=True, role=None):
+        self.name = name
+        self.kind = kind  # 'in', 'out', 'inout', 'scalar'
+        self.dtype = dtype
+        self.shape = tuple(shape)
+        self.lo = lo
+        self.hi = hi
+        self.bcast_ok = bcast_ok
+        self.role = role
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    def decl(self):
+        if self.kind == 'scalar':
+            return '%s %s' % (CTYPE[self.dtype], self.name)
+        k = {'in': 'In', 'out': 'Out', 'inout': 'InOut'}[self.kind]
+        return '%s<%s, %d> %s' % (k, CTYPE[self.dtype], self.rank, self.name)
+
+
+class Helper:
+    def __init__(self, name, nparams, locals_, ret):
+        self.name = name
+        self.nparams = nparams
+        self.locals = locals_  # [(name, Expr)]
+        self.ret = ret
+
+
+UNARY_MATH = ['exp', 'exp2', 'expm1', 'log', 'log2', 'log1p', 'sqrt', 'rsqrt',
+              'sin', 'cos', 'tanh', 'erf', 'sigmoid', 'floor', 'ceil']
+BINOPS = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'rem': '%',
+          'lt': '<', 'le': '<=', 'gt': '>', 'ge': '>=', 'eq': '==',
+          'ne': '!=', 'and': '&', 'or': '|'}
+CMPS = ['lt', 'le', 'gt', 'ge', 'eq', 'ne']
+REDS = ['sum', 'mean', 'max', 'min']
+
+
+def union_sig(nodes):
+    sig = None
+    for n in nodes:
+        if n.sig is not None:
+            if sig is None:
+                sig = n.sig
+            elif sig != n.sig:
+                raise Invalid('two reduction signatures')
+    return sig
+
+
+def is_softmax_exp(a, sig):
+    """a is exp(v - max(v, ...)) with max over the same signature."""
+    if a.op != 'exp' or a.args[0].op != 'sub':
+        return False
+    v, m = a.args[0].args
+    return m.op == 'max' and m.args[0] is v and m.sig == sig
+
+
+def interval_mul(a, b):
+    c = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
+    return min(c), max(c)
+
+
+def check_range(dtype, lo, hi):
+    if dtype in FLOATS:
+        if max(abs(lo), abs(hi)) > FMAX[dtype]:
+            raise Invalid('float range')
+    elif dtype in INTS:
+        if max(abs(lo), abs(hi)) > IMAX[dtype]:
+            raise Invalid('int range')
+
+
+def make_node(op, args, attrs=None):
+    """The node of `op` applied to `args`, or Invalid."""
+    attrs = attrs or {}
+    arrays = [a for a in args if not a.weak]
+    nan = any(a.nan for a in args)
+    exact = all(a.exact for a in args)
+    sig = union_sig(args)
+
+    def shape_of(ns):
+        s = ()
+        for n in ns:
+            s = bcast(s, n.shape)
+            if s is None:
+                raise Invalid('shapes')
+        return s
+
+    if op in ('add', 'sub', 'mul', 'div', 'rem'):
+        a, b = args
+        if a.weak and b.weak:
+            t = usual(a.dtype, b.dtype)
+            weak = True
+        else:
+            t = promote(args)
+            weak = False
+        if t == BOOL:
+            t = I32
+        if a.dtype == BOOL or b.dtype == BOOL:
+            t = usual(t, I32) if t not in FLOATS else t
+        shape = shape_of(args)
+        if op == 'add':
+            lo, hi = a.lo + b.lo, a.hi + b.hi
+        elif op == 'sub':
+            lo, hi = a.lo - b.hi, a.hi - b.lo
+            # x - max(x) <= 0 and x - min(x) >= 0 (softmax's shift)
+            if b.op in ('max', 'min') and b.args[0] is a:
+                if b.op == 'max':
+                    hi = 0.0
+                else:
+                    lo = 0.0
+        elif op == 'mul':
+            lo, hi = interval_mul(a, b)
+            if a is b:  # a square
+                lo = max(lo, 0.0)
+        elif op == 'div':
+            if b.lo <= 0 <= b.hi:
+                raise Invalid('denominator may be 0')
+            if t in FLOATS and min(abs(b.lo), abs(b.hi)) < 1e-3:
+                raise Invalid('denominator too small')
+            if t in INTS:
+                # C++ truncation: |a / b| <= |a|
+                m = a.mag()
+                lo, hi = -m, m
+            else:
+                c = [a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi]
+                lo, hi = min(c), max(c)
+        else:  # rem
+            if t not in INTS:
+                raise Invalid('% on floats')
+            if b.lo <= 0 <= b.hi:
+                raise Invalid('modulus may be 0')
+            m = min(a.mag(), max(abs(b.lo), abs(b.hi)))
+            lo, hi = -m, m
+        check_range(t, lo, hi)
+        return Node(op, args, t, weak, shape, lo, hi, nan, exact, sig)
+
+    if op == 'neg':
+        (a,) = args
+        t = neg_t(a.dtype)
+        return Node(op, args, t, a.weak, a.shape, -a.hi, -a.lo, nan, exact, sig)
+    if op == 'abs':
+        (a,) = args
+        t = a.dtype if a.dtype in FLOATS else neg_t(a.dtype)
+        if a.lo >= 0:
+            lo, hi = a.lo, a.hi
+        elif a.hi <= 0:
+            lo, hi = -a.hi, -a.lo
+        else:
+            lo, hi = 0.0, a.mag()
+        return Node(op, args, t, False, a.shape, lo, hi, nan, exact, sig)
+    if op in UNARY_MATH:
+        (a,) = args
+        if a.weak:
+            raise Invalid('math on a scalar')
+        t = math_t(a.dtype)
+        lo, hi = a.lo, a.hi
+        ex = False
+        if op in ('exp', 'expm1'):
+            if hi > (60 if t == F32 else 600):
+                raise Invalid('exp overflow')
+            f = math.exp if op == 'exp' else math.expm1
+            lo, hi = f(max(lo, -700)), f(hi)
+        elif op == 'exp2':
+            if hi > (80 if t == F32 else 900):
+                raise Invalid('exp2 overflow')
+            lo, hi = 2.0 ** max(lo, -1000), 2.0 ** hi
+        elif op in ('log', 'log2'):
+            if lo < 1e-7:
+                raise Invalid('log domain')
+            f = math.log if op == 'log' else math.log2
+            lo, hi = f(lo), f(hi)
+        elif op == 'log1p':
+            if lo < 0:
+                raise Invalid('log1p domain')
+            lo, hi = math.log1p(lo), math.log1p(hi)
+        elif op == 'sqrt':
+            if lo < 0:
+                raise Invalid('sqrt domain')
+            lo, hi = math.sqrt(lo), math.sqrt(hi)
+            ex = exact
+        elif op == 'rsqrt':
+            if lo < 1e-7:
+                raise Invalid('rsqrt domain')
+            lo, hi = 1 / math.sqrt(hi), 1 / math.sqrt(lo)
+        elif op in ('sin', 'cos'):
+            if max(abs(lo), abs(hi)) > 1e4:
+                raise Invalid('sin argument')
+            lo, hi = -1.0, 1.0
+        elif op == 'tanh':
+            lo, hi = math.tanh(max(lo, -50)), math.tanh(min(hi, 50))
+        elif op == 'erf':
+            lo, hi = math.erf(max(lo, -50)), math.erf(min(hi, 50))
+        elif op == 'sigmoid':
+            lo, hi = 0.0, 1.0
+        elif op in ('floor', 'ceil'):
+            if not exact:
+                raise Invalid('floor of an inexact value')
+            lo, hi = math.floor(lo), math.ceil(hi)
+            ex = True
+        return Node(op, args, t, False, a.shape, lo, hi, nan, ex, sig)
+    if op == 'pow':
+        a, b = args
+        if a.weak or not b.weak or b.op != 'lit':
+            raise Invalid('pow form')
+        if a.lo < 0.25:
+            raise Invalid('pow base')
+        t = math_t(promote(args))
+        c = b.attrs['value']
+        vals = [a.lo ** c, a.hi ** c]
+        lo, hi = min(vals), max(vals)
+        check_range(t, lo, hi)
+        return Node(op, args, t, False, a.shape, lo, hi, nan, False, sig)
+    if op in ('maximum', 'minimum'):
+        if not arrays:
+            raise Invalid('needs an array')
+        a, b = args
+        t = promote(args)
+        f = max if op == 'maximum' else min
+        lo, hi = f(a.lo, b.lo), f(a.hi, b.hi)
+        return Node(op, args, t, False, shape_of(args), lo, hi, nan, exact, sig)
+    if op == 'clamp':
+        x, l, h = args
+        if not arrays:
+            raise Invalid('needs an array')
+        t = promote(args)
+        lo = min(max(x.lo, l.lo), h.hi)
+        hi = min(max(x.hi, l.hi), h.hi)
+        lo = min(lo, h.lo)
+        return Node(op, args, t, False, shape_of(args), min(lo, hi),
+                    max(lo, hi), nan, exact, sig)
+    if op in CMPS:
+        if not arrays:
+            raise Invalid('needs an array')
+        if not exact:
+            raise Invalid('comparison of inexact values')
+        return Node(op, args, BOOL, False, shape_of(args), 0, 1, False, True,
+                    sig)
+    if op in ('and', 'or'):
+        if any(a.dtype != BOOL for a in args) or not arrays:
+            raise Invalid('logic needs bools')
+        return Node(op, args, BOOL, False, shape_of(args), 0, 1, False, True,
+                    sig)
+    if op == 'not':
+        (a,) = args
+        if a.dtype != BOOL or a.weak:
+            raise Invalid('! needs a bool array')
+        return Node(op, args, BOOL, False, a.shape, 0, 1, False, True, sig)
+    if op == 'where':
+        m, a, b = args
+        if m.dtype != BOOL or m.weak or not m.exact:
+            raise Invalid('where mask')
+        if a.weak and b.weak:
+            t = usual(a.dtype, b.dtype)
+        else:
+            t = promote([a, b])
+        if a.dtype == BOOL and b.dtype == BOOL:
+            t = I32
+        lo, hi = min(a.lo, b.lo), max(a.hi, b.hi)
+        return Node(op, args, t, False, shape_of(args), lo, hi,
+                    a.nan or b.nan, a.exact and b.exact, sig)
+    if op == 'cast':
+        (a,) = args
+        to = attrs['to']
+        if a.weak:
+            raise Invalid('cast of a scalar')
+        lo, hi = a.lo, a.hi
+        if to in INTS and a.dtype in FLOATS:
+            if not a.exact or a.nan:
+                raise Invalid('float to int needs an exact, NaN-free value')
+            if max(abs(lo), abs(hi)) > IMAX[to] / 2:
+                raise Invalid('float to int range')
+            lo, hi = float(math.trunc(lo)), float(math.trunc(hi))
+        elif to == BOOL:
+            if a.dtype in FLOATS and not a.exact:
+                raise Invalid('float to bool needs an exact value')
+            lo, hi = 0.0, 1.0
+        elif to == I32 and a.dtype == I64:
+            if max(abs(lo), abs(hi)) > IMAX[I32]:
+                raise Invalid('int64 to int32 range')
+        elif to == F32 and a.dtype == F64:
+            check_range(F32, lo, hi)
+        return Node(op, args, to, False, a.shape, lo, hi, a.nan, a.exact, sig,
+                    dict(attrs))
+    if op in REDS:
+        (a,) = args
+        if a.weak or a.rank == 0:
+            raise Invalid('reduce a scalar')
+        axis, keep = attrs.get('axis'), attrs.get('keep', False)
+        if axis is None:
+            shape = ()
+            base_sig = (a.shape, 'all')
+        else:
+            if not (-a.rank <= axis < a.rank):
+                raise Invalid('axis')
+            ax = axis % a.rank
+            shape = list(a.shape)
+            if keep:
+                shape[ax] = 1
+            else:
+                del shape[ax]
+            base_sig = (a.shape, ax)
+        want = attrs.get('sig')
+        if want is None or tuple(want) != base_sig:
+            raise Invalid('reduction signature')
+        if a.sig is not None and a.sig != base_sig:
+            raise Invalid('nested reduction of another signature')
+        t = a.dtype
+        ex = exact
+        lo, hi = a.lo, a.hi
+        nan_out = nan
+        if op == 'sum':
+            if t == BOOL:
+                t = I64
+                lo, hi = 0.0, NMAX
+            else:
+                lo, hi = min(0.0, lo * NMAX), max(0.0, hi * NMAX)
+                if is_softmax_exp(a, base_sig):
+                    # sum(exp(v - max(v))) >= 1 (0 only over an empty axis,
+                    # where no element uses it)
+                    lo = 1.0
+            if t in FLOATS:
+                ex = False
+            check_range(t, lo, hi)
+        elif op == 'mean':
+            t = math_t(t)
+            ex = False
+            nan_out = True  # an empty axis gives NaN
+        return Node(op, args, t, False, shape, lo, hi, nan_out, ex, base_sig,
+                    dict(attrs))
+    if op == 'expand_dims':
+        (a,) = args
+        ax = attrs['axis']
+        r = a.rank + 1
+        if not (-r <= ax < r) or a.weak:
+            raise Invalid('expand_dims axis')
+        s = list(a.shape)
+        s.insert(ax % r, 1)
+        return Node(op, args, a.dtype, False, s, a.lo, a.hi, nan, exact, sig,
+                    dict(attrs))
+    if op == 'squeeze':
+        (a,) = args
+        ax = attrs['axis']
+        if a.weak or not (-a.rank <= ax < a.rank) or a.shape[ax % a.rank] != 1:
+            raise Invalid('squeeze')
+        s = list(a.shape)
+        del s[ax % a.rank]
+        return Node(op, args, a.dtype, False, s, a.lo, a.hi, nan, exact, sig,
+                    dict(attrs))
+    if op == 'broadcast_to':
+        a, target = args
+        if not fits(a.shape, target.shape):
+            raise Invalid('broadcast_to')
+        t = a.dtype
+        return Node(op, args, t, False, target.shape, a.lo, a.hi, a.nan,
+                    a.exact, a.sig, dict(attrs))
+    if op == 'index':
+        (a,) = args
+        ax = attrs['axis']
+        if a.weak or not (-a.rank <= ax < a.rank):
+            raise Invalid('index axis')
+        return Node(op, args, I64, False, a.shape, 0, NMAX, False, True,
+                    a.sig, dict(attrs))
+    raise AssertionError(op)
+
+
+# --------------------------------------------------------------------------
+# Printing
+# --------------------------------------------------------------------------
+
+def atomic(s):
+    """Wraps s in parentheses unless it is a name, call or literal."""
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch == '(':
+            depth += 1
+        elif ch == ')':
+            depth -= 1
+        elif depth == 0 and ch in ' +-*/%<>=!&|' and not (i == 0 and ch == '-'):
+            return '(%s)' % s
+    if s.startswith('-') or s.startswith('!'):
+        return '(%s)' % s
+    return s
+
+
+def print_op(op, args, attrs):
+    """C++ text of an op applied to argument texts."""
+    if op in BINOPS:
+        return '%s %s %s' % (atomic(args[0]), BINOPS[op], atomic(args[1]))
+    if op == 'neg':
+        return '-%s' % atomic(args[0])
+    if op == 'not':
+        return '!%s' % atomic(args[0])
+    if op == 'cast':
+        return 'cast<%s>(%s)' % (CTYPE[attrs['to']], args[0])
+    if op in REDS:
+        if attrs.get('axis') is None:
+            return '%s(%s)' % (op, args[0])
+        ax = attrs.get('axis_text', attrs['axis'])
+        if attrs.get('keep'):
+            return '%s(%s, %s, keepdims)' % (op, args[0], ax)
+        return '%s(%s, %s)' % (op, args[0], ax)
+    if op in ('expand_dims', 'squeeze', 'index'):
+        return '%s(%s, %d)' % (op, args[0], attrs['axis'])
+    return '%s(%s)' % (op, ', '.join(args))
+
+
+# --------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------
+
+class Ctx:
+    """Where a value is generated: the shape it must broadcast to, the
+    reduction signature allowed in its cone (None: no reduction), how deep
+    inside reductions it is, and whether it must be exact."""
+
+    def __init__(self, shape, sig=None, level=0, exact=False, scope='kernel',
+                 dtype=None):
+        self.shape = tuple(shape)
+        self.sig = sig
+        self.level = level
+        self.exact = exact
+        self.scope = scope
+        self.dtype = dtype
+
+    def but(self, **kw):
+        c = Ctx(self.shape, self.sig, self.level, self.exact, self.scope,
+                self.dtype)
+        for k, v in kw.items():
+            setattr(c, k, v)
+        return c
+
+
+class Kernel:
+    def __init__(self, name, index, seed):
+        self.name = name
+        self.index = index
+        self.seed = seed
+        self.params = []
+        self.helpers = []
+        self.stmts = []
+        self.policy = ''
+        self.universe = ()
+        self.extra_syms = []
+        self.notes = []
+
+
+class Interp:
+    """Runs a kernel's statements symbolically: nodes in creation order (the
+    shadow's program), the value of every local and ref."""
+
+    def __init__(self, kernel):
+        self.k = kernel
+        self.nodes = []
+        self.locals = {}
+        self.refval = {}
+        self.loopvars = {}
+        self.hparams = []
+        self.stores = []  # (param, value node) in order
+        self.memo = {}
+        for p in kernel.params:
+            if p.kind in ('in', 'inout'):
+                self.refval[p.name] = None  # initial contents
+
+    def add(self, n):
+        n.id = len(self.nodes)
+        self.nodes.append(n)
+        return n
+
+    def param(self, name):
+        for p in self.k.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def load(self, p):
+        v = self.refval.get(p.name, 'unset')
+        if p.kind == 'out' and v == 'unset':
+            raise Invalid('read of an Out before it is written')
+        if v is None or v == 'unset':
+            if p.kind == 'scalar':
+                lo, hi = p.lo, p.hi
+                return self.add(Node('sparam', [], p.dtype, True, (), lo, hi,
+                                     False, True, None, {'param': p.name}))
+            n = Node('load', [], p.dtype, False, p.shape, p.lo, p.hi, False,
+                     True, None, {'param': p.name})
+            return self.add(n)
+        # the value last stored, converted and broadcast to the ref
+        return self.add(Node('refread', [v], p.dtype, False, p.shape,
+                             *conv_range(v, p.dtype), v.nan, v.exact, v.sig,
+                             {'param': p.name}))
+
+    def inst(self, e):
+        """The node of e; an expression object used twice in one statement
+        (x * x) is one node."""
+        key = id(e)
+        if key in self.memo:
+            return self.memo[key]
+        n = self.inst1(e)
+        self.memo[key] = n
+        return n
+
+    def inst1(self, e):
+        if e.kind == 'lit':
+            l = e.a
+            n = Node('lit', [], l.dtype, True, (), l.value, l.value, False,
+                     True, None, {'text': l.text, 'value': l.value})
+            return self.add(n)
+        if e.kind == 'loopconst':
+            var, off, dt = e.a
+            v = self.loopvars[var] + off
+            text = lit(dt, v).text
+            n = Node('lit', [], dt if dt in FLOATS else I32, True, (), v, v,
+                     False, True, None, {'text': text, 'value': v})
+            return self.add(n)
+        if e.kind == 'load':
+            return self.load(self.param(e.a))
+        if e.kind == 'sparam':
+            return self.load(self.param(e.a))
+        if e.kind == 'reftarget':
+            p = self.param(e.a)
+            return self.add(Node('refshape', [], p.dtype, False, p.shape, 0,
+                                 0, False, True, None, {'param': p.name}))
+        if e.kind == 'local':
+            if e.a not in self.locals:
+                raise Invalid('unknown local %s' % e.a)
+            return self.locals[e.a]
+        if e.kind == 'hparam':
+            return self.hparams[e.a]
+        if e.kind == 'op':
+            args = [self.inst(a) for a in e.args]
+            attrs = dict(e.attrs)
+            return self.add(make_node(e.a, args, attrs))
+        if e.kind == 'call':
+            h = next(x for x in self.k.helpers if x.name == e.a)
+            args = [self.inst(a) for a in e.args]
+            saved_h, saved_m = self.hparams, self.memo
+            self.hparams = list(args)
+            self.memo = {}
+            try:
+                for (nm, ex) in h.locals:
+                    self.hparams.append(self.inst(ex))
+                body = self.inst(h.ret)
+            finally:
+                self.hparams, self.memo = saved_h, saved_m
+            return body
+        raise AssertionError(e.kind)
+
+    def run(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s):
+        self.memo = {}
+        if s.kind == 'decl':
+            if s.name in self.locals:
+                raise Invalid('redeclared')
+            self.locals[s.name] = self.inst(s.expr)
+        elif s.kind == 'assign':
+            if s.name not in self.locals:
+                raise Invalid('assign to unknown local')
+            old = self.locals[s.name]
+            n = self.inst(s.expr)
+            if n.dtype != old.dtype or n.weak != old.weak:
+                raise Invalid('assignment changes the type')
+            self.locals[s.name] = n
+        elif s.kind == 'store':
+            p = self.param(s.param)
+            n = self.inst(s.expr)
+            check_store(n, p)
+            self.refval[p.name] = n
+            self.stores.append((p, n))
+        elif s.kind == 'sdecl':
+            if s.name in self.locals:
+                raise Invalid('redeclared')
+            n = self.inst(s.expr)
+            if not n.weak:
+                raise Invalid('scalar local of an array')
+            self.locals[s.name] = n
+        elif s.kind == 'if':
+            for b in s.body:
+                self.stmt(b)
+        elif s.kind == 'loop':
+            for i in range(s.trip):
+                self.loopvars[s.var] = i
+                for b in s.body:
+                    self.stmt(b)
+            self.loopvars.pop(s.var, None)
+        else:
+            raise AssertionError(s.kind)
+
+
+def conv_range(n, to):
+    lo, hi = n.lo, n.hi
+    if to == BOOL:
+        return 0.0, 1.0
+    if to in INTS and n.dtype in FLOATS:
+        return float(math.trunc(lo)), float(math.trunc(hi))
+    return lo, hi
+
+
+def check_store(n, p):
+    if p.kind not in ('out', 'inout'):
+        raise Invalid('store to an In')
+    if n.rank > p.rank or not fits(n.shape, p.shape):
+        raise Invalid('stored value does not fit the ref')
+    f, t = n.dtype, p.dtype
+    if f == t:
+        return
+    if t in FLOATS:
+        if f == F64 and t == F32:
+            check_range(F32, n.lo, n.hi)
+        return
+    if t == BOOL:
+        if f in FLOATS and not n.exact:
+            raise Invalid('inexact to bool')
+        return
+    if f in FLOATS:
+        if not n.exact or n.nan or max(abs(n.lo), abs(n.hi)) > IMAX[t] / 2:
+            raise Invalid('float to int store')
+        return
+    if max(abs(n.lo), abs(n.hi)) > IMAX[t]:
+        raise Invalid('int store range')
+
+
+# --------------------------------------------------------------------------
+# The generator
+# --------------------------------------------------------------------------
+
+FLOAT_LITS = ['0.5', '0.25', '1.5', '2.0', '3.0', '0.1', '0.75', '1.25',
+              '0.125', '4.0', '0.3', '10.0', '1.0', '0.01']
+INT_LITS = [1, 2, 3, 5, 7, 10, -1, -3]
+
+
+class Gen:
+    def __init__(self, seed, index, prefix='k'):
+        self.seed = seed
+        self.index = index
+        self.rng = random.Random('pk-fuzz:%s:%d' % (seed, index))
+        self.k = Kernel('%s%d' % (prefix, index), index, seed)
+        self.it = Interp(self.k)
+        self.counters = {}
+        self.budget = 0
+
+    # -- undo -------------------------------------------------------------
+    def snapshot(self):
+        return (len(self.it.nodes), len(self.k.params), len(self.k.helpers),
+                dict(self.counters))
+
+    def restore(self, mark):
+        n, p, h, c = mark
+        del self.it.nodes[n:]
+        for q in self.k.params[p:]:
+            self.it.refval.pop(q.name, None)
+        del self.k.params[p:]
+        del self.k.helpers[h:]
+        self.counters = c
+
+    # -- names and params -------------------------------------------------
+    def fresh(self, prefix):
+        n = self.counters.get(prefix, 0)
+        self.counters[prefix] = n + 1
+        return '%s%d' % (prefix, n)
+
+    def add_param(self, kind, dtype, shape, **kw):
+        prefix = {'in': 'x', 'out': 'o', 'inout': 'h', 'scalar': 's'}[kind]
+        p = Param(self.fresh(prefix), kind, dtype, shape, **kw)
+        if kind in ('in', 'inout', 'scalar') and 'lo' not in kw:
+            p.lo, p.hi = data_range(dtype, self.rng)
+        self.k.params.append(p)
+        if kind in ('in', 'inout'):
+            self.it.refval[p.name] = None
+        return p
+
+    def choice(self, seq):
+        return seq[self.rng.randrange(len(seq))]
+
+    def wchoice(self, items):
+        tot = sum(w for _, w in items)
+        r = self.rng.random() * tot
+        for v, w in items:
+            r -= w
+            if r < 0:
+                return v
+        return items[-1][0]
+
+    def chance(self, p):
+        return self.rng.random() < p
+
+    # -- expression helpers -----------------------------------------------
+    def mk(self, kind, a=None, args=None, attrs=None):
+        """An expression, instantiated now (Invalid if not valid here)."""
+        e = Expr(kind, a, args, attrs)
+        if kind == 'op':
+            nodes = [x.node for x in args]
+            n = make_node(a, nodes, dict(attrs or {}))
+            e.node = self.it.add(n)
+        elif kind == 'call':
+            e.node = self.it.inst(e)
+        else:
+            self.it.memo = {}
+            e.node = self.it.inst(e)
+        return e
+
+    def op(self, op, *args, **attrs):
+        return self.mk('op', op, list(args), attrs)
+
+    def literal(self, dtype):
+        if dtype in FLOATS:
+            v = float(self.choice(FLOAT_LITS))
+            if self.chance(0.2):
+                v = -v
+            if dtype == F32:
+                # a double literal with a float array stays float (weak)
+                if self.chance(0.25):
+                    l = lit(F64, v)
+                    return self.mk('lit', Lit(F64, f32round(v), l.text))
+                return self.mk('lit', Lit(F32, f32round(v), lit(F32, v).text))
+            return self.mk('lit', lit(F64, v))
+        return self.mk('lit', lit(I32, self.choice(INT_LITS)))
+
+    def fits_ctx(self, n, ctx):
+        if not fits(n.shape, ctx.shape):
+            return False
+        if n.sig is not None and n.sig != ctx.sig:
+            return False
+        if ctx.exact and not n.exact:
+            return False
+        return True
+
+    # -- leaves -------------------------------------------------------------
+    def leaf(self, ctx, dtype=None, array=True):
+        """A load, a local or a new input whose value fits ctx."""
+        cands = []
+        if ctx.scope == 'kernel':
+            for nm, n in self.it.locals.items():
+                if (self.fits_ctx(n, ctx) and not n.weak and
+                        (dtype is None or n.dtype == dtype)):
+                    cands.append(('local', nm))
+            for p in self.k.params:
+                if p.kind == 'scalar' or p.role == 'shape':
+                    continue
+                if (p.kind == 'out' and self.it.refval.get(p.name) in
+                        (None, 'unset')):
+                    continue
+                if p.name not in self.it.refval:
+                    continue
+                v = self.it.refval[p.name]
+                if not fits(p.shape, ctx.shape):
+                    continue
+                if v is not None and v != 'unset' and not self.fits_ctx(v, ctx):
+                    continue
+                if dtype is not None and p.dtype != dtype:
+                    continue
+                cands.append(('load', p.name))
+        else:
+            for i, n in enumerate(self.it.hparams):
+                if self.fits_ctx(n, ctx) and (dtype is None or
+                                              n.dtype == dtype):
+                    cands.append(('hparam', i))
+        if cands and (ctx.scope != 'kernel' or self.chance(0.75)):
+            kind, a = self.choice(cands)
+            return self.mk(kind, a)
+        if ctx.scope != 'kernel':
+            raise Invalid('no helper parameter fits')
+        return self.new_input(ctx, dtype)
+
+    def new_input(self, ctx, dtype=None, full=False):
+        if ctx.scope != 'kernel':
+            raise Invalid('no new inputs inside a helper')
+        if dtype is None:
+            dtype = self.wchoice([(F32, 70), (F64, 8), (I32, 10), (I64, 4),
+                                  (BOOL, 8)])
+        s = list(ctx.shape)
+        if not full:
+            # a suffix, some extents 1 (keepdims-like refs)
+            r = self.rng.randint(0, len(s)) if self.chance(0.3) else len(s)
+            s = s[len(s) - r:]
+            s = [1 if (x != 1 and self.chance(0.08)) else x for x in s]
+        p = self.add_param('in', dtype, tuple(s))
+        return self.mk('load', p.name)
+
+    def operand(self, ctx, depth, dtype=None):
+        """An array, or (sometimes) a scalar: literal or scalar param."""
+        r = self.rng.random()
+        if r < 0.22 and not ctx.exact or r < 0.12:
+            return self.literal(dtype or self.scalar_type_for(ctx))
+        if r < 0.31 and ctx.scope == 'kernel' and not ctx.exact:
+            return self.scalar_expr(ctx)
+        if r < 0.28 and ctx.scope == 'kernel':
+            sp = [p for p in self.k.params if p.kind == 'scalar']
+            if sp and self.chance(0.6):
+                return self.mk('sparam', self.choice(sp).name)
+            t = self.wchoice([(F32, 6), (I32, 2), (F64, 1)])
+            p = self.add_param('scalar', t, ())
+            return self.mk('sparam', p.name)
+        return self.gen(ctx, depth, dtype)
+
+    def scalar_expr(self, ctx):
+        """A weak scalar computed in plain C++: a scalar local, or an
+        arithmetic of scalar parameters and literals (`s0 * 0.5f`, `0.1f *
+        3.0`, whose C++ type is the usual arithmetic conversion)."""
+        sl = [nm for nm, n in self.it.locals.items() if n.weak]
+        if sl and self.chance(0.5):
+            return self.mk('local', self.choice(sl))
+        sp = [p for p in self.k.params if p.kind == 'scalar' and
+              p.dtype in FLOATS]
+        a = self.mk('sparam', self.choice(sp).name) if sp and \
+            self.chance(0.6) else self.literal(F32)
+        b = self.literal(self.choice([F32, F64]))
+        if self.chance(0.5):
+            a, b = b, a
+        return self.op(self.choice(['mul', 'add', 'sub']), a, b)
+
+    def scalar_type_for(self, ctx):
+        if ctx.dtype in INTS or ctx.dtype == BOOL:
+            return I32
+        return F32 if self.chance(0.85) else F64
+
+    # -- expressions ----------------------------------------------------------
+    def gen(self, ctx, depth, dtype=None):
+        """An array expression whose node fits ctx."""
+        for _ in range(10):
+            mark = self.snapshot()
+            try:
+                if depth <= 0 or self.budget <= 0 or self.chance(0.18):
+                    e = self.leaf(ctx, dtype)
+                else:
+                    self.budget -= 1
+                    e = self.gen_op(ctx, depth)
+                if e.node.weak:
+                    raise Invalid('scalar')
+                if dtype is not None and e.node.dtype != dtype:
+                    raise Invalid('dtype')
+                if not self.fits_ctx(e.node, ctx):
+                    raise Invalid('does not fit')
+                return e
+            except Invalid:
+                self.restore(mark)
+        e = self.leaf(ctx, dtype)
+        if not self.fits_ctx(e.node, ctx) or e.node.weak:
+            raise Invalid('no leaf fits')
+        return e
+
+    def gen_op(self, ctx, depth):
+        cats = [('arith', 30), ('math', 16 if not ctx.exact else 3),
+                ('div', 6), ('minmax', 6), ('where', 7), ('absneg', 4),
+                ('cast', 4), ('shape', 3), ('index', 2)]
+        if ctx.sig is not None and ctx.level < 2:
+            cats.append(('reduce', 30 if ctx.level == 0 else 10))
+        if ctx.scope == 'kernel' and depth >= 2:
+            cats.append(('helper', 4))
+        cat = self.wchoice(cats)
+        return getattr(self, 'g_' + cat)(ctx, depth)
+
+    def g_arith(self, ctx, depth):
+        a = self.gen(ctx, depth - 1)
+        b = self.operand(ctx, depth - 1)
+        op = self.wchoice([('add', 4), ('sub', 3), ('mul', 3)])
+        if a.node.dtype == BOOL and (b.node.dtype == BOOL):
+            op = 'add'
+        if self.chance(0.5):
+            a, b = b, a
+        return self.op(op, a, b)
+
+    def safe_den(self, ctx, depth, int_mode):
+        """A denominator that is never 0 (nor tiny)."""
+        kind = self.wchoice([('abs', 5), ('square', 2), ('lit', 2),
+                             ('exp', 0 if ctx.exact or int_mode else 1)])
+        if kind == 'lit':
+            if int_mode:
+                return self.mk('lit', lit(I32, self.choice([2, 3, 5, 7])))
+            v, t = self.choice([(0.5, '0.5f'), (2.0, '2.0f'), (3.0, '3.0f'),
+                                (1.5, '1.5f'), (0.25, '0.25f'), (3.0, '3.0'),
+                                (4, '4')])
+            return self.mk('lit', tlit(v, t))
+        y = self.gen(ctx, depth - 1)
+        if int_mode and y.node.dtype not in INTS:
+            raise Invalid('int denominator')
+        if y.node.dtype == BOOL:
+            raise Invalid('bool denominator')
+        if int_mode:
+            c = self.mk('lit', lit(I32, self.choice([1, 2, 3])))
+        else:
+            v, t = self.choice([(1.0, '1.0f'), (1, '1'), (0.5, '0.5f'),
+                                (2.0, '2.0f')])
+            c = self.mk('lit', tlit(v, t))
+        if kind == 'abs' or int_mode:
+            return self.op('add', self.op('abs', y), c)
+        if kind == 'square':
+            return self.op('add', self.op('mul', y, y), c)
+        return self.op('exp', self.op('tanh', y))
+
+    def g_div(self, ctx, depth):
+        a = self.gen(ctx, depth - 1)
+        int_mode = a.node.dtype in INTS and self.chance(0.7)
+        if a.node.dtype == BOOL:
+            raise Invalid('bool division')
+        d = self.safe_den(ctx, depth, int_mode)
+        if int_mode and self.chance(0.4):
+            return self.op('rem', a, d)
+        return self.op('div', a, d)
+
+    def g_math(self, ctx, depth):
+        f = self.wchoice([('exp', 5), ('log', 5), ('tanh', 5), ('sqrt', 4),
+                          ('sigmoid', 3), ('erf', 3), ('rsqrt', 3),
+                          ('log1p', 2), ('expm1', 2), ('exp2', 1),
+                          ('log2', 1), ('sin', 2), ('cos', 2), ('pow', 3),
+                          ('floor', 1), ('ceil', 1)])
+        if ctx.exact and f not in ('sqrt', 'floor', 'ceil'):
+            f = self.choice(['sqrt', 'floor', 'ceil'])
+        sub = ctx.but(exact=ctx.exact or f in ('floor', 'ceil'))
+        x = self.gen(sub, depth - 1)
+        n = x.node
+        if f in ('exp', 'expm1', 'exp2'):
+            lim = 20 if n.dtype != F64 else 60
+            if n.hi > lim:
+                x = self.bounded(x, ctx, lim)
+        elif f in ('log', 'log2', 'rsqrt'):
+            if n.lo < 1e-3:
+                x = self.positive(x, ctx)
+        elif f in ('log1p', 'sqrt'):
+            if n.lo < 0:
+                x = self.nonneg(x)
+        elif f in ('sin', 'cos'):
+            if n.mag() > 100:
+                x = self.op('tanh', x)
+        elif f == 'pow':
+            if n.lo < 0.25:
+                x = self.op('add', self.nonneg(x),
+                            self.mk('lit', tlit(0.5, '0.5f')))
+            c = self.choice([2.0, 3.0, 0.5, -1.0, 1.5, -0.5, 0.25])
+            t = self.choice(['f', '']) if x.node.dtype in FLOATS else 'f'
+            txt = fmt_float(c) + t
+            if c < 0:
+                txt = '(%s)' % txt
+            ce = self.mk('lit', Lit(F32 if t == 'f' else F64, c, txt))
+            if x.node.hi > 1e6:
+                x = self.op('log1p', x)
+            return self.op('pow', x, ce)
+        return self.op(f, x)
+
+    def bounded(self, x, ctx, lim):
+        k = self.choice(['tanh', 'min', 'clamp', 'ratio', 'shift'])
+        if k == 'tanh':
+            return self.op('mul', self.op('tanh', x),
+                           self.mk('lit', tlit(3.0, '3.0f')))
+        if k == 'min':
+            return self.op('minimum', x, self.mk('lit', tlit(8.0, '8.0f')))
+        if k == 'clamp':
+            return self.op('clamp', x, self.mk('lit', tlit(-10.0, '(-10.0f)')),
+                           self.mk('lit', tlit(10.0, '10.0f')))
+        if k == 'shift' and ctx.sig is not None and ctx.level < 2 and \
+                ctx.sig[1] != 'all' and fits(ctx.sig[0], ctx.shape) and \
+                x.node.shape == tuple(ctx.sig[0]) and x.node.dtype in FLOATS:
+            # softmax's shift: x - max(x, axis, keepdims) <= 0
+            m = self.reduce_of(x, 'max', ctx, keep=True)
+            return self.op('sub', x, m)
+        return self.op('div', x, self.op('add', self.op('abs', x),
+                                         self.mk('lit', tlit(1.0, '1.0f'))))
+
+    def positive(self, x, ctx):
+        c = self.choice([(1.0, '1.0f'), (0.5, '0.5f'), (1e-3, '0.001f'),
+                         (2.0, '2.0f'), (1.0, '1')])
+        inner = self.nonneg(x)
+        return self.op('add', inner, self.mk('lit', tlit(c[0], c[1])))
+
+    def nonneg(self, x):
+        if x.node.lo >= 0:
+            return x
+        if self.chance(0.6):
+            return self.op('abs', x)
+        return self.op('mul', x, x)
+
+    def g_minmax(self, ctx, depth):
+        a = self.gen(ctx, depth - 1)
+        if a.node.dtype == BOOL:
+            raise Invalid('bool minmax')
+        if self.chance(0.35):
+            lo = self.choice([-1.0, -0.5, 0.0, -2.0])
+            hi = self.choice([0.5, 1.0, 2.0])
+            if a.node.dtype in INTS:
+                return self.op('clamp', a, self.mk('lit', lit(I32, -5)),
+                               self.mk('lit', lit(I32, 5)))
+            return self.op('clamp', a, self.mk('lit', tlit(lo, lit(F32, lo).text)),
+                           self.mk('lit', tlit(hi, lit(F32, hi).text)))
+        b = self.operand(ctx, depth - 1)
+        if b.node.dtype == BOOL:
+            raise Invalid('bool minmax')
+        return self.op(self.choice(['maximum', 'minimum']), a, b)
+
+    def g_absneg(self, ctx, depth):
+        a = self.gen(ctx, depth - 1)
+        return self.op(self.choice(['abs', 'neg']), a)
+
+    def gen_mask(self, ctx, depth):
+        """An exact bool value fitting ctx."""
+        k = self.wchoice([('cmp', 6), ('boolin', 2), ('logic', 2),
+                          ('index', 1)])
+        ectx = ctx.but(exact=True)
+        if k == 'boolin':
+            return self.leaf(ectx, BOOL) if self.chance(0.5) else \
+                self.new_input(ctx, BOOL)
+        if k == 'logic':
+            a = self.gen_mask(ctx, depth - 1) if depth > 1 else \
+                self.new_input(ctx, BOOL)
+            if self.chance(0.3):
+                return self.op('not', a)
+            b = self.gen_mask(ctx, depth - 1) if depth > 1 else \
+                self.new_input(ctx, BOOL)
+            return self.op(self.choice(['and', 'or']), a, b)
+        if k == 'index':
+            return self.index_mask(ctx)
+        a = self.gen(ectx, depth - 1)
+        if a.node.dtype == BOOL:
+            b = self.gen(ectx, depth - 1, BOOL)
+            return self.op(self.choice(['eq', 'ne']), a, b)
+        b = self.operand(ectx, depth - 1)
+        if b.node.dtype == BOOL:
+            raise Invalid('bool compare')
+        return self.op(self.choice(CMPS), a, b)
+
+    def index_base(self, ctx):
+        """A load of ctx's full shape to take index() of."""
+        if 'index-of-broadcast' not in AVOID:
+            return self.full_leaf(ctx)
+        if ctx.scope != 'kernel':
+            raise Invalid('no loads inside a helper')
+        for p in self.k.params:
+            if p.kind == 'in' and p.role == 'index' and p.shape == ctx.shape:
+                return self.mk('load', p.name)
+        p = self.add_param('in', self.choice([F32, I32, BOOL]), ctx.shape,
+                           bcast_ok=False, role='index')
+        return self.mk('load', p.name)
+
+    def index_axes(self, base):
+        """The axes index() may take of base (with the known bug avoided:
+        not along an extent that is 1 while the loop runs over more)."""
+        r = base.node.rank
+        if 'index-of-broadcast' not in AVOID:
+            return list(range(r))
+        axes = [a for a in range(r) if base.node.shape[a] != 1]
+        if not axes:
+            raise Invalid('no axis to index')
+        return axes
+
+    def index_mask(self, ctx):
+        if len(ctx.shape) == 0:
+            raise Invalid('index of a scalar')
+        base = self.index_base(ctx)
+        r = base.node.rank
+        axes = self.index_axes(base)
+        a1 = self.choice(axes)
+        ia = self.op('index', base, axis=a1 - (r if self.chance(0.5) else 0))
+        if len(axes) >= 2 and self.chance(0.6):
+            a2 = self.choice([a for a in axes if a != a1])
+            ib = self.op('index', base, axis=a2)
+            return self.op(self.choice(['le', 'lt', 'ge', 'ne']), ia, ib)
+        m = self.op('rem', ia, self.mk('lit', lit(I32, self.choice([2, 3]))))
+        return self.op('eq', m, self.mk('lit', lit(I32, 0)))
+
+    def full_leaf(self, ctx):
+        """A load whose shape is exactly ctx.shape."""
+        if ctx.scope != 'kernel':
+            raise Invalid('no loads inside a helper')
+        cands = []
+        for p in self.k.params:
+            if p.kind in ('in', 'inout') and p.shape == ctx.shape and \
+                    self.it.refval.get(p.name) is None and p.role != 'shape':
+                cands.append(p.name)
+        if cands and self.chance(0.7):
+            return self.mk('load', self.choice(cands))
+        return self.new_input(ctx, full=True)
+
+    def g_where(self, ctx, depth):
+        m = self.gen_mask(ctx, depth - 1)
+        a = self.gen(ctx, depth - 1)
+        b = self.operand(ctx, depth - 1)
+        if self.chance(0.5):
+            a, b = b, a
+        return self.op('where', m, a, b)
+
+    def g_cast(self, ctx, depth):
+        a = self.gen(ctx, depth - 1)
+        t = a.node.dtype
+        if t in FLOATS:
+            to = self.wchoice([(F64 if t == F32 else F32, 5), (I32, 2),
+                               (I64, 1), (BOOL, 1)])
+        elif t in INTS:
+            to = self.wchoice([(F32, 5), (F64, 2), (I64 if t == I32 else I32, 2),
+                               (BOOL, 1)])
+        else:
+            to = self.wchoice([(F32, 4), (I32, 3), (F64, 1)])
+        if to in INTS and t in FLOATS and (not a.node.exact or a.node.nan or
+                                           a.node.mag() > 1e6):
+            if not a.node.exact or a.node.nan:
+                to = F64 if t == F32 else F32
+            else:
+                a = self.op('clamp', a, self.mk('lit', tlit(-1000.0, '(-1000.0f)')),
+                            self.mk('lit', tlit(1000.0, '1000.0f')))
+        if to == BOOL and t in FLOATS and not a.node.exact:
+            to = F64 if t == F32 else F32
+        return self.op('cast', a, to=to)
+
+    def g_shape(self, ctx, depth):
+        k = self.choice(['roundtrip', 'bcast_to', 'bcast_to'])
+        if k == 'roundtrip':
+            a = self.gen(ctx, depth - 1)
+            r = a.node.rank
+            ax = self.rng.randint(0, r)
+            e = self.op('expand_dims', a, axis=ax - (r + 1 if self.chance(0.3) else 0))
+            if len(e.node.shape) > len(ctx.shape) or self.chance(0.5):
+                return self.op('squeeze', e, axis=ax)
+            return e
+        # broadcast_to(v, ref): to the shape of a ref that is never
+        # broadcast at run time (an Out/InOut, or an In marked so)
+        if ctx.scope != 'kernel':
+            raise Invalid('no refs inside a helper')
+        a = self.gen(ctx, depth - 1)
+        targets = [p for p in self.k.params
+                   if p.kind in ('out', 'inout') and fits(p.shape, ctx.shape)
+                   and fits(a.node.shape, p.shape)]
+        if targets and self.chance(0.7):
+            p = self.choice(targets)
+        else:
+            s = tuple(ctx.shape)
+            if not fits(a.node.shape, s):
+                raise Invalid('bcast target')
+            p = self.add_param('in', F32, s, bcast_ok=False)
+            p.role = 'shape'
+        t = self.mk('reftarget', p.name)
+        return self.op('broadcast_to', a, t)
+
+    def g_index(self, ctx, depth):
+        if len(ctx.shape) == 0:
+            raise Invalid('index')
+        base = self.index_base(ctx)
+        i = self.op('index', base, axis=self.choice(self.index_axes(base)))
+        if ctx.exact and self.chance(0.5):
+            return i
+        f = self.op('cast', i, to=F32)
+        return self.op('mul', f, self.mk('lit', tlit(f32round(0.01), '0.01f')))
+
+    # -- reductions -----------------------------------------------------------
+    def reduce_of(self, x, red, ctx, keep):
+        sig = ctx.sig
+        base, ax = sig
+        if ax == 'all':
+            return self.op(red, x, axis=None, sig=sig)
+        r = len(base)
+        text = ax - r if self.chance(0.5) else ax
+        return self.op(red, x, axis=ax, keep=keep, axis_text=text, sig=sig)
+
+    def g_reduce(self, ctx, depth):
+        base, ax = ctx.sig
+        octx = ctx.but(shape=base, level=ctx.level + 1)
+        x = self.gen(octx, depth - 1)
+        if x.node.shape != tuple(base):
+            x = self.widen(x, octx)
+        red = self.wchoice([('sum', 4), ('max', 3), ('mean', 3), ('min', 2)])
+        if ctx.exact:
+            if x.node.dtype in FLOATS:
+                red = self.choice(['max', 'min'])
+            elif red == 'mean':
+                red = 'sum'
+        if ax == 'all':
+            return self.reduce_of(x, red, ctx, False)
+        # keepdims, or not, or the other with squeeze/expand_dims: whatever
+        # fits the context
+        opts = []
+        keep_shape = list(base)
+        keep_shape[ax] = 1
+        row_shape = list(base)
+        del row_shape[ax]
+        if fits(tuple(keep_shape), ctx.shape):
+            opts += ['keep', 'keep', 'expand']
+        if fits(tuple(row_shape), ctx.shape):
+            opts += ['row', 'row', 'squeeze']
+        if not opts:
+            raise Invalid('no reduction fits')
+        k = self.choice(opts)
+        if k == 'keep':
+            return self.reduce_of(x, red, ctx, True)
+        if k == 'row':
+            return self.reduce_of(x, red, ctx, False)
+        if k == 'expand':
+            r = self.reduce_of(x, red, ctx, False)
+            return self.op('expand_dims', r, axis=ax)
+        r = self.reduce_of(x, red, ctx, True)
+        return self.op('squeeze', r, axis=ax - len(base) if self.chance(0.5) else ax)
+
+    def widen(self, x, octx):
+        """x combined with a load of the full shape (a reduction's operand
+        must have the signature's rank)."""
+        full = self.full_leaf(octx.but(exact=False))
+        if octx.exact and not full.node.exact:
+            raise Invalid('widen')
+        if x.node.dtype == BOOL or full.node.dtype == BOOL:
+            if x.node.dtype == BOOL and full.node.dtype == BOOL:
+                return self.op(self.choice(['and', 'or']), x, full)
+            if self.chance(0.5):
+                return self.op('broadcast_to', x, self.mk('reftarget', self.shape_ref(octx.shape, octx)))
+            raise Invalid('widen bool')
+        op = self.choice(['add', 'mul', 'sub'])
+        return self.op(op, x, full) if self.chance(0.5) else self.op(op, full, x)
+
+    def shape_ref(self, shape, ctx):
+        if ctx.scope != 'kernel':
+            raise Invalid('no refs inside a helper')
+        for p in self.k.params:
+            if p.kind in ('out', 'inout') and p.shape == tuple(shape):
+                return p.name
+        p = self.add_param('in', F32, tuple(shape), bcast_ok=False)
+        p.role = 'shape'
+        return p.name
+
+    # -- helpers ----------------------------------------------------------------
+    def g_helper(self, ctx, depth):
+        """A call of a new `auto` helper whose body is generated over its
+        parameters (and maybe one local of its own)."""
+        nargs = self.rng.randint(1, 2)
+        args = [self.gen(ctx, depth - 2) for _ in range(nargs)]
+        name = '%s_h%d' % (self.k.name, len(self.k.helpers))
+        saved = self.it.hparams
+        self.it.hparams = [a.node for a in args]
+        hctx = ctx.but(scope='helper')
+        locs = []
+        try:
+            if self.chance(0.4):
+                e = self.gen(hctx, 2)
+                locs.append(('t', e))
+                self.it.hparams = self.it.hparams + [e.node]
+            ret = self.gen(hctx, max(depth - 1, 2))
+        finally:
+            self.it.hparams = saved
+        h = Helper(name, nargs, locs, ret)
+        self.k.helpers.append(h)
+        e = Expr('call', name, args)
+        e.node = ret.node
+        return e
+
+    # -- statements ---------------------------------------------------------------
+    def emit_decl(self, ctx, depth):
+        e = self.gen(ctx, depth)
+        name = self.fresh('t')
+        self.it.locals[name] = e.node
+        self.k.stmts.append(Stmt('decl', name=name, expr=e))
+        return name
+
+    def emit_store(self, p, ctx, depth, need_red=False):
+        for _ in range(6):
+            mark = self.snapshot()
+            try:
+                e = self.gen(ctx.but(dtype=p.dtype), depth)
+                if need_red and e.node.sig is None:
+                    r = self.g_reduce(ctx, max(depth - 1, 1))
+                    e = self.combine(e, r)
+                if e.node.dtype != p.dtype and self.chance(0.6):
+                    e = self.convert(e, p.dtype)
+                check_store(e.node, p)
+                self.it.refval[p.name] = e.node
+                self.k.stmts.append(Stmt('store', param=p.name, expr=e))
+                return
+            except Invalid:
+                self.restore(mark)
+        # last resort: a literal
+        e = self.mk('lit', lit(p.dtype if p.dtype in FLOATS else I32, 1))
+        if p.dtype == BOOL:
+            e = self.mk('lit', lit(I32, 1))
+        self.it.refval[p.name] = e.node
+        self.k.stmts.append(Stmt('store', param=p.name, expr=e))
+
+    def combine(self, a, b):
+        if a.node.dtype == BOOL or b.node.dtype == BOOL:
+            if a.node.dtype == BOOL and b.node.dtype == BOOL:
+                return self.op('or', a, b)
+            raise Invalid('combine bool')
+        return self.op(self.choice(['add', 'sub', 'mul']), a, b)
+
+    def convert(self, e, to):
+        if e.node.weak:
+            raise Invalid('convert scalar')
+        return self.op('cast', e, to=to)
+
+
+def data_range(dtype, rng):
+    if dtype in FLOATS:
+        return rng.choice([(-2.0, 2.0), (-2.0, 2.0), (-2.0, 2.0), (0.5, 2.0),
+                           (-8.0, 8.0)])
+    if dtype == BOOL:
+        return 0.0, 1.0
+    return rng.choice([(-100.0, 100.0), (-10.0, 10.0), (0.0, 50.0)])
+
+
+# --------------------------------------------------------------------------
+# Kernel structure: policies that steer toward fusion patterns
+# --------------------------------------------------------------------------
+
+POLICIES = [('elementwise', 20), ('row', 20), ('column', 10), ('full', 8),
+            ('multi', 12), ('inout', 8), ('shared', 6), ('classic', 18)]
+
+
+class Builder(Gen):
+    """Builds one kernel: a policy picks the universe (the extents every
+    value is made of), the reduction signatures and the outputs; then
+    locals, loops and stores are generated in program order."""
+
+    def build(self):
+        k = self.k
+        n = self.wchoice([(1, 14), (2, 50), (3, 28), (4, 8)])
+        U = tuple(SYMS[:n])
+        k.universe = U
+        k.policy = self.wchoice(POLICIES)
+        self.budget = self.rng.randint(8, 26)
+        self.loopvar = None
+        if k.policy == 'classic':
+            self.try_stmt(lambda: self.emit_classic(U))
+            plans = self.plan_elementwise(U)[:1] if self.chance(0.2) else []
+            if not self.k.stmts:
+                plans = self.plan_row(U)
+        else:
+            plans = getattr(self, 'plan_' + k.policy)(U)
+        ctxs = [c for (_, c, _) in plans] or [Ctx(U, None)]
+        # locals first (they become shared inputs of the stores)
+        for _ in range(self.wchoice([(0, 3), (1, 4), (2, 4), (3, 2), (4, 1)])):
+            self.try_stmt(lambda: self.emit_decl(self.choice(ctxs),
+                                                 self.rng.randint(2, 3)))
+        if self.chance(0.2):
+            self.try_stmt(self.emit_scalar_local)
+        if self.chance(0.25):
+            self.try_stmt(self.emit_loop)
+        order = list(plans)
+        if self.chance(0.3):
+            self.rng.shuffle(order)
+        for i, (p, ctx, need_red) in enumerate(order):
+            if self.chance(0.07):
+                self.emit_if_store(p, ctx, need_red)
+                continue
+            self.emit_store(p, ctx, self.rng.randint(3, 4), need_red)
+            if self.chance(0.12):
+                self.try_stmt(lambda: self.emit_reassign(ctxs))
+            if self.chance(0.08):
+                # overwrite an output, reading its first value back
+                self.emit_store(p, ctx, 2, need_red)
+        if self.chance(0.1):
+            self.try_stmt(self.emit_loop)
+        self.it.loopvars.clear()
+        return k
+
+    # -- plans: [(param, ctx, need_red)] ---------------------------------------
+    def sig_of(self, U, axis_kind):
+        n = len(U)
+        m = n if self.chance(0.85) or n == 1 else self.rng.randint(1, n - 1)
+        base = U[n - m:]
+        if axis_kind == 'all':
+            return (base, 'all')
+        if axis_kind == 'last':
+            return (base, m - 1)
+        if axis_kind == 'first':
+            return (base, 0)
+        return (base, self.rng.randrange(m))
+
+    def out_dtype(self):
+        return self.wchoice([(F32, 76), (F64, 8), (I32, 7), (I64, 3),
+                             (BOOL, 6)])
+
+    def out(self, shape, kind='out', role=None, dtype=None):
+        p = self.add_param(kind, dtype or self.out_dtype(), tuple(shape),
+                           role=role)
+        return p
+
+    def ctx_for(self, p, sig, shape=None):
+        ctx = Ctx(shape if shape is not None else p.shape, sig)
+        if p.dtype not in FLOATS:
+            ctx.exact = True
+        return ctx
+
+    def red_plans(self, sig, want_full=None, want_row=None):
+        base, ax = sig
+        plans = []
+        full = want_full if want_full is not None else self.chance(0.7)
+        row = want_row if want_row is not None else (self.chance(0.5) or not full)
+        if full:
+            p = self.out(base, role='full')
+            plans.append((p, self.ctx_for(p, sig), self.chance(0.6)))
+        if row:
+            s = () if ax == 'all' else tuple(x for i, x in enumerate(base)
+                                              if i != ax)
+            p = self.out(s, role='row')
+            plans.append((p, self.ctx_for(p, sig), True))
+        if ax != 'all' and self.chance(0.12):
+            s = list(base)
+            s[ax] = 1
+            p = self.out(s, role='rowkeep')
+            plans.append((p, self.ctx_for(p, sig), True))
+        if self.chance(0.2):
+            p = self.out(base, role='elem')
+            plans.append((p, self.ctx_for(p, None), False))
+        return plans
+
+    def plan_elementwise(self, U):
+        plans = []
+        for _ in range(self.wchoice([(1, 5), (2, 3), (3, 1)])):
+            r = len(U) if self.chance(0.7) else self.rng.randint(0, len(U))
+            shape = list(U[len(U) - r:])
+            if shape and self.chance(0.12):
+                # an output whose extent along one axis is a symbol of its
+                # own: pkc's elementwise group then checks at run time
+                # whether the shapes agree and runs the stores one by one
+                # when they do not
+                extra = SYMS[len(self.k.universe)]
+                self.k.extra_syms = [extra]
+                shape[self.rng.randrange(len(shape))] = extra
+            p = self.out(tuple(shape), role='elem')
+            plans.append((p, self.ctx_for(p, None), False))
+        return plans
+
+    def plan_row(self, U):
+        kind = 'last' if self.chance(0.65) else 'any'
+        return self.red_plans(self.sig_of(U, kind))
+
+    def plan_column(self, U):
+        return self.red_plans(self.sig_of(U, 'first'))
+
+    def plan_full(self, U):
+        return self.red_plans(self.sig_of(U, 'all'))
+
+    def plan_multi(self, U):
+        kinds = ['last', 'first', 'all', 'any', 'elem']
+        self.rng.shuffle(kinds)
+        plans = []
+        for kind in kinds[:self.rng.randint(2, 3)]:
+            if kind == 'elem':
+                plans += self.plan_elementwise(U)[:1]
+            else:
+                sig = self.sig_of(U, kind)
+                plans += self.red_plans(sig)[:self.rng.randint(1, 2)]
+        return plans
+
+    def plan_inout(self, U):
+        plans = []
+        sig = self.sig_of(U, self.choice(['last', 'first', 'all', 'any']))
+        base, ax = sig
+        h = self.out(base, kind='inout', role='full', dtype=F32 if
+                     self.chance(0.85) else F64)
+        self.it.refval[h.name] = None
+        use_sig = sig if self.chance(0.6) else None
+        plans.append((h, Ctx(base, use_sig), False))
+        if ax != 'all' and self.chance(0.5):
+            s = tuple(x for i, x in enumerate(base) if i != ax)
+            r = self.out(s, kind='inout', role='row', dtype=F32)
+            self.it.refval[r.name] = None
+            plans.append((r, Ctx(s, sig), True))
+        if self.chance(0.5):
+            plans += self.red_plans(sig)[:1]
+        if self.chance(0.3):
+            self.pending_inout_loop = h
+        return plans
+
+    def plan_shared(self, U):
+        sig = self.sig_of(U, self.choice(['last', 'last', 'first', 'all']))
+        base, ax = sig
+        # a local of the full shape, reduced several ways
+        ctx = Ctx(base, None)
+        self.try_stmt(lambda: self.emit_decl(ctx, 2))
+        return self.red_plans(sig)
+
+    # -- classic fused patterns over a random input ---------------------------------
+    def decl(self, e, prefix='t'):
+        name = self.fresh(prefix)
+        self.it.locals[name] = e.node
+        self.k.stmts.append(Stmt('decl', name=name, expr=e))
+        return self.mk('local', name)
+
+    def store(self, p, e):
+        check_store(e.node, p)
+        self.it.refval[p.name] = e.node
+        self.k.stmts.append(Stmt('store', param=p.name, expr=e))
+
+    def eps(self):
+        if self.chance(0.4):
+            p = self.add_param('scalar', F32, (), lo=1e-5, hi=1e-3)
+            return self.mk('sparam', p.name)
+        return self.mk('lit', tlit(1e-5, self.choice(['1e-5f', '1e-6f',
+                                                      '0.001f'])))
+
+    def emit_classic(self, U):
+        pat = self.choice(['softmax', 'logsoftmax', 'logsumexp', 'layernorm',
+                           'rmsnorm', 'causal', 'l2norm', 'minmax', 'center'])
+        kind = self.choice(['last', 'last', 'last', 'first', 'any', 'all'])
+        if pat == 'causal':
+            if len(U) < 2:
+                raise Invalid('causal needs rank 2')
+            kind = 'last'
+        sig = self.sig_of(U, kind)
+        base, ax = sig
+        if pat == 'causal' and len(base) < 2:
+            raise Invalid('causal needs rank 2')
+        self.k.notes.append(pat)
+        full = Ctx(base, sig)
+        el = Ctx(base, None)
+        dt = F32 if self.chance(0.85) else F64
+        # the input: a load or a short elementwise expression of the full
+        # shape
+        x = self.gen(el, self.rng.randint(0, 2))
+        if x.node.shape != tuple(base):
+            x = self.widen(x, el)
+        if x.node.dtype != dt:
+            x = self.op('cast', x, to=dt)
+        if x.node.hi > 50 or x.node.lo < -50:
+            x = self.op('tanh', x)
+        if x.kind != 'local' and self.chance(0.7):
+            x = self.decl(x, 'x')
+
+        def red(v, r, keep=True):
+            return self.reduce_of(v, r, full, keep)
+
+        def row(e):
+            if ax == 'all':
+                return e
+            return self.op('squeeze', e, axis=ax - len(base)
+                           if self.chance(0.5) else ax)
+        row_shape = () if ax == 'all' else tuple(
+            v for i, v in enumerate(base) if i != ax)
+        keep = ax != 'all'
+        outs = []
+        if pat in ('softmax', 'logsoftmax', 'logsumexp', 'causal'):
+            if pat == 'causal':
+                ib = self.index_base(el)
+                r = len(base)
+                if len(self.index_axes(ib)) < r:
+                    raise Invalid('causal mask over an extent of 1')
+                mask = self.op('le', self.op('index', ib, axis=self.choice([r - 1, -1])),
+                               self.op('index', ib, axis=self.choice([r - 2, -2])))
+                x = self.op('where', mask, x, self.mk('lit', tlit(-1e30, '-INFINITY')))
+                x.node.nan = True  # -inf: never converted to an integer
+                x = self.decl(x, 'masked')
+            m = self.decl(red(x, 'max', keep))
+            e = self.decl(self.op('exp', self.op('sub', x, m)))
+            ssum = red(e, 'sum', keep)
+            if pat in ('softmax', 'causal'):
+                if self.chance(0.5):
+                    ssum = self.decl(ssum)
+                    o = self.op('div', e, ssum)
+                else:
+                    o = self.op('div', e, ssum)
+                outs.append((base, o))
+                if self.chance(0.3):
+                    outs.append((row_shape, row(ssum)))
+            elif pat == 'logsoftmax':
+                ssum = self.decl(ssum)
+                outs.append((base, self.op('sub', self.op('sub', x, m),
+                                           self.op('log', ssum))))
+            else:
+                outs.append((row_shape, row(self.op('add', self.op('log', ssum),
+                                                    m))))
+        elif pat == 'layernorm':
+            mu = self.decl(red(x, 'mean', keep), 'mu')
+            d = self.decl(self.op('sub', x, mu), 'd')
+            var = red(self.op('mul', d, d), 'mean', keep)
+            rstd = self.decl(self.op('rsqrt', self.op('add', var, self.eps())),
+                             'rstd')
+            o = self.op('mul', d, rstd)
+            if self.chance(0.6):
+                w = self.new_input(el, dt)
+                b = self.new_input(el, dt)
+                o = self.op('add', self.op('mul', o, w), b)
+            outs.append((base, o))
+            if self.chance(0.5):
+                outs.append((row_shape, row(mu)))
+            if self.chance(0.5):
+                outs.append((row_shape, row(rstd)))
+        elif pat == 'rmsnorm':
+            ms = red(self.op('mul', x, x), 'mean', keep)
+            o = self.op('mul', x, self.op('rsqrt', self.op('add', ms, self.eps())))
+            if self.chance(0.6):
+                o = self.op('mul', o, self.new_input(el, dt))
+            outs.append((base, o))
+        elif pat == 'l2norm':
+            n2 = red(self.op('mul', x, x), 'sum', keep)
+            o = self.op('div', x, self.op('sqrt', self.op('add', n2, self.eps())))
+            outs.append((base, o))
+        elif pat == 'minmax':
+            lo = self.decl(red(x, 'min', keep))
+            hi = red(x, 'max', keep)
+            rng_ = self.op('add', self.op('abs', self.op('sub', hi, lo)),
+                           self.mk('lit', tlit(1.0, '1.0f')))
+            outs.append((base, self.op('div', self.op('sub', x, lo), rng_)))
+        else:  # center, with a row statistic of the centred values
+            c = self.decl(self.op('sub', x, red(x, 'mean', keep)), 'c')
+            outs.append((base, c))
+            if self.chance(0.7):
+                outs.append((row_shape, red(self.op('abs', c), 'sum', False)
+                             if ax != 'all' else red(self.op('abs', c), 'sum')))
+        for shape, e in outs:
+            p = self.out(shape, dtype=e.node.dtype if e.node.dtype in FLOATS
+                         else F32)
+            self.store(p, e)
+
+    # -- statements -------------------------------------------------------------
+    def try_stmt(self, f):
+        mark = self.snapshot()
+        nst = len(self.k.stmts)
+        saved_locals = dict(self.it.locals)
+        saved_ref = dict(self.it.refval)
+        try:
+            f()
+        except Invalid:
+            self.restore(mark)
+            del self.k.stmts[nst:]
+            self.it.locals = saved_locals
+            self.it.refval = saved_ref
+            self.loopvar = None
+            self.it.loopvars.clear()
+
+    def loop_operand(self, dtype):
+        var = self.loopvar
+        off = self.choice([0, 1, 1, 2])
+        dt = dtype if dtype in FLOATS else I32
+        return self.mk('loopconst', (var, off, dt))
+
+    def operand(self, ctx, depth, dtype=None):
+        if self.loopvar and ctx.scope == 'kernel' and self.chance(0.3):
+            return self.loop_operand(self.scalar_type_for(ctx))
+        return Gen.operand(self, ctx, depth, dtype)
+
+    def emit_loop(self):
+        inout = getattr(self, 'pending_inout_loop', None)
+        trip = self.choice([2, 3, 4])
+        self.loopvar = 'i'
+        self.it.loopvars['i'] = 0
+        mark_nodes = len(self.it.nodes)
+        if inout is not None and self.chance(0.7):
+            self.pending_inout_loop = None
+            p = inout
+            ctx = Ctx(p.shape, None)
+            cur = self.mk('load', p.name)
+            g = self.gen(ctx, 2)
+            e = self.contract(cur, g)
+            body = [Stmt('store', param=p.name, expr=e)]
+        else:
+            cands = [(nm, n) for nm, n in self.it.locals.items()
+                     if n.dtype in FLOATS and not n.weak]
+            if not cands:
+                raise Invalid('no local to iterate')
+            nm, n = self.choice(cands)
+            ctx = Ctx(n.shape, n.sig)
+            cur = self.mk('local', nm)
+            g = self.gen(ctx, 2)
+            e = self.contract(cur, g)
+            body = [Stmt('assign', name=nm, expr=e)]
+        self.loopvar = None
+        del self.it.nodes[mark_nodes:]
+        self.it.loopvars.clear()
+        st = Stmt('loop', var='i', trip=trip, body=body)
+        st.trip_text = str(trip) if self.chance(0.7) else \
+            '%s_%s' % (self.k.name, self.fresh('trips'))
+        self.it.stmt(st)
+        for b in body:
+            if b.kind == 'store':
+                check_store(self.it.refval[b.param], self.it.param(b.param))
+        self.k.stmts.append(st)
+
+    def contract(self, cur, g):
+        k = self.choice(['halve', 'tanh', 'max', 'sub', 'mix'])
+        if k == 'halve':
+            return self.op('add', self.op('mul', cur, self.mk('lit', tlit(0.5, '0.5f'))), g)
+        if k == 'tanh':
+            return self.op('add', self.op('tanh', cur), g)
+        if k == 'max':
+            return self.op('maximum', cur, g)
+        if k == 'sub':
+            return self.op('sub', cur, self.op('mul', self.mk('lit', tlit(0.25, '0.25f')), g))
+        w = self.loop_operand(F32) if self.loopvar else self.literal(F32)
+        return self.op('add', self.op('mul', cur, self.mk('lit', tlit(0.75, '0.75f'))),
+                       self.op('mul', g, w))
+
+    def emit_scalar_local(self):
+        e = self.scalar_expr(Ctx((), None))
+        if not e.node.weak:
+            raise Invalid('not a scalar')
+        name = self.fresh('c')
+        self.it.locals[name] = e.node
+        self.k.stmts.append(Stmt('sdecl', name=name, expr=e))
+
+    def emit_if_store(self, p, ctx, need_red):
+        """The store under an `if` on a constant; the other branch stores
+        something else (compiled by C++, never run, ignored by pkc)."""
+        mark = self.snapshot()
+        nst = len(self.k.stmts)
+        saved_ref = dict(self.it.refval)
+        self.emit_store(p, ctx, 2, need_red)
+        dead = self.k.stmts[nst:]
+        del self.k.stmts[nst:]
+        # the dead branch may add params (they stay, unused) but no nodes
+        del self.it.nodes[mark[0]:]
+        self.it.refval = saved_ref
+        self.emit_store(p, ctx, self.rng.randint(3, 4), need_red)
+        live = self.k.stmts[nst:]
+        del self.k.stmts[nst:]
+        st = Stmt('if', body=live, orelse=dead)
+        st.cond_true = self.chance(0.6)
+        st.constexpr = self.chance(0.4)
+        st.cond_text = self.choice(
+            ['sizeof(float) == 4', '2 > 1', 'true'] if st.cond_true else
+            ['sizeof(double) == 4', '1 > 2', 'false'])
+        self.k.stmts.append(st)
+
+    def emit_reassign(self, ctxs):
+        cands = [(nm, n) for nm, n in self.it.locals.items()
+                 if n.dtype in FLOATS and not n.weak]
+        if not cands:
+            raise Invalid('nothing to reassign')
+        nm, n = self.choice(cands)
+        ctx = Ctx(n.shape, n.sig)
+        cur = self.mk('local', nm)
+        g = self.gen(ctx, 2)
+        e = self.contract(cur, g)
+        if e.node.dtype != n.dtype:
+            raise Invalid('type change')
+        self.it.locals[nm] = e.node
+        self.k.stmts.append(Stmt('assign', name=nm, expr=e))
+
+    def emit_store(self, p, ctx, depth, need_red=False):
+        if p.kind == 'inout' and self.chance(0.7):
+            # an update: the new value is made from the old one
+            for _ in range(6):
+                mark = self.snapshot()
+                try:
+                    cur = self.mk('load', p.name)
+                    g = self.gen(ctx, depth - 1)
+                    if need_red and g.node.sig is None:
+                        g = self.combine(g, self.g_reduce(ctx, depth - 1))
+                    e = self.combine(cur, g) if self.chance(0.6) else \
+                        self.contract(cur, g)
+                    check_store(e.node, p)
+                    self.it.refval[p.name] = e.node
+                    self.k.stmts.append(Stmt('store', param=p.name, expr=e))
+                    return
+                except Invalid:
+                    self.restore(mark)
+        Gen.emit_store(self, p, ctx, depth, need_red)
+
+
+# --------------------------------------------------------------------------
+# Emission
+# --------------------------------------------------------------------------
+
+def loopconst_text(var, off, dt):
+    inner = var if off == 0 else '%s + %d' % (var, off)
+    if dt == F32:
+        return 'float(%s)' % inner
+    if dt == F64:
+        return 'double(%s)' % inner
+    return inner if off == 0 else '(%s)' % inner
+
+
+def expr_text(e, hnames=None):
+    k = e.kind
+    if k == 'lit':
+        return e.a.text
+    if k == 'loopconst':
+        return loopconst_text(*e.a)
+    if k == 'load':
+        return '%s[_]' % e.a
+    if k in ('sparam', 'reftarget', 'local'):
+        return e.a
+    if k == 'hparam':
+        return hnames[e.a]
+    if k == 'op':
+        return print_op(e.a, [expr_text(x, hnames) for x in e.args], e.attrs)
+    if k == 'call':
+        return '%s(%s)' % (e.a, ', '.join(expr_text(x, hnames)
+                                          for x in e.args))
+    raise AssertionError(k)
+
+
+def helper_text(h):
+    names = ['a', 'b', 'c'][:h.nparams] + [nm for nm, _ in h.locals]
+    params = ', '.join('auto %s' % x for x in names[:h.nparams])
+    lines = ['auto %s(%s) {' % (h.name, params)]
+    for i, (nm, ex) in enumerate(h.locals):
+        lines.append('  auto %s = %s;' % (nm, expr_text(ex, names[:h.nparams + i])))
+    lines.append('  return %s;' % expr_text(h.ret, names))
+    lines.append('}')
+    return lines
+
+
+def used_helpers(k):
+    """Helper names reachable from the kernel's statements."""
+    used = set()
+    byname = {h.name: h for h in k.helpers}
+
+    def walk(e):
+        if e.kind == 'call':
+            if e.a not in used:
+                used.add(e.a)
+                h = byname[e.a]
+                for _, ex in h.locals:
+                    walk(ex)
+                walk(h.ret)
+        for a in e.args:
+            walk(a)
+
+    def walk_stmts(ss):
+        for s in ss:
+            if s.expr is not None:
+                walk(s.expr)
+            walk_stmts(s.body)
+            walk_stmts(s.orelse)
+    walk_stmts(k.stmts)
+    return used
+
+
+def stmt_lines(s, indent):
+    pad = '  ' * indent
+    if s.kind == 'decl':
+        return [pad + 'auto %s = %s;' % (s.name, expr_text(s.expr))]
+    if s.kind == 'assign':
+        return [pad + '%s = %s;' % (s.name, expr_text(s.expr))]
+    if s.kind == 'store':
+        return [pad + '%s[_] = %s;' % (s.param, expr_text(s.expr))]
+    if s.kind == 'sdecl':
+        return [pad + '%s %s = %s;' % (SCALAR_CTYPE[s.expr.node.dtype]
+                                       if s.expr.node is not None else 'auto',
+                                       s.name, expr_text(s.expr))]
+    if s.kind == 'if':
+        live, dead = [], []
+        for b in s.body:
+            live += stmt_lines(b, indent + 1)
+        for b in s.orelse:
+            dead += stmt_lines(b, indent + 1)
+        first, second = (live, dead) if s.cond_true else (dead, live)
+        return ([pad + 'if %s(%s) {' % ('constexpr ' if s.constexpr else '',
+                                        s.cond_text)] + first +
+                [pad + '} else {'] + second + [pad + '}'])
+    if s.kind == 'loop':
+        trip = getattr(s, 'trip_text', str(s.trip))
+        head = pad + 'for (int %s = 0; %s < %s; ++%s)' % (s.var, s.var, trip,
+                                                         s.var)
+        body = []
+        for b in s.body:
+            body += stmt_lines(b, indent + 1)
+        if len(body) == 1:
+            return [head] + body
+        return [head + ' {'] + body + [pad + '}']
+    raise AssertionError(s.kind)
+
+
+def kernel_text(k):
+    """The kernel's source lines: its helpers, constants and the kernel."""
+    lines = ['// %s: policy %s, universe (%s), seed %s' %
+             (k.name, k.policy, ', '.join(k.universe), k.seed)]
+    used = used_helpers(k)
+    for h in k.helpers:
+        if h.name in used:
+            lines += helper_text(h)
+
+    def has_trip_const(ss):
+        return any((s.kind == 'loop' and getattr(s, 'trip_text', '') !=
+                    str(s.trip)) or has_trip_const(s.body) for s in ss)
+    for s in k.stmts:
+        if s.kind == 'loop' and getattr(s, 'trip_text', '') != str(s.trip):
+            lines.append('constexpr int %s = %d;' % (s.trip_text, s.trip))
+    sig = ', '.join(p.decl() for p in k.params)
+    lines.append('PK_KERNEL void %s(%s) {' % (k.name, sig))
+    for s in k.stmts:
+        lines += stmt_lines(s, 1)
+    lines.append('}')
+    return lines
+
+
+# -- the shadow ----------------------------------------------------------------
+
+def vref(n):
+    """How the shadow refers to a node's value."""
+    if n.op == 'lit':
+        return n.attrs['text']
+    if n.op in ('sparam', 'refshape'):
+        return n.attrs['param']
+    return 'v%d' % n.id
+
+
+def eref(n):
+    return 'fzs::zero()' if n.exact else 'e%d' % n.id
+
+
+def unit(n):
+    return 'fzs::U64' if n.dtype == F64 else 'fzs::U32'
+
+
+def red_axis(n):
+    ax = n.attrs.get('axis')
+    if ax is None:
+        return 'fzs::All', 'false'
+    return str(n.attrs.get('axis_text', ax)), 'true' if n.attrs.get('keep') \
+        else 'false'
+
+
+def err_text(n):
+    a = n.args[0] if n.args else None
+    u = unit(n)
+    F = '(8 * %s)' % u
+    M = 'fzs::mag(%s)' % vref(n)
+    op = n.op
+    if op in ('add', 'sub'):
+        terms = [eref(x) for x in n.args if not x.exact]
+        return ' + '.join(terms + ['%s * %s' % (u, M)])
+    if op == 'mul':
+        b = n.args[1]
+        terms = []
+        if not a.exact:
+            terms.append('%s * fzs::mag(%s)' % (eref(a), vref(b)))
+        if not b.exact:
+            terms.append('%s * fzs::mag(%s)' % (eref(b), vref(a)))
+        if not a.exact and not b.exact:
+            terms.append('%s * %s' % (eref(a), eref(b)))
+        return ' + '.join(terms + ['%s * %s' % (u, M)])
+    if op == 'div':
+        return 'fzs::div_err(%s, %s, %s, %s, %s)' % (
+            vref(n), vref(n.args[1]), eref(a), eref(n.args[1]), u)
+    if op in ('neg', 'abs', 'clamp', 'broadcast_to'):
+        return eref(a)
+    if op == 'exp':
+        return 'fzs::exp_err(%s, %s, %s)' % (vref(n), eref(a), F)
+    if op == 'exp2':
+        return 'fzs::exp_err(%s, %s * 0.6931471805599453, %s)' % (
+            vref(n), eref(a), F)
+    if op == 'expm1':
+        return 'fzs::expm1_err(%s, %s, %s)' % (vref(n), eref(a), F)
+    if op in ('log', 'log2'):
+        scale = '1.0' if op == 'log' else '1.4426950408889634'
+        return 'fzs::log_err(%s, %s, %s, %s, %s)' % (vref(n), vref(a),
+                                                     eref(a), F, scale)
+    if op == 'log1p':
+        return 'fzs::log1p_err(%s, %s, %s, %s)' % (vref(n), vref(a), eref(a),
+                                                   F)
+    if op == 'sqrt':
+        return 'fzs::sqrt_err(%s, %s, %s, %s)' % (vref(n), vref(a), eref(a), u)
+    if op == 'rsqrt':
+        return 'fzs::rsqrt_err(%s, %s, %s, %s)' % (vref(n), vref(a), eref(a),
+                                                   F)
+    if op in ('sin', 'cos'):
+        return 'fzs::trig_err(%s, %s, %s, %s, %s)' % (vref(n), vref(a),
+                                                      eref(a), F, u)
+    if op in ('tanh', 'erf', 'sigmoid'):
+        L = {'tanh': '1.0', 'erf': '1.1284', 'sigmoid': '0.25'}[op]
+        return 'fzs::lip_err(%s, %s, %s, %s)' % (vref(n), eref(a), L, F)
+    if op == 'pow':
+        c = n.args[1].attrs['value']
+        return 'fzs::pow_err(%s, %s, %s, %r, %s)' % (vref(n), vref(a),
+                                                      eref(a), abs(c), F)
+    if op in ('maximum', 'minimum'):
+        return 'fzs::max_err(%s, %s)' % (eref(a), eref(n.args[1]))
+    if op == 'where':
+        return 'pk::where(%s, %s, %s)' % (vref(a), eref(n.args[1]),
+                                          eref(n.args[2]))
+    if op == 'cast':
+        if n.dtype == F32 and a.dtype == F64:
+            return '%s + fzs::U32 * %s' % (eref(a), M)
+        return eref(a)
+    if op == 'refread':
+        if n.dtype == F32 and a.dtype == F64:
+            return '%s + fzs::U32 * %s' % (eref(a), M)
+        return eref(a)
+    if op in ('sum', 'mean'):
+        ax, keep = red_axis(n)
+        if a.dtype not in FLOATS:
+            return '2 * fzs::U64 * %s' % M
+        ua = 'fzs::U64' if a.dtype == F64 else 'fzs::U32'
+        return 'fzs::%s_err(%s, %s, %s, %s, %s, %s)' % (
+            n.op, vref(a), eref(a), ax, keep, ua, vref(n))
+    if op in ('max', 'min'):
+        ax, keep = red_axis(n)
+        return 'fzs::maxred_err(%s, %s, %s, %s)' % (vref(a), eref(a), ax, keep)
+    if op == 'expand_dims':
+        return 'fzs::expand_err(%s, %s, %d)' % (vref(a), eref(a),
+                                                n.attrs['axis'])
+    if op == 'squeeze':
+        return 'fzs::squeeze_err(%s, %s, %d)' % (vref(a), eref(a),
+                                                 n.attrs['axis'])
+    raise AssertionError('no error rule for ' + op)
+
+
+def value_text(n):
+    if n.op == 'load':
+        return '%s[_]' % n.attrs['param']
+    if n.op == 'refread':
+        return 'fzs::refread<%s>(%s, %s)' % (CTYPE[n.dtype], vref(n.args[0]),
+                                             n.attrs['param'])
+    return print_op(n.op, [vref(a) for a in n.args], n.attrs)
+
+
+SCALAR_CTYPE = {F32: 'float', F64: 'double', I32: 'int', I64: 'int64_t'}
+
+
+def shadow_text(k, it):
+    """An eager function that recomputes every value of the kernel and a
+    bound on its error; it stores the bound of each output into tol_<ref>."""
+    refs = [p for p in k.params if p.kind != 'scalar']
+    outs = [p for p in k.params if p.kind in ('out', 'inout')]
+    params = []
+    for p in k.params:
+        if p.kind == 'scalar':
+            params.append(p.decl())
+        else:
+            params.append('In<%s, %d> %s' % (CTYPE[p.dtype], p.rank, p.name))
+    for p in outs:
+        params.append('Out<double, %d> tol_%s' % (p.rank, p.name))
+    lines = ['void %s(%s) {' % (k.name, ', '.join(params))]
+    for n in it.nodes:
+        if n.op in ('lit', 'sparam', 'refshape'):
+            continue
+        lines.append('  auto v%d = %s;' % (n.id, value_text(n)))
+        if n.weak:
+            lines.append('  static_assert(std::is_same_v<decltype(v%d), %s>);'
+                         % (n.id, SCALAR_CTYPE[n.dtype]))
+        else:
+            lines.append('  static_assert(std::is_same_v<decltype(v%d), '
+                         'pk::Array<%s>>);' % (n.id, CTYPE[n.dtype]))
+        if not n.exact:
+            lines.append('  auto e%d = %s;' % (n.id, err_text(n)))
+    for p in outs:
+        n = it.refval.get(p.name)
+        if n is None or n == 'unset' or n.exact:
+            if n is not None and n != 'unset' and n.dtype == F64 and \
+                    p.dtype == F32:
+                lines.append('  tol_%s[_] = fzs::U32 * fzs::mag(%s);' %
+                             (p.name, vref(n)))
+            else:
+                lines.append('  tol_%s[_] = 0.0;' % p.name)
+            continue
+        e = eref(n)
+        if n.dtype == F64 and p.dtype == F32:
+            e = '%s + fzs::U32 * fzs::mag(%s)' % (e, vref(n))
+        lines.append('  tol_%s[_] = %s;' % (p.name, e))
+    lines.append('}')
+    return lines
+
+
+# -- harness glue ------------------------------------------------------------------
+
+DT_ENUM = {F32: 'F32', F64: 'F64', I32: 'I32', I64: 'I64', BOOL: 'Bool'}
+KIND_ENUM = {'in': 'In', 'out': 'Out', 'inout': 'InOut', 'scalar': 'Scalar'}
+
+
+def call_args(k, how):
+    out = []
+    for i, p in enumerate(k.params):
+        if p.kind == 'scalar':
+            out.append('A.scalar<%s>(%d)' % (CTYPE[p.dtype], i))
+        else:
+            kind = 'in' if how == 'shadow' else p.kind
+            out.append('A.%s<%s, %d>(%d)' % (kind, CTYPE[p.dtype], p.rank, i))
+    if how == 'shadow':
+        for i, p in enumerate(k.params):
+            if p.kind in ('out', 'inout'):
+                out.append('T.out<double, %d>(%d)' % (p.rank, i))
+    return ', '.join(out)
+
+
+def compiled_decl(k):
+    ps = []
+    for p in k.params:
+        if p.kind == 'scalar':
+            ps.append(p.decl())
+        else:
+            kk = {'in': 'In', 'out': 'Out', 'inout': 'InOut'}[p.kind]
+            ps.append('pk::%s<%s, %d> %s' % (kk, CTYPE[p.dtype], p.rank,
+                                            p.name))
+    return 'void %s(%s);' % (k.name, ', '.join(ps))
+
+
+def sym_index(x):
+    return -1 if x == 1 else SYMS.index(x)
+
+
+def table_entry(k, line, cuda):
+    ps = []
+    for p in k.params:
+        dims = ', '.join(str(sym_index(x)) for x in p.shape)
+        ps.append('      {"%s", fz::Kind::%s, fz::DT::%s, %d, {%s}, %r, %r, %s}' % (
+            p.name, KIND_ENUM[p.kind], DT_ENUM[p.dtype], p.rank, dims,
+            float(p.lo), float(p.hi), 'true' if p.bcast_ok else 'false'))
+    nsyms = len(k.universe) + len(k.extra_syms)
+    return ('    {"%s", "%s", %d, %d, %s,\n     {\n%s\n     },\n'
+            '     fz_gen::eager_%s, fz_gen::cpu_%s, %s, fz_gen::shadow_%s}' % (
+                k.name, k.policy, line, nsyms,
+                'true' if special_ok(k) else 'false', ',\n'.join(ps), k.name,
+                k.name, 'FZ_CUDA(fz_gen::cuda_%s)' % k.name, k.name))
+
+
+def special_ok(k):
+    """Whether NaN and infinities in the float inputs keep the kernel
+    well-defined: no float value is ever converted to an integer."""
+    it = Interp(k)
+    it.run(k.stmts)
+    for n in it.nodes:
+        if n.op == 'cast' and n.dtype in INTS and n.args[0].dtype in FLOATS:
+            return False
+    for p, n in it.stores:
+        if p.dtype in INTS and n.dtype in FLOATS:
+            return False
+    return True
+
+
+def emit_batch(kernels, out_dir, name, seed, argv=None):
+    """Writes the batch's files; returns the description (also in .json)."""
+    ns = 'fz_' + name
+    head = ('// Generated by test/fuzz/gen.py (%s). Do not edit: regenerate.' %
+            (' '.join(argv) if argv else 'seed %s' % seed))
+    src = [head, '#include <pk/pk.h>', 'using namespace pk::lang;', '',
+           'namespace %s {' % ns, '']
+    desc = {'name': name, 'seed': seed, 'namespace': ns, 'kernels': []}
+    interps = []
+    for k in kernels:
+        first = len(src) + 1
+        text = kernel_text(k)
+        src += text
+        src.append('')
+        kline = first + next(i for i, l in enumerate(text)
+                             if l.startswith('PK_KERNEL'))
+        it = Interp(k)
+        it.run(k.stmts)
+        interps.append(it)
+        desc['kernels'].append({
+            'name': k.name, 'index': k.index, 'seed': k.seed,
+            'policy': k.policy, 'universe': list(k.universe),
+            'extra_syms': list(k.extra_syms),
+            'lines': [first, len(src) - 1], 'kernel_line': kline,
+            'params': [{'name': p.name, 'kind': p.kind, 'dtype': p.dtype,
+                        'shape': list(p.shape), 'lo': p.lo, 'hi': p.hi,
+                        'bcast_ok': p.bcast_ok} for p in k.params],
+            'nodes': len(it.nodes),
+        })
+    src.append('} // namespace %s' % ns)
+    write(os.path.join(out_dir, name + '.cpp'), src)
+
+    # The reference: the kernels included eagerly, and their shadows.
+    ref = [head, '#include <pk/pk.h>', '#include "fuzz_harness.h"',
+           '#include "fuzz_shadow.h"', '', '#include <type_traits>', '',
+           'namespace eager {', '#include "%s.cpp"' % name,
+           '} // namespace eager', '', 'namespace fzs_%s {' % name,
+           'using namespace pk::lang;', '']
+    for k, it in zip(kernels, interps):
+        ref += shadow_text(k, it)
+        ref.append('')
+    ref += ['} // namespace fzs_%s' % name, '', 'namespace fz_gen {']
+    for k in kernels:
+        ref.append('void eager_%s(fz::Args &A) { eager::%s::%s(%s); }' % (
+            k.name, ns, k.name, call_args(k, 'eager')))
+        ref.append('void shadow_%s(fz::Args &A, fz::Args &T) { fzs_%s::%s(%s); }'
+                   % (k.name, name, k.name, call_args(k, 'shadow')))
+    ref.append('} // namespace fz_gen')
+    write(os.path.join(out_dir, name + '_ref.cpp'), ref)
+
+    calls = [head, '#include "fuzz_harness.h"', '', 'namespace %s {' % ns]
+    for k in kernels:
+        calls.append(compiled_decl(k))
+    calls += ['} // namespace %s' % ns, '',
+              '#ifdef FZ_WITH_CUDA', '#include "%s.pk.h"' % name,
+              '#define FZ_CUDA(f) f', '#else', '#define FZ_CUDA(f) nullptr',
+              '#endif', '', 'namespace fz_gen {']
+    for k in kernels:
+        calls.append('void eager_%s(fz::Args &A);' % k.name)
+        calls.append('void shadow_%s(fz::Args &A, fz::Args &T);' % k.name)
+        calls.append('void cpu_%s(fz::Args &A) { %s::%s(%s); }' % (
+            k.name, ns, k.name, call_args(k, 'cpu')))
+        calls.append('#ifdef FZ_WITH_CUDA')
+        calls.append('void cuda_%s(fz::Args &A) { pk::cuda::%s(%s); }' % (
+            k.name, k.name, call_args(k, 'cuda')))
+        calls.append('#endif')
+    calls.append('} // namespace fz_gen')
+    calls += ['', 'const fz::Batch &fz::batch() {',
+              '  static const fz::Batch B{"%s", "%s", {' % (name, seed)]
+    entries = [table_entry(k, d['kernel_line'], True)
+               for k, d in zip(kernels, desc['kernels'])]
+    calls.append(',\n'.join(entries))
+    calls += ['  }};', '  return B;', '}']
+    write(os.path.join(out_dir, name + '_calls.cpp'), calls)
+
+    with open(os.path.join(out_dir, name + '.json'), 'w') as f:
+        json.dump(desc, f, indent=1, sort_keys=True)
+        f.write('\n')
+    return desc
+
+
+def write(path, lines):
+    text = '\n'.join(lines) + '\n'
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return  # unchanged: keep the timestamp (no rebuild)
+    except OSError:
+        pass
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def generate(seed, index, prefix='k'):
+    """Kernel `index` of `seed` (a function of both only)."""
+    for attempt in range(20):
+        b = Builder(seed, index, prefix)
+        if attempt:
+            b.rng = random.Random('pk-fuzz:%s:%d:%d' % (seed, index, attempt))
+        try:
+            k = b.build()
+            it = Interp(k)
+            it.run(k.stmts)
+            for p in k.params:
+                if p.kind == 'out' and it.refval.get(p.name) in (None, 'unset'):
+                    raise Invalid('unwritten Out')
+            return k
+        except Invalid:
+            continue
+    raise RuntimeError('could not generate kernel %d of seed %s' % (index,
+                                                                    seed))
+
+
+def self_test(a):
+    """Same seed, same bytes: generates the batch in two processes (with
+    different string hash seeds) and compares every file."""
+    import subprocess
+    dirs = [os.path.join(a.out_dir, x) for x in ('a', 'b')]
+    idx = list(range(a.first, a.first + a.kernels))
+    for n, d in enumerate(dirs):
+        env = dict(os.environ, PYTHONHASHSEED=str(n + 1))
+        subprocess.run([sys.executable, os.path.abspath(__file__), '--seed',
+                        str(a.seed), '--first', str(a.first), '--kernels',
+                        str(a.kernels), '--out-dir', d, '--name', 'batch'],
+                       env=env, check=True)
+    bad = 0
+    for f in sorted(os.listdir(dirs[0])):
+        with open(os.path.join(dirs[0], f), 'rb') as x, \
+                open(os.path.join(dirs[1], f), 'rb') as y:
+            if x.read() != y.read():
+                print('differs: %s' % f)
+                bad += 1
+    print('%d kernels, %d files, %d differ' % (len(idx),
+                                               len(os.listdir(dirs[0])), bad))
+    return 1 if bad else 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--seed', required=True)
+    ap.add_argument('--kernels', type=int, default=40)
+    ap.add_argument('--first', type=int, default=0,
+                    help='index of the first kernel')
+    ap.add_argument('--only', default='',
+                    help='comma-separated kernel indices (instead of a range)')
+    ap.add_argument('--out-dir', required=True)
+    ap.add_argument('--name', default=None)
+    ap.add_argument('--with-known-bugs', action='store_true',
+                    help='do not steer around the bugs in KNOWN_BUGS')
+    ap.add_argument('--self-test', action='store_true',
+                    help='generate the batch twice and check that the files '
+                    'are byte-identical (the out dir gets a/ and b/)')
+    a = ap.parse_args(argv)
+    if a.with_known_bugs:
+        AVOID.clear()
+    if a.self_test:
+        return self_test(a)
+    name = a.name or 'batch_%s' % a.seed
+    os.makedirs(a.out_dir, exist_ok=True)
+    idx = [int(x) for x in a.only.split(',')] if a.only else \
+        list(range(a.first, a.first + a.kernels))
+    kernels = [generate(a.seed, i) for i in idx]
+    emit_batch(kernels, a.out_dir, name, a.seed,
+               ['gen.py'] + ['--seed', str(a.seed), '--kernels',
+                             str(a.kernels)])
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
