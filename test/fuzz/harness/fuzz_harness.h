@@ -1,0 +1,102 @@
+//===- fuzz_harness.h - What generated fuzz batches and the driver share --===//
+//
+// A batch (test/fuzz/gen.py) defines fz::batch(): its kernels, each with its
+// parameters (kind, element type, rank, which extents are shared, the range
+// of its data) and four entry points that take an fz::Args: the eager
+// kernel, the compiled CPU kernel, the CUDA launcher (or null) and the
+// shadow, which computes a bound on the rounding error of every output.
+// fuzz_main.cpp draws shapes and data, runs them and compares.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_FUZZ_HARNESS_H
+#define PK_FUZZ_HARNESS_H
+
+#include <pk/ref.h>
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace fz {
+
+enum class DT : uint8_t { F32, F64, I32, I64, Bool };
+enum class Kind : uint8_t { In, Out, InOut, Scalar };
+
+struct Param {
+  const char *Name;
+  Kind K;
+  DT T;
+  int Rank;
+  /// Per axis: the index of its extent symbol (A = 0, B = 1, ...), or -1
+  /// for an extent that is always 1.
+  int Dims[4];
+  /// The range of the data (uniform), or of a scalar's value.
+  double Lo, Hi;
+  /// An In ref whose extents may be 1 at run time (NumPy broadcasting).
+  bool BcastOk;
+};
+
+/// The arguments of one call: per parameter a pointer (host or device
+/// memory) and extents, or a scalar's value.
+class Args {
+public:
+  struct Slot {
+    void *Ptr = nullptr;
+    std::vector<int64_t> Ext;
+    double F = 0;
+    int64_t I = 0;
+  };
+  std::vector<Slot> S;
+
+  template <class T, int R> pk::In<T, R> in(int I) const {
+    return pk::In<T, R>(static_cast<const T *>(S[I].Ptr), shape<R>(I));
+  }
+  template <class T, int R> pk::Out<T, R> out(int I) const {
+    return pk::Out<T, R>(static_cast<T *>(S[I].Ptr), shape<R>(I));
+  }
+  template <class T, int R> pk::InOut<T, R> inout(int I) const {
+    return pk::InOut<T, R>(static_cast<T *>(S[I].Ptr), shape<R>(I));
+  }
+  template <class T> T scalar(int I) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return static_cast<T>(S[I].F);
+    else
+      return static_cast<T>(S[I].I);
+  }
+  template <int R> std::array<int64_t, R> shape(int I) const {
+    std::array<int64_t, R> A{};
+    for (int D = 0; D < R; ++D)
+      A[D] = S[I].Ext[D];
+    return A;
+  }
+};
+
+using Fn = void (*)(Args &);
+using ShadowFn = void (*)(Args &, Args &);
+
+struct Kernel {
+  const char *Name;
+  const char *Policy;
+  int Line; ///< of the PK_KERNEL line in the batch's .cpp
+  int NumSyms;
+  /// No float value is converted to an integer: NaN and infinities in the
+  /// inputs are well-defined (the "special" case profile).
+  bool SpecialOk;
+  std::vector<Param> Params;
+  Fn Eager, Cpu, Cuda; ///< Cuda is null without the CUDA leg
+  ShadowFn Shadow;
+};
+
+struct Batch {
+  const char *Name;
+  const char *Seed;
+  std::vector<Kernel> Kernels;
+};
+
+/// Defined by the generated <batch>_calls.cpp.
+const Batch &batch();
+
+} // namespace fz
+
+#endif // PK_FUZZ_HARNESS_H

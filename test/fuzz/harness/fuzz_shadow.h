@@ -1,0 +1,170 @@
+//===- fuzz_shadow.h - Error bounds for the generated shadows -------------===//
+//
+// A shadow (test/fuzz/gen.py) recomputes every value v of a generated kernel
+// with the eager semantics and, for every value that eager and compiled code
+// may compute differently, a bound e on |v - exact| (running error
+// analysis, in double): both the eager reference and the compiled code are
+// within e of the exact result, so the harness accepts |eager - compiled| <=
+// 2 e (times a margin, docs/fuzzing.md). u is the unit roundoff of the
+// value's type, F the budget of one math function call (4 ulp <= 8 u:
+// pk::vm is within 3 ulp, libm and CUDA within 1-2 ulp).
+//
+// Each function takes the computed value(s) and the error bound(s) of the
+// operands (fzs::zero() for an exact operand) and returns the bound of the
+// result. Errors are pk::Array<double>; an operand's bound may have a
+// smaller (broadcastable) shape than its value.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_FUZZ_SHADOW_H
+#define PK_FUZZ_SHADOW_H
+
+#include <pk/pk.h>
+
+#include <climits>
+#include <cmath>
+#include <type_traits>
+
+namespace fzs {
+
+using E = pk::Array<double>;
+inline constexpr double U32 = 0x1p-24;
+inline constexpr double U64 = 0x1p-53;
+/// The axis argument of a reduction over all axes.
+inline constexpr int All = INT_MIN;
+
+/// The bound of an exact value: a rank-0 zero.
+inline E zero() { return E(); }
+
+/// |v| in double, for arrays and scalars.
+template <class V> E mag(const V &X) {
+  if constexpr (std::is_arithmetic_v<V>)
+    return E(std::vector<int64_t>{}, {std::fabs(static_cast<double>(X))});
+  else
+    return pk::abs(pk::cast<double>(X));
+}
+
+/// x where x > 0, else 0 (so that a bound divided by it becomes inf).
+inline E pos(const E &X) { return pk::where(X > 0.0, X, 0.0); }
+
+/// The value last stored into a ref, read back: converted, broadcast.
+template <class T, class V, class R> pk::Array<T> refread(const V &X, const R &Ref) {
+  if constexpr (std::is_arithmetic_v<V>)
+    return pk::broadcast_to(static_cast<T>(X), Ref);
+  else
+    return pk::broadcast_to(pk::cast<T>(X), Ref);
+}
+
+/// v = a / d with |d| bounded away from 0.
+template <class V, class D>
+E div_err(const V &Val, const D &Den, const E &Ea, const E &Ed, double U) {
+  return (Ea + mag(Val) * Ed) / pos(mag(Den) - Ed) + U * mag(Val);
+}
+
+/// v = exp(a): exp(a + d) - exp(a) = exp(a) (e^d - 1).
+template <class V> E exp_err(const V &Val, const E &Ea, double F) {
+  return mag(Val) * (pk::expm1(Ea) * 1.01 + F);
+}
+
+/// v = expm1(a): derivative e^a = v + 1.
+template <class V> E expm1_err(const V &Val, const E &Ea, double F) {
+  return (mag(Val) + 1.0) * pk::expm1(Ea) * 1.01 + F * mag(Val);
+}
+
+/// v = log(p) * Scale, p > 0: |log(p + d) - log(p)| <= d / (p - d).
+template <class V, class P>
+E log_err(const V &Val, const P &Arg, const E &Ea, double F, double Scale) {
+  return Scale * Ea / pos(mag(Arg) - Ea) + F * mag(Val);
+}
+
+/// v = log1p(p), p >= 0.
+template <class V, class P>
+E log1p_err(const V &Val, const P &Arg, const E &Ea, double F) {
+  return Ea / pos(mag(Arg) + 1.0 - Ea) + F * mag(Val);
+}
+
+/// v = sqrt(p), p >= 0: |sqrt(p + d) - sqrt(p)| <= min(sqrt(d), d /
+/// sqrt(p - d)); sqrt itself is correctly rounded.
+template <class V, class P>
+E sqrt_err(const V &Val, const P &Arg, const E &Ea, double U) {
+  const E A = pk::sqrt(Ea);
+  const E B = Ea / pk::sqrt(pos(mag(Arg) - Ea));
+  const E M = pk::where(B < A, B, A);
+  return pk::where(Ea > 0.0, M, 0.0) + U * mag(Val);
+}
+
+/// v = rsqrt(p), p > 0: derivative p^-1.5 / 2.
+template <class V, class P>
+E rsqrt_err(const V &Val, const P &Arg, const E &Ea, double F) {
+  return 0.5 * Ea * pk::pow(pos(mag(Arg) - Ea), -1.5) + F * mag(Val);
+}
+
+/// v = sin(a) or cos(a): 1-Lipschitz; argument reduction adds an absolute
+/// error of a few u * max(1, |a|).
+template <class V, class A>
+E trig_err(const V &Val, const A &Arg, const E &Ea, double F, double U) {
+  return Ea + F * mag(Val) + 4 * U * pk::maximum(mag(Arg), 1.0);
+}
+
+/// v = f(a) for an L-Lipschitz f (tanh 1, erf 2/sqrt(pi), sigmoid 1/4).
+template <class V> E lip_err(const V &Val, const E &Ea, double L, double F) {
+  return L * Ea + F * mag(Val);
+}
+
+/// v = pow(p, c), p > 0: relative change e^(|c| d / (p - d)) - 1.
+template <class V, class P>
+E pow_err(const V &Val, const P &Arg, const E &Ea, double C, double F) {
+  return mag(Val) * (pk::expm1(C * Ea / pos(mag(Arg) - Ea)) * 1.01 + F);
+}
+
+/// maximum, minimum: 1-Lipschitz in each operand.
+inline E max_err(const E &Ea, const E &Eb) { return pk::maximum(Ea, Eb); }
+
+template <class A> E red_sum(const A &X, int Axis, bool Keep) {
+  if (Axis == All)
+    return pk::sum(X);
+  return Keep ? pk::sum(X, Axis, pk::keepdims) : pk::sum(X, Axis);
+}
+template <class A> E red_max(const A &X, int Axis, bool Keep) {
+  if (Axis == All)
+    return pk::max(X);
+  return Keep ? pk::max(X, Axis, pk::keepdims) : pk::max(X, Axis);
+}
+
+/// v = sum(a): a float sum of n terms, in any order and in the operand's
+/// precision, is within (n - 1) u sum|t| of the exact sum of the terms
+/// (Higham, ch. 4); plus the terms' own errors and the final rounding.
+template <class A, class V>
+E sum_err(const A &X, const E &Ea, int Axis, bool Keep, double U, const V &) {
+  const E Ma = mag(X);
+  const E Cnt = red_sum(pk::broadcast_to(1.0, X), Axis, Keep);
+  return red_sum(pk::broadcast_to(Ea, X), Axis, Keep) +
+         (Cnt * 1.2 + 1.0) * U * red_sum(Ma, Axis, Keep);
+}
+
+/// v = mean(a) = sum(a) / n.
+template <class A, class V>
+E mean_err(const A &X, const E &Ea, int Axis, bool Keep, double U,
+           const V &Val) {
+  const E Ma = mag(X);
+  const E Cnt = red_sum(pk::broadcast_to(1.0, X), Axis, Keep);
+  return (red_sum(pk::broadcast_to(Ea, X), Axis, Keep) +
+          Cnt * 1.2 * U * red_sum(Ma, Axis, Keep)) /
+             Cnt +
+         2 * U * mag(Val);
+}
+
+/// v = max(a) or min(a): the largest error of a term.
+template <class A> E maxred_err(const A &X, const E &Ea, int Axis, bool Keep) {
+  return red_max(pk::broadcast_to(Ea, X), Axis, Keep);
+}
+
+template <class A> E expand_err(const A &X, const E &Ea, int Axis) {
+  return pk::expand_dims(pk::broadcast_to(Ea, X), Axis);
+}
+template <class A> E squeeze_err(const A &X, const E &Ea, int Axis) {
+  return pk::squeeze(pk::broadcast_to(Ea, X), Axis);
+}
+
+} // namespace fzs
+
+#endif // PK_FUZZ_SHADOW_H
