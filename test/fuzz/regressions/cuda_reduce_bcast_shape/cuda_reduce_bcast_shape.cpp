@@ -4,8 +4,8 @@ using namespace pk::lang;
 
 namespace fz_cuda_reduce_bcast_shape {
 
-// reduce_bcast_shape: policy regression, universe (A), seed regression
-PK_KERNEL void reduce_bcast_shape(In<float, 1> x, In<float, 1> y, Out<float, 0> o) {
+// cuda_reduce_bcast_shape: policy regression, universe (A), seed regression
+PK_KERNEL void cuda_reduce_bcast_shape(In<float, 1> x, In<float, 1> y, Out<float, 0> o) {
   o[_] = max(broadcast_to(x[_], y), -1);
 }
 

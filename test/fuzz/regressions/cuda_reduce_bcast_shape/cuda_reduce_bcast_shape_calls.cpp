@@ -2,7 +2,7 @@
 #include "fuzz_harness.h"
 
 namespace fz_cuda_reduce_bcast_shape {
-void reduce_bcast_shape(pk::In<float, 1> x, pk::In<float, 1> y, pk::Out<float, 0> o);
+void cuda_reduce_bcast_shape(pk::In<float, 1> x, pk::In<float, 1> y, pk::Out<float, 0> o);
 } // namespace fz_cuda_reduce_bcast_shape
 
 #ifdef FZ_WITH_CUDA
@@ -13,23 +13,23 @@ void reduce_bcast_shape(pk::In<float, 1> x, pk::In<float, 1> y, pk::Out<float, 0
 #endif
 
 namespace fz_gen {
-void eager_reduce_bcast_shape(fz::Args &A);
-void shadow_reduce_bcast_shape(fz::Args &A, fz::Args &T);
-void cpu_reduce_bcast_shape(fz::Args &A) { fz_cuda_reduce_bcast_shape::reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.out<float, 0>(2)); }
+void eager_cuda_reduce_bcast_shape(fz::Args &A);
+void shadow_cuda_reduce_bcast_shape(fz::Args &A, fz::Args &T);
+void cpu_cuda_reduce_bcast_shape(fz::Args &A) { fz_cuda_reduce_bcast_shape::cuda_reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.out<float, 0>(2)); }
 #ifdef FZ_WITH_CUDA
-void cuda_reduce_bcast_shape(fz::Args &A) { pk::cuda::reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.out<float, 0>(2)); }
+void cuda_cuda_reduce_bcast_shape(fz::Args &A) { pk::cuda::cuda_reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.out<float, 0>(2)); }
 #endif
 } // namespace fz_gen
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"cuda_reduce_bcast_shape", "regression", {
-    {"reduce_bcast_shape", "regression", 8, 1, true,
+    {"cuda_reduce_bcast_shape", "regression", 8, 1, true,
      {
       {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true},
       {"y", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false},
       {"o", fz::Kind::Out, fz::DT::F32, 0, {}, -2.0, 2.0, true}
      },
-     fz_gen::eager_reduce_bcast_shape, fz_gen::cpu_reduce_bcast_shape, FZ_CUDA(fz_gen::cuda_reduce_bcast_shape), fz_gen::shadow_reduce_bcast_shape}
+     fz_gen::eager_cuda_reduce_bcast_shape, fz_gen::cpu_cuda_reduce_bcast_shape, FZ_CUDA(fz_gen::cuda_cuda_reduce_bcast_shape), fz_gen::shadow_cuda_reduce_bcast_shape}
   }};
   return B;
 }

@@ -12,7 +12,7 @@ namespace eager {
 namespace fzs_cuda_reduce_bcast_shape {
 using namespace pk::lang;
 
-void reduce_bcast_shape(In<float, 1> x, In<float, 1> y, In<float, 0> o, Out<double, 0> tol_o) {
+void cuda_reduce_bcast_shape(In<float, 1> x, In<float, 1> y, In<float, 0> o, Out<double, 0> tol_o) {
   auto v0 = x[_];
   static_assert(std::is_same_v<decltype(v0), pk::Array<float>>);
   auto v2 = broadcast_to(v0, y);
@@ -25,6 +25,6 @@ void reduce_bcast_shape(In<float, 1> x, In<float, 1> y, In<float, 0> o, Out<doub
 } // namespace fzs_cuda_reduce_bcast_shape
 
 namespace fz_gen {
-void eager_reduce_bcast_shape(fz::Args &A) { eager::fz_cuda_reduce_bcast_shape::reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.out<float, 0>(2)); }
-void shadow_reduce_bcast_shape(fz::Args &A, fz::Args &T) { fzs_cuda_reduce_bcast_shape::reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.in<float, 0>(2), T.out<double, 0>(2)); }
+void eager_cuda_reduce_bcast_shape(fz::Args &A) { eager::fz_cuda_reduce_bcast_shape::cuda_reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.out<float, 0>(2)); }
+void shadow_cuda_reduce_bcast_shape(fz::Args &A, fz::Args &T) { fzs_cuda_reduce_bcast_shape::cuda_reduce_bcast_shape(A.in<float, 1>(0), A.in<float, 1>(1), A.in<float, 0>(2), T.out<double, 0>(2)); }
 } // namespace fz_gen
