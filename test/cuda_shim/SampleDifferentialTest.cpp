@@ -171,8 +171,9 @@ class Dev {
 public:
   explicit Dev(const std::vector<float> &H) : N(H.size()) {
     // Exactly the elements needed: AddressSanitizer sees the true end.
-    check(cudaMalloc(&Base, (N + size_t(g_offset)) * sizeof(float)),
-          "cudaMalloc");
+    if (N + size_t(g_offset) > 0)
+      check(cudaMalloc(&Base, (N + size_t(g_offset)) * sizeof(float)),
+            "cudaMalloc");
     P = Base ? Base + g_offset : nullptr;
     if (N)
       check(cudaMemcpy(P, H.data(), N * sizeof(float), cudaMemcpyHostToDevice),
