@@ -76,10 +76,6 @@ def usual(a, b):
     return I32
 
 
-def canon(t):
-    return t
-
-
 def join(t1, w1, t2, w2):
     if not w1 and not w2:
         return usual(t1, t2), False
