@@ -633,7 +633,7 @@ def main(argv):
     ap.add_argument('--hours', type=float, default=0)
     ap.add_argument('--kernels', type=int, default=40,
                     help='kernels per batch')
-    ap.add_argument('--cases', type=int, default=9,
+    ap.add_argument('--cases', type=int, default=10,
                     help='shape cases per kernel')
     ap.add_argument('--seed-start', type=int, default=1000)
     ap.add_argument('--jobs', type=int, default=2)

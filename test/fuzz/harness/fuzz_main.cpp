@@ -94,7 +94,7 @@ uint64_t mix(uint64_t A, uint64_t B) {
 }
 
 struct Options {
-  int Cases = 9;
+  int Cases = 10;
   int FirstCase = 0;
   std::vector<std::string> Kernels; // empty: all
   int OnlyCase = -1;
@@ -135,11 +135,12 @@ Case drawCase(const fz::Kernel &K, uint64_t Seed, int C, const Options &O) {
   auto Pick = [&](std::initializer_list<int64_t> L) {
     return *(L.begin() + R() % L.size());
   };
-  int Profile = C < 9 ? C : int(R() % 9);
+  int Profile = C < 10 ? C : int(R() % 10);
   if (Profile == 8 && !K.SpecialOk)
     Profile = 7;
-  static const char *Names[] = {"small", "zero",  "ones",  "primes", "tails",
-                                "1000s", "large", "mixed", "special"};
+  static const char *Names[] = {"small", "zero",  "ones",  "primes",
+                                "tails", "1000s", "large", "mixed",
+                                "special", "bad"};
   Cs.Profile = Names[Profile];
   const int NS = std::max(K.NumSyms, 0);
   Cs.Sym.assign(NS, 1);
@@ -173,9 +174,13 @@ Case drawCase(const fz::Kernel &K, uint64_t Seed, int C, const Options &O) {
       Cs.Sym[S] = Pick({0, 1, 2, 3, 5, 16, 17, 64, 65, 129, 1001});
       BcastP = 0.25;
       break;
-    default: // special values in the data
+    case 8: // special values in the data
       Cs.Sym[S] = Pick({1, 2, 3, 5, 16, 17, 33, 100});
       Cs.Special = true;
+      break;
+    default: // one extent made wrong below
+      Cs.Sym[S] = Pick({2, 3, 5, 7, 16});
+      BcastP = 0.1;
       break;
     }
   }
@@ -204,6 +209,22 @@ Case drawCase(const fz::Kernel &K, uint64_t Seed, int C, const Options &O) {
       E.push_back(X);
     }
     Cs.Ext.push_back(E);
+  }
+  if (Profile == 9) {
+    // Shapes NumPy may reject: one ref's extent one more than its symbol's.
+    // Eager and compiled must then both raise (compiled before any write),
+    // or both run and agree.
+    std::vector<std::pair<size_t, size_t>> Cands;
+    for (size_t P = 0; P < K.Params.size(); ++P)
+      for (int D = 0; D < K.Params[P].Rank; ++D)
+        if (K.Params[P].Dims[D] >= 0 && Cs.Ext[P][D] >= 2)
+          Cands.push_back({P, size_t(D)});
+    if (!Cands.empty()) {
+      auto [P, D] = Cands[R() % Cands.size()];
+      Cs.Ext[P][D] += 1;
+      Cs.Profile += std::string(" (") + K.Params[P].Name + " axis " +
+                    std::to_string(D) + " +1)";
+    }
   }
   return Cs;
 }
