@@ -39,6 +39,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+// ASan annotations whenever this file is built with ASan (pk_cuda_shim_asan,
+// or a build whose global flags add -fsanitize=address: unannotated fiber
+// switches would make ASan report false stack errors).
+#ifndef PK_SHIM_ASAN
+#if defined(__SANITIZE_ADDRESS__)
+#define PK_SHIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PK_SHIM_ASAN 1
+#endif
+#endif
+#endif
 #ifndef PK_SHIM_ASAN
 #define PK_SHIM_ASAN 0
 #endif
