@@ -658,8 +658,9 @@ TEST_F(Shim, StaticSharedMemoryIsPerBlockAndZeroAtEachLaunch) {
     }
     // Block 0 runs first on a fresh OS thread (in TSan mode every worker's
     // first block does): it sees zeros, not an earlier launch's values.
-    if (pk::shim::concurrent_blocks() == 1)
+    if (pk::shim::concurrent_blocks() == 1) {
       EXPECT_EQ(O[0], 0);
+    }
     EXPECT_GE(SawZero, 1);
   }
 }
