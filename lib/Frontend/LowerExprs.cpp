@@ -252,8 +252,20 @@ Val Lowering::eval(const Expr *E) {
     SkippedCode = true;
     return Val::invalid();
   }
+  if (ExprDepth >= MaxExprDepth) {
+    if (!ReportedDepth)
+      unsupported(E,
+                  "an expression nested more than " +
+                      std::to_string(MaxExprDepth) +
+                      " levels deep (sub-expressions, casts and temporaries)",
+                  "split it with local variables: auto t = ...;");
+    ReportedDepth = true;
+    return Val::invalid();
+  }
   size_t Before = F.Nodes.size();
+  ++ExprDepth;
   Val V = evalImpl(E);
+  --ExprDepth;
   if (V.K == Val::Value && V.Id >= Before && F.node(V.Id).Label.empty() &&
       !isa<ParenExpr>(E))
     B.setLabel(V.Id, text(E));

@@ -46,6 +46,11 @@ using ir::NodeId;
 constexpr unsigned MaxLoopIterations = 4096;
 constexpr unsigned MaxTotalIterations = 1u << 16;
 constexpr unsigned MaxInlineDepth = 256;
+/// Deeper expressions are reported instead of lowered: lowering recurses
+/// once per level, and 10000 terms of `a + a + ...` overflowed the stack
+/// (found by libFuzzer; under ASan 3000 did). A term of such a chain is
+/// about four levels (operator call, temporaries, casts).
+constexpr unsigned MaxExprDepth = 2000;
 constexpr size_t MaxLabel = 40;
 
 /// What an expression evaluates to.
@@ -273,6 +278,9 @@ private:
   /// Code was skipped after an error (a data-dependent `if`, a loop that
   /// could not be unrolled): "never written" would be a follow-on error.
   bool SkippedCode = false;
+  /// Nesting of eval() calls, bounded by MaxExprDepth.
+  unsigned ExprDepth = 0;
+  bool ReportedDepth = false;
 };
 
 } // namespace pk::frontend::lowering

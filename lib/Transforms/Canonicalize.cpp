@@ -83,9 +83,23 @@ void eliminateDeadCode(Function &F) {
       F.Nodes[I].Dead = true;
 }
 
+/// A reduction of a rank-0 value reduces one element: sum, mean, max and
+/// min of it are the element itself, converted to the result's dtype. (Found
+/// by libFuzzer: no loop nest handles a reduction without axes.)
+void foldRankZeroReductions(Function &F) {
+  for (Node &N : F.Nodes)
+    if (!N.Dead && N.Kind == NodeKind::Reduce &&
+        F.node(N.Operands[0]).rank() == 0) {
+      N.Kind = NodeKind::Cast;
+      N.Axes.clear();
+      N.KeepDims = false;
+    }
+}
+
 } // namespace
 
 void pk::canonicalize(Function &F) {
+  foldRankZeroReductions(F);
   eliminateCommonSubexpressions(F);
   eliminateDeadCode(F);
 }

@@ -28,6 +28,9 @@ void row_sums_everywhere(pk::In<float, 2> x, pk::Out<float, 2> o);
 void accumulate_rows(pk::InOut<float, 1> r, pk::In<float, 2> x);
 void column_mins_of_two_heights(pk::In<float, 2> a, pk::In<float, 2> b,
                                 pk::Out<float, 1> o);
+void rank0_reductions(pk::In<float, 0> x, pk::In<int32_t, 0> k,
+                      pk::Out<float, 0> s, pk::Out<float, 0> m,
+                      pk::Out<int64_t, 0> ks);
 
 namespace {
 
@@ -59,6 +62,19 @@ TEST(MoreReductions, ColumnReductionsOverDifferentHeights) {
                                {P.data(), {W}});
     expectClose(E, P, "column_mins_of_two_heights " + std::to_string(HA), 0);
   }
+}
+
+TEST(MoreReductions, ReductionsOfARankZeroValue) {
+  float X = -2.5f, S = 0, M = 0, ES = 0, EM = 0;
+  int32_t K = 7;
+  int64_t KS = 0, EKS = 0;
+  eager::rank0_reductions({&X, {}}, {&K, {}}, {&ES, {}}, {&EM, {}}, {&EKS, {}});
+  rank0_reductions({&X, {}}, {&K, {}}, {&S, {}}, {&M, {}}, {&KS, {}});
+  EXPECT_EQ(ES, -5.0f);
+  EXPECT_EQ(S, ES);
+  EXPECT_EQ(M, EM);
+  EXPECT_EQ(KS, EKS);
+  EXPECT_EQ(KS, 7);
 }
 
 TEST(MoreReductions, AgreeWithEager) {

@@ -41,3 +41,12 @@ PK_KERNEL void column_mins_of_two_heights(In<float, 2> a, In<float, 2> b,
                                           Out<float, 1> o) {
   o[_] = minimum(min(a[_], 0), min(b[_], 0));
 }
+// Reductions of a rank-0 value reduce one element (found by libFuzzer:
+// pkc reached an unreachable in the loop lowering).
+PK_KERNEL void rank0_reductions(In<float, 0> x, In<int32_t, 0> k,
+                                Out<float, 0> s, Out<float, 0> m,
+                                Out<int64_t, 0> ks) {
+  s[_] = sum(x[_]) + max(x[_]);
+  m[_] = mean(x[_]) * min(x[_]);
+  ks[_] = sum(k[_]);
+}
