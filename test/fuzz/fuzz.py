@@ -209,9 +209,11 @@ class Fuzzer:
         self.stats = {'batches': 0, 'kernels_generated': 0,
                       'kernels_run': 0, 'unsupported': 0, 'cases': 0,
                       'failures': 0, 'both_raised': 0, 'limitations': 0,
-                      'vacuous': 0, 'elements': 0, 'exact_elements': 0,
+                      'vacuous': 0, 'suspicious': 0, 'elements': 0,
+                      'exact_elements': 0,
                       'seconds_build': 0.0, 'seconds_run': 0.0}
         self.unsupported = {}
+        self.warnings = []
         self.known = set()  # (kind, what) already reported: skip duplicates
 
     # -- one batch --------------------------------------------------------
@@ -346,8 +348,10 @@ class Fuzzer:
             self.stats['kernels_run'] += int(kv['kernels'])
             self.stats['cases'] += int(kv['cases'])
             for key in ('both_raised', 'limitations', 'vacuous', 'elements',
-                        'exact_elements'):
-                self.stats[key] += int(kv[key])
+                        'exact_elements', 'suspicious'):
+                self.stats[key] += int(kv.get(key, 0))
+            for w in re.findall(r'^FZ-WARN .*$', out, re.M)[:5]:
+                self.warnings.append(w)
         for blk in re.finditer(r'^FZ-FAIL (.*)\n((?:  .*\n?)*)', out, re.M):
             kv = dict(x.split('=', 1) for x in blk.group(1).split())
             k = next((x for x in kernels if x.name == kv['kernel']), None)
@@ -424,6 +428,7 @@ class Fuzzer:
         s['seconds_total'] = round(secs, 1)
         s['next_seed'] = next_seed
         s['unsupported_kinds'] = self.unsupported
+        s['warnings'] = self.warnings[-50:]
         s['findings'] = [f['id'] for f in self.findings.items]
         with open(os.path.join(self.a.work, 'stats.json'), 'w') as f:
             json.dump(s, f, indent=1, sort_keys=True)
