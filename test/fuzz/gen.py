@@ -1507,7 +1507,10 @@ class Gen:
                     e = self.convert(e, p.dtype)
                 check_store(e.node, p)
                 self.it.refval[p.name] = e.node
-                self.k.stmts.append(Stmt('store', param=p.name, expr=e))
+                st = Stmt('store', param=p.name, expr=e)
+                if self.chance(0.06) and not e.node.weak:
+                    st.helper = '%s_store' % self.k.name
+                self.k.stmts.append(st)
                 return
             except Invalid:
                 self.restore(mark)
@@ -2067,6 +2070,9 @@ def stmt_lines(s, indent):
     if s.kind == 'assign':
         return [pad + '%s = %s;' % (s.name, expr_text(s.expr))]
     if s.kind == 'store':
+        if getattr(s, 'helper', None):
+            return [pad + '%s(%s, %s);' % (s.helper, s.param,
+                                           expr_text(s.expr))]
         return [pad + '%s[_] = %s;' % (s.param, expr_text(s.expr))]
     if s.kind == 'sdecl':
         return [pad + '%s %s = %s;' % (SCALAR_CTYPE[s.expr.node.dtype]
@@ -2103,6 +2109,16 @@ def kernel_text(k):
     for h in k.helpers:
         if h.name in used:
             lines += helper_text(h)
+
+    def store_helpers(ss):
+        for s in ss:
+            if s.kind == 'store' and getattr(s, 'helper', None):
+                yield s.helper
+            yield from store_helpers(s.body)
+            yield from store_helpers(s.orelse)
+    for name in sorted(set(store_helpers(k.stmts))):
+        # a helper that takes the ref and stores (inlined by pkc)
+        lines.append('void %s(auto ref, auto v) { ref[_] = v; }' % name)
 
     def has_trip_const(ss):
         return any((s.kind == 'loop' and getattr(s, 'trip_text', '') !=
