@@ -1,11 +1,10 @@
-# Runs pk-frontend-fuzzer once, bounded, for ctest (libfuzzer.frontend and
-# libfuzzer.corpus). The corpus is copied into WORK first: libFuzzer writes
+# Runs pk-frontend-fuzzer once, bounded, for ctest (libfuzzer.frontend). The corpus is copied into WORK first: libFuzzer writes
 # the new inputs it finds into its first corpus directory, and the source
 # tree's corpus must change only through a deliberate merge
 # (docs/sanitizers-and-fuzzing.md).
 #
 #   cmake -DFUZZER=<exe> -DCORPUS=<dir> -DDICT=<file> -DWORK=<dir>
-#         -DSECONDS=<n, 0: no limit> -DRUNS=<n, 0: the corpus only>
+#         -DSECONDS=<n, 0: no limit> -DRUNS=<n, 0: the corpus only, no mutation>
 #         -P RunFuzzer.cmake
 foreach(var FUZZER CORPUS DICT WORK SECONDS RUNS)
   if(NOT DEFINED ${var})
