@@ -30,6 +30,11 @@
 #define PK_CUDA_SHIM 1
 #endif
 
+// nvcc's `#pragma unroll` means nothing to the host compiler: no warning
+// (clang; g++ 12 ignores this for pragmas, so pk_add_shim_kernels also
+// passes -Wno-unknown-pragmas).
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+
 #include <pk_shim/shim.h>
 
 // Every standard header that code after this one may include comes first,
