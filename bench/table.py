@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown table of a pk-bench run.
 
-    table.py bench.json [--peers peers.json] [-o bench.md]
+    table.py bench.json [--peers peers.json] [--cpu-time] [-o bench.md]
 
 Reads Google Benchmark's JSON output (--benchmark_out=... --benchmark_out_format=json)
 of pk-bench. Benchmark names are <kernel>/<shape>/<peer>/threads:<t>[/real_time]; the
@@ -27,6 +27,13 @@ kernel, e.g. numexpr on reductions; "n/a": the package is not available or the c
 failed, the reason listed under the table), the peers' versions and settings above it,
 and, under it, the issue's targets for the row kernels at [2048, 4096] and [4096, 768]:
 pk >= 3x NumPy, >= 1.2x torch.compile and jax.jit.
+
+--cpu-time: the 1-thread rows only, every time (pk's, its peers', the Python peers') the
+CPU time of the measurement instead of its wall time. On a machine where other processes
+take the cores, this leaves out the time spent waiting for a core (not the cache and
+memory bandwidth they take): a load-robust estimate for one thread. (pk-bench's CPU time
+is its calling thread's; a Python peer's is its process's, which runs on one CPU at one
+thread.) No such estimate exists for several threads.
 """
 
 import argparse
@@ -106,7 +113,16 @@ def peer_cell(results, k, shape, peer, th):
     return got
 
 
-def render(context, results, order, peers=None):
+def cpu_time_view(results):
+    """The 1-thread results with CPU time in place of wall time (--cpu-time)."""
+    view = {}
+    for key, (t, bps, busy) in results.items():
+        if key[3] == 1:
+            view[key] = (t * busy, bps / busy if bps and busy else bps, 1.0)
+    return view
+
+
+def render(context, results, order, peers=None, cpu_time=False):
     """peers: (context of bench/peers/peers.py's JSON, its results) or None."""
     out = []
     columns = PEER_COLUMNS + (PYTHON_COLUMNS if peers else ())
@@ -136,6 +152,9 @@ def render(context, results, order, peers=None):
                "(their 1-thread time is used at every thread count); — not run at this shape")
     out.append(f"- {PREEMPTED}: the calling thread was on a CPU for under 80% of the median wall "
                "time (another process took a core): that measurement is noise")
+    if cpu_time:
+        out.append("- --cpu-time: 1-thread rows only; every time is the measurement's CPU time, not "
+                   "its wall time (time waiting for a core left out), so no † marks")
     if peers:
         v = pctx.get("versions", {})
         vs = ", ".join(f"{m} {v[m]}" for m in ("numpy", "numexpr", "torch", "jax", "jaxlib") if m in v)
@@ -251,6 +270,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="Google Benchmark JSON output of pk-bench")
     ap.add_argument("--peers", help="JSON of bench/peers/peers.py: add the Python peers' columns")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="1-thread rows only, CPU time instead of wall time (a loaded machine)")
     ap.add_argument("-o", "--output", help="also write the markdown here")
     args = ap.parse_args()
     context, results, order = load(args.json)
@@ -267,7 +288,9 @@ def main():
                 p: f"no peers results ({e})" for p, _ in PYTHON_COLUMNS}}}, {}
         results.update({key: v for key, v in presults.items() if key[2] != "pk"})
         peers = (pcontext, presults)
-    md = render(context, results, order, peers)
+    if args.cpu_time:
+        results = cpu_time_view(results)
+    md = render(context, results, order, peers, args.cpu_time)
     sys.stdout.write(md)
     if args.output:
         with open(args.output, "w") as f:
