@@ -48,6 +48,28 @@ def cuda_reduce_bcast_shape():
     return k
 
 
+def index_row_scratch():
+    # t varies along axis 1 only through index() (no load along it) and is
+    # buffered for the second phase; in some cases x is [A, 1] at run time
+    # (broadcast) while o is [A, B].
+    k = Kernel('index_row_scratch', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    k.params = [Param('x', 'in', F32, ('A', 'B')),
+                Param('o', 'out', F32, ('A', 'B'))]
+    sig = (('A', 'B'), 1)
+    idx = Expr('op', 'index', [Expr('load', 'x')], {'axis': 1})
+    scaled = Expr('op', 'mul', [Expr('op', 'cast', [idx], {'to': F32}),
+                                Expr('lit', gen.tlit(0.01, '0.01f'))])
+    k.stmts = [
+        Stmt('decl', name='t', expr=Expr('op', 'tanh', [scaled])),
+        Stmt('store', param='o', expr=Expr('op', 'sub', [
+            Expr('local', 't'),
+            Expr('op', 'max', [Expr('local', 't')],
+                 {'axis': 1, 'keep': True, 'sig': sig})]))]
+    return k
+
+
 if __name__ == '__main__':
-    for f in (index_of_broadcast, cuda_reduce_bcast_shape):
+    for f in (index_of_broadcast, cuda_reduce_bcast_shape,
+              index_row_scratch):
         write(f())
