@@ -723,8 +723,8 @@ using SumAll = CudaSample;
 TEST_F(SumAll, ShapesAndEmpty) {
   for (bool Exact : {false, true})
     for (auto [T, D] : Shapes) {
-      if (!reduction_shape(T, D))
-        continue;
+      if (!reduction_shape(T, D) || (!Exact && T * D > (1 << 18)))
+        continue; // the worst-case bound of 10^6 terms tells little
       // Exact: every partial sum is a multiple of 1/8 below 2^21: no error.
       const auto X =
           Exact ? eighths(T * D, 13) : sample::random(T * D, 13, 0, 1);
