@@ -12,11 +12,15 @@
 //    otherwise the stores to refs of one rank form an elementwise group: one
 //    loop nest over the shape of the first store's ref (LowerToLoops adds a
 //    run-time check that the other refs have that shape, and a fallback).
+//  * matmul(a, b) is a reduction too: of the rank-(n+1) products
+//    a[..., m, k] * b[..., k, n] over their last axis k. Its consumers
+//    (bias, activation, residual) become the row values of that group, so an
+//    epilogue runs where each output element is produced; its elementwise
+//    producers are recomputed per product (ScheduleCpu may pack them).
+//    transpose is a view: loads index through it, nothing is copied.
 //  * Groups run in an order where a group that reads a ref's old value runs
 //    before the group that overwrites it. A cycle needs a temporary, which
 //    pkc does not create yet: it is reported.
-// matmul and transpose are not lowered yet: a cone that contains one is
-// reported as not supported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,20 +48,11 @@ llvm::ArrayRef<NodeId> valueOperands(const Node &N) {
   return Ops;
 }
 
-const char *unsupportedWhat(const Node &N) {
-  switch (N.Kind) {
-  case NodeKind::MatMul:
-    return "matmul";
-  case NodeKind::Transpose:
-    return "transpose";
-  default:
-    return nullptr;
-  }
-}
-
-/// The reduced rank and axes of a reduce node, normalised.
+/// The reduced rank and axes of a reduce or matmul node, normalised.
 std::pair<unsigned, std::vector<unsigned>> reduceSignature(const Function &F,
                                                            const Node &N) {
+  if (N.Kind == NodeKind::MatMul)
+    return {N.rank() + 1, {N.rank()}};
   unsigned Rank = F.Nodes[N.Operands[0]].rank();
   std::vector<unsigned> Axes;
   for (int A : N.Axes)
@@ -90,25 +85,18 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
       if (!Visited.insert(V).second)
         continue;
       const Node &N = F.Nodes[V];
-      if (const char *What = unsupportedWhat(N)) {
-        if (Reported.insert(V).second)
-          Diags.push_back(
-              {N.Loc, "pk-not-supported-yet",
-               fmt::format("pkc cannot compile {} yet", What),
-               "this kernel runs in eager mode (compile it without pkc); "
-               "pkc supports elementwise operations, reductions and the "
-               "shape operations so far"});
-        continue;
-      }
-      if (N.Kind == NodeKind::Reduce) {
+      if (N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul) {
         auto S = reduceSignature(F, N);
         if (!Sig)
           Sig = S;
         else if (*Sig != S && Reported.insert(V).second)
           Diags.push_back(
               {N.Loc, "pk-not-supported-yet",
-               "pkc cannot fuse reductions over different axes (or of "
-               "values of different ranks) into one output yet",
+               N.Kind == NodeKind::MatMul
+                   ? "pkc cannot fuse a matmul with a reduction over other "
+                     "axes (or another matmul's result) into one output yet"
+                   : "pkc cannot fuse reductions over different axes (or of "
+                     "values of different ranks) into one output yet",
                "write the intermediate result to an Out ref and reduce it "
                "in a second kernel"});
       }

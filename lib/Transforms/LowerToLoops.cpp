@@ -53,8 +53,8 @@ private:
   std::set<std::string> Taken;
 };
 
-/// True when a group needs per-axis indexing (Stmt::Dims): reductions, or
-/// shape ops that move axes around.
+/// True when a group needs per-axis indexing (Stmt::Dims): reductions and
+/// matmuls, or shape ops that move axes around (transpose among them).
 bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
   if (!G.ReduceAxes.empty())
     return true;
@@ -67,7 +67,7 @@ bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
       continue;
     const Node &N = F.Nodes[V];
     if (N.Kind == NodeKind::ExpandDims || N.Kind == NodeKind::Squeeze ||
-        N.Kind == NodeKind::Index)
+        N.Kind == NodeKind::Index || N.Kind == NodeKind::Transpose)
       return true;
     if (N.Kind != NodeKind::Index)
       Work.insert(Work.end(), N.Operands.begin(), N.Operands.end());
@@ -353,6 +353,15 @@ private:
         S.Inner = isReduceAxis(Emb[K]);
         return add(std::move(S));
       }
+      case NodeKind::Transpose: {
+        // A view: the operand's last two axes are the domain axes of the
+        // result's last two, swapped.
+        std::vector<int> Inner = Emb;
+        std::swap(Inner[Inner.size() - 1], Inner[Inner.size() - 2]);
+        return lower(Nd.Operands[0], Inner);
+      }
+      case NodeKind::MatMul:
+        return lowerMatMul(Id, Emb);
       case NodeKind::Reduce: {
         // The operand is embedded canonically; the result must be used
         // along the axes it was not reduced over.
@@ -391,6 +400,54 @@ private:
         report(Nd, "pkc cannot compile this operation in a fused loop yet");
         return std::nullopt;
       }
+    }
+
+    /// matmul(a, b) in a nest over [batch..., m, n, k] reducing k: the sum
+    /// over k of a[batch, m, k] * b[batch, k, n]. Like a reduction, its
+    /// result is only available as a row value, used along the rows.
+    std::optional<unsigned> lowerMatMul(NodeId Id, const std::vector<int> &Emb) {
+      const Node &Nd = F.Nodes[Id];
+      unsigned R = Nd.rank();
+      bool Fits = Emb.size() == R && N.Domain.size() == R + 1;
+      for (unsigned K = 0; Fits && K < R; ++K)
+        Fits = Emb[K] == static_cast<int>(K) || F.Extents.isConst(Nd.Sh[K], 1);
+      if (!Fits) {
+        L.Diags.push_back(
+            {Nd.Loc, "pk-not-supported-yet",
+             "pkc cannot compile this use of a matmul yet: its result feeds "
+             "another matmul or a reduction, or is broadcast along other "
+             "axes than its own",
+             "write the matmul to an Out ref and use it in a second kernel"});
+        return std::nullopt;
+      }
+      int KAxis = static_cast<int>(R), MAxis = R - 2, NAxis = R - 1;
+      auto Operand = [&](unsigned Op, int Row, int Col) {
+        unsigned OR = F.Nodes[Nd.Operands[Op]].rank();
+        std::vector<int> E;
+        if (OR == 3)
+          E.push_back(0);
+        E.push_back(Row);
+        E.push_back(Col);
+        return lower(Nd.Operands[Op], E);
+      };
+      std::optional<unsigned> A = Operand(0, MAxis, KAxis);
+      std::optional<unsigned> B = A ? Operand(1, KAxis, NAxis) : std::nullopt;
+      if (!B)
+        return std::nullopt;
+      Stmt P = fromNode(Nd, Stmt::Apply, "");
+      P.Name = L.Names.get("prod");
+      P.Op = OpCode::Mul;
+      P.Args = {*A, *B};
+      inherit(P);
+      P.Inner = true;
+      unsigned Prod = add(std::move(P));
+      Stmt S = fromNode(Nd, Stmt::Reduce, "acc");
+      S.Reduction = ReduceKind::Sum;
+      S.Args = {Prod};
+      S.Phase = available(Prod);
+      const Shape &ASh = F.Nodes[Nd.Operands[0]].Sh;
+      S.LoopExtents.push_back(ASh.back());
+      return add(std::move(S));
     }
 
     Lowering &L;

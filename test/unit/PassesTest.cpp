@@ -150,21 +150,64 @@ TEST(Fusion, GroupsByRankAndOrdersReadsBeforeWrites) {
   EXPECT_EQ(F.Params[F.node(P.Groups[1].Stores[0]).Param].Name, "w");
 }
 
-TEST(Fusion, ReportsWhatIsNotLoweredYet) {
+TEST(Fusion, MatmulIsAReductionOverItsInnerAxis) {
+  Function F;
+  Builder B(F);
+  unsigned A = B.addParam("a", ParamKind::In, DType::F32, 3);
+  unsigned W = B.addParam("w", ParamKind::In, DType::F32, 2);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 3);
+  B.store(O, B.matmul(B.load(A), B.transpose(B.load(W)), DType::F32));
+  ASSERT_TRUE(inferShapes(F).empty());
+  canonicalize(F);
+  std::vector<UserDiag> D;
+  FusionPlan P = fuse(F, D);
+  ASSERT_TRUE(D.empty());
+  ASSERT_EQ(P.Groups.size(), 1u);
+  // [batch, m, n] products summed over a fourth axis k.
+  EXPECT_EQ(P.Groups[0].Rank, 4u);
+  EXPECT_EQ(P.Groups[0].ReduceAxes, std::vector<unsigned>{3});
+}
+
+TEST(Fusion, ReportsAMatmulBesideAReductionOverOtherAxes) {
   Function F;
   Builder B(F);
   unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
-  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 2);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 1);
   SrcLoc Loc{7, 3, 0};
-  B.store(O, B.transpose(B.load(X), Loc));
-  inferShapes(F);
+  NodeId L = B.load(X);
+  B.store(O, B.reduce(ReduceKind::Sum, B.matmul(L, L, DType::F32, Loc), {-1},
+                      false, DType::F32));
+  ASSERT_TRUE(inferShapes(F).empty());
   canonicalize(F);
   std::vector<UserDiag> D;
   fuse(F, D);
   ASSERT_EQ(D.size(), 1u);
   EXPECT_EQ(D[0].Id, "pk-not-supported-yet");
-  EXPECT_EQ(D[0].Message, "pkc cannot compile transpose yet");
+  EXPECT_EQ(D[0].Message,
+            "pkc cannot fuse a matmul with a reduction over other axes (or "
+            "another matmul's result) into one output yet");
   EXPECT_EQ(D[0].Loc.Line, 7u);
+}
+
+TEST(LowerToLoops, ReportsAMatmulOfAMatmul) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 2);
+  SrcLoc Loc{9, 3, 0};
+  NodeId L = B.load(X);
+  B.store(O, B.matmul(B.matmul(L, L, DType::F32, Loc), L, DType::F32));
+  ASSERT_TRUE(inferShapes(F).empty());
+  canonicalize(F);
+  std::vector<UserDiag> D;
+  FusionPlan P = fuse(F, D);
+  ASSERT_TRUE(D.empty());
+  lowerToLoops(F, P, D);
+  ASSERT_EQ(D.size(), 1u);
+  EXPECT_EQ(D[0].Loc.Line, 9u);
+  EXPECT_NE(D[0].Message.find("cannot compile this use of a matmul"),
+            std::string::npos);
+  EXPECT_NE(D[0].Note.find("Out ref"), std::string::npos);
 }
 
 loop::Program lower(Function &F) {

@@ -1,0 +1,265 @@
+// Differential tests of test/e2e/kernels/matmul.cpp: eager vs compiled over
+// every (M, N, K) in {0, 1, 3, 17, 65, 127, 129} for the plain layouts
+// (tails of every micro-tile and vector width, K = 0 included) and over a
+// smaller set for the fused and batched variants.
+//
+// Tolerance for float: |eager - compiled| <= 1e-5 + 4e-6 * K * max|a| *
+// max|b| (inputs in [-1, 1]). The eager matmul accumulates in double, the
+// compiled one in float in another order: each of the K products and
+// partial sums is rounded once, ~K * 2^-24 * |term| in the worst case, and
+// epilogues (tanh, relu, residual) do not grow it. float64 gets the same
+// form with 1e-13; int32 is exact.
+#include "common/sample.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace eager {
+#include "kernels/matmul.cpp"
+}
+
+void mm_nn(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
+void mm_nt(pk::In<float, 2> a, pk::In<float, 2> bt, pk::Out<float, 2> c);
+void mm_tn(pk::In<float, 2> at, pk::In<float, 2> b, pk::Out<float, 2> c);
+void mm_tt(pk::In<float, 2> at, pk::In<float, 2> bt, pk::Out<float, 2> c);
+void mm_epilogue(pk::In<float, 2> a, pk::In<float, 2> b, pk::In<float, 2> r,
+                 pk::In<float, 1> bias, pk::Out<float, 2> c, float scale);
+void mm_prologue(pk::In<float, 2> a, pk::In<float, 2> b, pk::In<float, 1> g,
+                 pk::Out<float, 2> c);
+void mm_two_outputs(pk::In<float, 2> a, pk::In<float, 2> b,
+                    pk::Out<float, 2> c, pk::Out<float, 2> d);
+void bmm(pk::In<float, 3> a, pk::In<float, 3> b, pk::Out<float, 3> c);
+void bmm_shared_b(pk::In<float, 3> a, pk::In<float, 2> b, pk::Out<float, 3> c);
+void bmm_shared_a(pk::In<float, 2> a, pk::In<float, 3> b, pk::Out<float, 3> c);
+void bmm_qk(pk::In<float, 3> q, pk::In<float, 3> k, pk::Out<float, 3> s,
+            float scale);
+void mm_accumulate(pk::InOut<float, 2> c, pk::In<float, 2> a,
+                   pk::In<float, 2> b);
+void mm_f64(pk::In<double, 2> a, pk::In<double, 2> b, pk::Out<double, 2> c);
+void mm_i32(pk::In<int32_t, 2> a, pk::In<int32_t, 2> b,
+            pk::Out<int32_t, 2> c);
+void transpose_copy(pk::In<float, 3> x, pk::Out<float, 3> y);
+
+namespace {
+
+const int64_t Odd[] = {0, 1, 3, 17, 65, 127, 129};
+const int64_t Few[] = {1, 17, 129};
+
+template <class T>
+void expectClose(const std::vector<T> &E, const std::vector<T> &C, int64_t K,
+                 const std::string &What) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  double Eps = std::is_same_v<T, float> ? 4e-6 : 1e-13;
+  double Tol = std::is_integral_v<T> ? 0 : 1e-5 + Eps * double(K);
+  for (size_t I = 0; I < E.size(); ++I)
+    if (!(std::fabs(double(E[I]) - double(C[I])) <= Tol)) {
+      ADD_FAILURE() << What << " element " << I << " of " << E.size()
+                    << ": eager " << double(E[I]) << " compiled "
+                    << double(C[I]) << " (tolerance " << Tol << ")";
+      return;
+    }
+}
+
+std::string dims(int64_t M, int64_t N, int64_t K) {
+  return "M=" + std::to_string(M) + " N=" + std::to_string(N) +
+         " K=" + std::to_string(K);
+}
+
+std::vector<float> rnd(int64_t N, unsigned Seed) {
+  return sample::random(N, Seed, -1, 1);
+}
+
+// A compiled output starts as NaN: every element must be written.
+std::vector<float> poisoned(int64_t N) {
+  return std::vector<float>(N, std::nanf(""));
+}
+
+TEST(Matmul, EveryLayoutOverOddShapes) {
+  for (int64_t M : Odd)
+    for (int64_t N : Odd)
+      for (int64_t K : Odd) {
+        auto A = rnd(M * K, 1 + M), B = rnd(K * N, 2 + N);
+        std::string D = dims(M, N, K);
+        // a [M,K], b [K,N]; the transposed operands hold the same values.
+        std::vector<float> AT(K * M), BT(N * K);
+        for (int64_t I = 0; I < M; ++I)
+          for (int64_t J = 0; J < K; ++J)
+            AT[J * M + I] = A[I * K + J];
+        for (int64_t I = 0; I < K; ++I)
+          for (int64_t J = 0; J < N; ++J)
+            BT[J * K + I] = B[I * N + J];
+        std::vector<float> E(M * N);
+        eager::mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
+        auto C = poisoned(M * N);
+        mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {C.data(), {M, N}});
+        expectClose(E, C, K, "mm_nn " + D);
+        C = poisoned(M * N);
+        mm_nt({A.data(), {M, K}}, {BT.data(), {N, K}}, {C.data(), {M, N}});
+        expectClose(E, C, K, "mm_nt " + D);
+        C = poisoned(M * N);
+        mm_tn({AT.data(), {K, M}}, {B.data(), {K, N}}, {C.data(), {M, N}});
+        expectClose(E, C, K, "mm_tn " + D);
+        C = poisoned(M * N);
+        mm_tt({AT.data(), {K, M}}, {BT.data(), {N, K}}, {C.data(), {M, N}});
+        expectClose(E, C, K, "mm_tt " + D);
+      }
+}
+
+TEST(Matmul, FusedEpiloguesAndPrologues) {
+  for (int64_t M : Few)
+    for (int64_t N : Odd)
+      for (int64_t K : Odd) {
+        auto A = rnd(M * K, 3), B = rnd(K * N, 4), R = rnd(M * N, 5);
+        auto Bias = rnd(N, 6), G = rnd(K, 7);
+        std::string D = dims(M, N, K);
+        std::vector<float> E(M * N), E2(M * N);
+        auto C = poisoned(M * N), C2 = poisoned(M * N);
+        eager::mm_epilogue({A.data(), {M, K}}, {B.data(), {K, N}},
+                           {R.data(), {M, N}}, {Bias.data(), {N}},
+                           {E.data(), {M, N}}, 0.75f);
+        mm_epilogue({A.data(), {M, K}}, {B.data(), {K, N}}, {R.data(), {M, N}},
+                    {Bias.data(), {N}}, {C.data(), {M, N}}, 0.75f);
+        expectClose(E, C, K, "mm_epilogue " + D);
+        eager::mm_prologue({A.data(), {M, K}}, {B.data(), {K, N}},
+                           {G.data(), {K}}, {E.data(), {M, N}});
+        C = poisoned(M * N);
+        mm_prologue({A.data(), {M, K}}, {B.data(), {K, N}}, {G.data(), {K}},
+                    {C.data(), {M, N}});
+        expectClose(E, C, K, "mm_prologue " + D);
+        eager::mm_two_outputs({A.data(), {M, K}}, {B.data(), {K, N}},
+                              {E.data(), {M, N}}, {E2.data(), {M, N}});
+        C = poisoned(M * N);
+        mm_two_outputs({A.data(), {M, K}}, {B.data(), {K, N}},
+                       {C.data(), {M, N}}, {C2.data(), {M, N}});
+        expectClose(E, C, K, "mm_two_outputs c " + D);
+        expectClose(E2, C2, K, "mm_two_outputs d " + D);
+        // c += a b: the old c is read where the new one is written.
+        E = R;
+        C = R;
+        eager::mm_accumulate({E.data(), {M, N}}, {A.data(), {M, K}},
+                             {B.data(), {K, N}});
+        mm_accumulate({C.data(), {M, N}}, {A.data(), {M, K}},
+                      {B.data(), {K, N}});
+        expectClose(E, C, K, "mm_accumulate " + D);
+      }
+}
+
+TEST(Matmul, BatchedWithBroadcasting) {
+  for (int64_t Bt : {1, 3})
+    for (int64_t M : Few)
+      for (int64_t N : {1, 17, 65})
+        for (int64_t K : {0, 3, 129}) {
+          std::string D = "B=" + std::to_string(Bt) + " " + dims(M, N, K);
+          auto A = rnd(Bt * M * K, 8), B = rnd(Bt * K * N, 9);
+          std::vector<float> E(Bt * M * N);
+          auto C = poisoned(Bt * M * N);
+          eager::bmm({A.data(), {Bt, M, K}}, {B.data(), {Bt, K, N}},
+                     {E.data(), {Bt, M, N}});
+          bmm({A.data(), {Bt, M, K}}, {B.data(), {Bt, K, N}},
+              {C.data(), {Bt, M, N}});
+          expectClose(E, C, K, "bmm " + D);
+          // One batch of b against every batch of a, as rank 3 with
+          // extent 1 (broadcast at run time) and as rank 2.
+          eager::bmm({A.data(), {Bt, M, K}}, {B.data(), {1, K, N}},
+                     {E.data(), {Bt, M, N}});
+          C = poisoned(Bt * M * N);
+          bmm({A.data(), {Bt, M, K}}, {B.data(), {1, K, N}},
+              {C.data(), {Bt, M, N}});
+          expectClose(E, C, K, "bmm (b broadcast) " + D);
+          C = poisoned(Bt * M * N);
+          bmm_shared_b({A.data(), {Bt, M, K}}, {B.data(), {K, N}},
+                       {C.data(), {Bt, M, N}});
+          expectClose(E, C, K, "bmm_shared_b " + D);
+          auto B3 = rnd(Bt * K * N, 10), A2 = rnd(M * K, 11);
+          eager::bmm_shared_a({A2.data(), {M, K}}, {B3.data(), {Bt, K, N}},
+                              {E.data(), {Bt, M, N}});
+          C = poisoned(Bt * M * N);
+          bmm_shared_a({A2.data(), {M, K}}, {B3.data(), {Bt, K, N}},
+                       {C.data(), {Bt, M, N}});
+          expectClose(E, C, K, "bmm_shared_a " + D);
+          C = poisoned(Bt * M * N);
+          bmm({A2.data(), {1, M, K}}, {B3.data(), {Bt, K, N}},
+              {C.data(), {Bt, M, N}});
+          expectClose(E, C, K, "bmm (a broadcast) " + D);
+        }
+}
+
+TEST(Matmul, AttentionScores) {
+  // q kᵀ · scale over heads: q [H, T, d], k [H, S, d].
+  for (int64_t T : {1, 17, 130})
+    for (int64_t Dh : {1, 64}) {
+      const int64_t H = 2, S = T + 3;
+      auto Q = rnd(H * T * Dh, 12), Kk = rnd(H * S * Dh, 13);
+      std::vector<float> E(H * T * S);
+      auto C = poisoned(H * T * S);
+      eager::bmm_qk({Q.data(), {H, T, Dh}}, {Kk.data(), {H, S, Dh}},
+                    {E.data(), {H, T, S}}, 0.125f);
+      bmm_qk({Q.data(), {H, T, Dh}}, {Kk.data(), {H, S, Dh}},
+             {C.data(), {H, T, S}}, 0.125f);
+      expectClose(E, C, Dh, "bmm_qk T=" + std::to_string(T));
+    }
+}
+
+TEST(Matmul, Float64AndInt32) {
+  for (int64_t M : Few)
+    for (int64_t N : Odd)
+      for (int64_t K : {0, 1, 17, 129}) {
+        std::string D = dims(M, N, K);
+        std::vector<double> A(M * K), B(K * N), E(M * N), C(M * N, -1);
+        std::vector<int32_t> IA(M * K), IB(K * N), IE(M * N), IC(M * N, -1);
+        for (int64_t I = 0; I < M * K; ++I) {
+          A[I] = std::sin(double(I)) * 0.9;
+          IA[I] = int32_t(I % 7) - 3;
+        }
+        for (int64_t I = 0; I < K * N; ++I) {
+          B[I] = std::cos(double(I) * 0.7);
+          IB[I] = int32_t(I % 5) - 2;
+        }
+        eager::mm_f64({A.data(), {M, K}}, {B.data(), {K, N}},
+                      {E.data(), {M, N}});
+        mm_f64({A.data(), {M, K}}, {B.data(), {K, N}}, {C.data(), {M, N}});
+        expectClose(E, C, K, "mm_f64 " + D);
+        eager::mm_i32({IA.data(), {M, K}}, {IB.data(), {K, N}},
+                      {IE.data(), {M, N}});
+        mm_i32({IA.data(), {M, K}}, {IB.data(), {K, N}}, {IC.data(), {M, N}});
+        expectClose(IE, IC, K, "mm_i32 " + D);
+      }
+}
+
+TEST(Matmul, TransposeIsAView) {
+  for (int64_t Bt : {1, 2})
+    for (int64_t R : {1, 3, 65})
+      for (int64_t C : {1, 17, 130}) {
+        auto X = rnd(Bt * R * C, 14);
+        std::vector<float> E(Bt * R * C);
+        auto P = poisoned(Bt * R * C);
+        eager::transpose_copy({X.data(), {Bt, R, C}}, {E.data(), {Bt, C, R}});
+        transpose_copy({X.data(), {Bt, R, C}}, {P.data(), {Bt, C, R}});
+        expectClose(E, P, 0, "transpose_copy");
+      }
+}
+
+TEST(Matmul, ShapeErrorsBeforeAnyWrite) {
+  std::vector<float> A(6, 1), B(12, 1), C(8, 7.0f);
+  // a [2,3] x b [4,3]: inner extents 3 and 4.
+  EXPECT_THROW(mm_nn({A.data(), {2, 3}}, {B.data(), {4, 3}}, {C.data(), {2, 3}}),
+               pk::ShapeError);
+  // c has the wrong shape.
+  EXPECT_THROW(mm_nn({A.data(), {2, 3}}, {B.data(), {3, 4}}, {C.data(), {2, 3}}),
+               pk::ShapeError);
+  // batches 2 and 3 do not broadcast.
+  std::vector<float> A3(2 * 2 * 3, 1), B3(3 * 3 * 2, 1), C3(12, 7.0f);
+  EXPECT_THROW(bmm({A3.data(), {2, 2, 3}}, {B3.data(), {3, 3, 2}},
+                   {C3.data(), {3, 2, 2}}),
+               pk::ShapeError);
+  for (float V : C)
+    EXPECT_EQ(V, 7.0f);
+  for (float V : C3)
+    EXPECT_EQ(V, 7.0f);
+}
+
+} // namespace
