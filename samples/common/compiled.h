@@ -36,4 +36,13 @@ void add_rmsnorm(pk::InOut<float, 2> h, pk::In<float, 2> x, pk::In<float> w,
                  pk::Out<float, 2> y, float eps);
 void sum_all(pk::In<float, 2> x, pk::Out<float, 0> total);
 
+// Matrix products.
+void sgemm(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
+void linear_bias_gelu(pk::In<float, 2> x, pk::In<float, 2> w,
+                      pk::In<float, 1> b, pk::Out<float, 2> y);
+void batched_matmul(pk::In<float, 3> a, pk::In<float, 3> b,
+                    pk::Out<float, 3> c);
+void batched_matmul_shared(pk::In<float, 3> a, pk::In<float, 2> w,
+                           pk::Out<float, 3> c);
+
 #endif // PK_SAMPLES_COMPILED_H

@@ -120,6 +120,20 @@ inline bool agree_rel(const char *What, const std::vector<float> &Eager,
   return true;
 }
 
+/// The absolute tolerance of a float matmul with inner extent K whose inputs
+/// are uniform in [-1, 1] (the matmul samples). Each output is a sum of K
+/// products of magnitude <= 1 (typical size sqrt(K) / 3, about 9 at K = 768).
+/// The eager code accumulates in double and rounds once; the compiled code
+/// accumulates in float, in its own order (lanes, tiles), and its error grows
+/// with K: a plain sequential float sum errs by up to about 2^-24 * K over
+/// 65536 outputs (measured: 4.2e-5 at K = 768, 1.6e-4 at K = 3072), blocked
+/// orders by less. 1e-5 * sqrt(K) is 2.8e-4 at K = 768, 6x the sequential
+/// error there (3.5x at K = 3072), while a wrong or missing term moves an
+/// output by |a_ik * b_kj|, 0.25 on average: far beyond it.
+inline double matmul_atol(int64_t K) {
+  return 1e-5 * std::sqrt(static_cast<double>(K));
+}
+
 inline void print_head(const char *What, const std::vector<float> &V) {
   std::printf("  %s[:4] = [", What);
   for (size_t I = 0; I < std::min<size_t>(4, V.size()); ++I)
