@@ -35,6 +35,7 @@
 #ifndef PK_PK_H
 #define PK_PK_H
 
+#include <pk/gemm.h>
 #include <pk/ref.h>
 #include <pk/runtime.h>
 #include <pk/scalar.h>

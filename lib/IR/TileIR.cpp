@@ -23,6 +23,8 @@ llvm::StringRef tile::loopKindName(LoopKind K) {
     return "columns";
   case LoopKind::Single:
     return "single";
+  case LoopKind::Gemm:
+    return "gemm";
   }
   return "?";
 }
@@ -38,13 +40,19 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
                       fmt::join(N.ReduceAxes, ", "), N.numPhases(),
                       N.numPhases() == 1 ? "" : "s");
   OS << " {\n";
-  if (S.MinWorkForThreads > 0)
+  if (S.MinWorkForThreads > 0 && S.Kind == LoopKind::Gemm)
+    OS << Pad << "  threads: C tiles when work >= " << S.MinWorkForThreads
+       << "\n";
+  else if (S.MinWorkForThreads > 0)
     OS << Pad << "  threads: outermost " << S.ThreadedLoops << " loop"
        << (S.ThreadedLoops == 1 ? "" : "s")
        << " when work >= " << S.MinWorkForThreads << "\n";
   else
     OS << Pad << "  threads: none\n";
   OS << Pad << "  vector: " << S.Vector << "\n";
+  if (S.Kind == LoopKind::Gemm)
+    OS << Pad << "  blocking: MC " << S.GemmMC << ", KC " << S.GemmKC << ", NC "
+       << S.GemmNC << "\n";
   if (S.ColumnBlock)
     OS << Pad << "  column block: " << S.ColumnBlock << "\n";
   for (unsigned B : S.RowBuffers)

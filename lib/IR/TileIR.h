@@ -38,6 +38,7 @@ enum class LoopKind : uint8_t {
   Rows,          ///< loops over the row axes; per row, one loop per phase
   Columns,       ///< column blocks; reduced axes outside, columns inside
   Single,        ///< one row (a full reduction): no row loop
+  Gemm,          ///< a matrix product: pk::rt::gemm with cache blocking
 };
 
 llvm::StringRef loopKindName(LoopKind K);
@@ -53,6 +54,9 @@ struct NestSchedule {
   std::string Vector;
   /// Columns: how many columns (accumulators) a block holds.
   int64_t ColumnBlock = 0;
+  /// Gemm: the cache blocking (rows and columns of a C tile, depth of a
+  /// packed block), see include/pk/gemm.h.
+  int64_t GemmMC = 0, GemmKC = 0, GemmNC = 0;
   /// Rows: inner statements (indices into the nest's body) kept in a per-row
   /// buffer by the first phase that computes them and read back by later
   /// phases, instead of being recomputed (they cost more than a load).

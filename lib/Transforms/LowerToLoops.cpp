@@ -405,7 +405,8 @@ private:
     /// matmul(a, b) in a nest over [batch..., m, n, k] reducing k: the sum
     /// over k of a[batch, m, k] * b[batch, k, n]. Like a reduction, its
     /// result is only available as a row value, used along the rows.
-    std::optional<unsigned> lowerMatMul(NodeId Id, const std::vector<int> &Emb) {
+    std::optional<unsigned> lowerMatMul(NodeId Id,
+                                        const std::vector<int> &Emb) {
       const Node &Nd = F.Nodes[Id];
       unsigned R = Nd.rank();
       bool Fits = Emb.size() == R && N.Domain.size() == R + 1;

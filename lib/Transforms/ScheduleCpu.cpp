@@ -13,11 +13,16 @@
 //  * A column reduction (every axis but the last reduced) runs blocks of
 //    columns with the columns inside: contiguous reads, one accumulator per
 //    column; the block keeps the accumulators in L1.
+//  * A matrix product (loop::matchGemm) runs as pk::rt::gemm: C tiles on
+//    threads, packed operand blocks, a register-tiled micro-kernel, the
+//    epilogue applied to each tile after its last K block. The blocking
+//    comes from the cache sizes (see gemmBlocking).
 //  * A full reduction is one row: vectorised, on the calling thread.
 //  * Threads only when the work reaches the target's threshold.
 //
 //===----------------------------------------------------------------------===//
 
+#include "IR/Gemm.h"
 #include "Transforms/Passes.h"
 
 #include <fmt/format.h>
@@ -107,6 +112,27 @@ std::vector<unsigned> rowBuffers(const Nest &N) {
   return Buffers;
 }
 
+/// Cache blocking of a matrix product of `Bytes`-byte elements (the BLIS
+/// analysis, with the widest micro-tile pk/gemm.h uses: NR = 64 bytes x 2):
+///  * KC: a B micro-panel (KC x NR) fills L1, reused by every A micro-panel;
+///  * MC: an A block (MC x KC) takes an eighth of L2, streamed per micro-tile;
+///  * NC: a B block (KC x NC) takes half of L2, reused by every A block;
+/// the C tile buffer (MC x NC) takes the rest.
+void gemmBlocking(NestSchedule &S, const tile::CpuTarget &T, int64_t Bytes) {
+  const int64_t WidestPanel = 2 * 64; // bytes per k of a B micro-panel
+  S.GemmKC = std::max<int64_t>(16, T.L1Bytes / WidestPanel);
+  S.GemmMC = std::max<int64_t>(12, T.L2Bytes / (8 * S.GemmKC * Bytes));
+  S.GemmNC = std::max<int64_t>(32, T.L2Bytes / (2 * S.GemmKC * Bytes));
+  S.Notes.push_back(fmt::format(
+      "matrix product: C tiles of {} x {} on threads, K in blocks of {}; "
+      "packed A block {} KiB, B block {} KiB (L1 {} KiB, L2 {} KiB)",
+      S.GemmMC, S.GemmNC, S.GemmKC, S.GemmMC * S.GemmKC * Bytes / 1024,
+      S.GemmKC * S.GemmNC * Bytes / 1024, T.L1Bytes / 1024, T.L2Bytes / 1024));
+  S.Notes.push_back("epilogue applied to each C tile after its last K block; "
+                    "operands (transposed, broadcast, with prologues) read "
+                    "once per tile while packing");
+}
+
 NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
   NestSchedule S;
   S.MinWorkForThreads = T.ParallelMinWork;
@@ -156,6 +182,20 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
     S.Notes.clear();
     S.Notes.push_back("full reduction: one row, vectorised, on the calling "
                       "thread");
+    return S;
+  }
+  if (auto G = loop::matchGemm(N)) {
+    S.Kind = LoopKind::Gemm;
+    S.ThreadedLoops = RowAxes - 1;
+    // Work counts multiply-adds, which the micro-kernel runs ~16 per cycle:
+    // a region (~1.5 us) pays off from ~10 us of work, 4x the threshold.
+    S.MinWorkForThreads = T.ParallelMinWork * 4;
+    S.Notes.front() = fmt::format(
+        "threads above {} multiply-adds (~10 us of one core's micro-kernel): "
+        "a libgomp region costs ~1.5 us to enter",
+        S.MinWorkForThreads);
+    S.Vector = "micro-kernel (MR x NR accumulators in vector registers)";
+    gemmBlocking(S, T, ir::dtypeBytes(G->Type));
     return S;
   }
   if (isColumnReduction(N)) {

@@ -30,8 +30,8 @@ void mm_epilogue(pk::In<float, 2> a, pk::In<float, 2> b, pk::In<float, 2> r,
                  pk::In<float, 1> bias, pk::Out<float, 2> c, float scale);
 void mm_prologue(pk::In<float, 2> a, pk::In<float, 2> b, pk::In<float, 1> g,
                  pk::Out<float, 2> c);
-void mm_two_outputs(pk::In<float, 2> a, pk::In<float, 2> b,
-                    pk::Out<float, 2> c, pk::Out<float, 2> d);
+void mm_two_outputs(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c,
+                    pk::Out<float, 2> d);
 void bmm(pk::In<float, 3> a, pk::In<float, 3> b, pk::Out<float, 3> c);
 void bmm_shared_b(pk::In<float, 3> a, pk::In<float, 2> b, pk::Out<float, 3> c);
 void bmm_shared_a(pk::In<float, 2> a, pk::In<float, 3> b, pk::Out<float, 3> c);
@@ -40,8 +40,7 @@ void bmm_qk(pk::In<float, 3> q, pk::In<float, 3> k, pk::Out<float, 3> s,
 void mm_accumulate(pk::InOut<float, 2> c, pk::In<float, 2> a,
                    pk::In<float, 2> b);
 void mm_f64(pk::In<double, 2> a, pk::In<double, 2> b, pk::Out<double, 2> c);
-void mm_i32(pk::In<int32_t, 2> a, pk::In<int32_t, 2> b,
-            pk::Out<int32_t, 2> c);
+void mm_i32(pk::In<int32_t, 2> a, pk::In<int32_t, 2> b, pk::Out<int32_t, 2> c);
 void transpose_copy(pk::In<float, 3> x, pk::Out<float, 3> y);
 
 namespace {
@@ -93,7 +92,8 @@ TEST(Matmul, EveryLayoutOverOddShapes) {
           for (int64_t J = 0; J < N; ++J)
             BT[J * K + I] = B[I * N + J];
         std::vector<float> E(M * N);
-        eager::mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
+        eager::mm_nn({A.data(), {M, K}}, {B.data(), {K, N}},
+                     {E.data(), {M, N}});
         auto C = poisoned(M * N);
         mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {C.data(), {M, N}});
         expectClose(E, C, K, "mm_nn " + D);
@@ -107,6 +107,37 @@ TEST(Matmul, EveryLayoutOverOddShapes) {
         mm_tt({AT.data(), {K, M}}, {BT.data(), {N, K}}, {C.data(), {M, N}});
         expectClose(E, C, K, "mm_tt " + D);
       }
+}
+
+TEST(Matmul, SeveralBlocksAndTiles) {
+  // Past one K block (256), one C tile (128 x 512) and the threading
+  // threshold, with tails in every direction; a row and a column vector.
+  const int64_t Shapes[][3] = {
+      {257, 600, 531}, {1, 1000, 1000}, {300, 1, 700}, {130, 517, 257}};
+  for (auto [M, N, K] : Shapes) {
+    auto A = rnd(M * K, 21), B = rnd(K * N, 22), Bias = rnd(N, 23),
+         R = rnd(M * N, 24);
+    std::vector<float> BT(N * K);
+    for (int64_t I = 0; I < K; ++I)
+      for (int64_t J = 0; J < N; ++J)
+        BT[J * K + I] = B[I * N + J];
+    std::string D = dims(M, N, K);
+    std::vector<float> E(M * N);
+    eager::mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
+    auto C = poisoned(M * N);
+    mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {C.data(), {M, N}});
+    expectClose(E, C, K, "mm_nn " + D);
+    C = poisoned(M * N);
+    mm_nt({A.data(), {M, K}}, {BT.data(), {N, K}}, {C.data(), {M, N}});
+    expectClose(E, C, K, "mm_nt " + D);
+    eager::mm_epilogue({A.data(), {M, K}}, {B.data(), {K, N}},
+                       {R.data(), {M, N}}, {Bias.data(), {N}},
+                       {E.data(), {M, N}}, -1.5f);
+    C = poisoned(M * N);
+    mm_epilogue({A.data(), {M, K}}, {B.data(), {K, N}}, {R.data(), {M, N}},
+                {Bias.data(), {N}}, {C.data(), {M, N}}, -1.5f);
+    expectClose(E, C, K, "mm_epilogue " + D);
+  }
 }
 
 TEST(Matmul, FusedEpiloguesAndPrologues) {
@@ -246,11 +277,13 @@ TEST(Matmul, TransposeIsAView) {
 TEST(Matmul, ShapeErrorsBeforeAnyWrite) {
   std::vector<float> A(6, 1), B(12, 1), C(8, 7.0f);
   // a [2,3] x b [4,3]: inner extents 3 and 4.
-  EXPECT_THROW(mm_nn({A.data(), {2, 3}}, {B.data(), {4, 3}}, {C.data(), {2, 3}}),
-               pk::ShapeError);
+  EXPECT_THROW(
+      mm_nn({A.data(), {2, 3}}, {B.data(), {4, 3}}, {C.data(), {2, 3}}),
+      pk::ShapeError);
   // c has the wrong shape.
-  EXPECT_THROW(mm_nn({A.data(), {2, 3}}, {B.data(), {3, 4}}, {C.data(), {2, 3}}),
-               pk::ShapeError);
+  EXPECT_THROW(
+      mm_nn({A.data(), {2, 3}}, {B.data(), {3, 4}}, {C.data(), {2, 3}}),
+      pk::ShapeError);
   // batches 2 and 3 do not broadcast.
   std::vector<float> A3(2 * 2 * 3, 1), B3(3 * 3 * 2, 1), C3(12, 7.0f);
   EXPECT_THROW(bmm({A3.data(), {2, 2, 3}}, {B3.data(), {3, 3, 2}},

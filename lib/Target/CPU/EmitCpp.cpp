@@ -6,6 +6,10 @@
 //    are only equal at run time);
 //  * strided: one loop per domain axis, each load indexed with its strides
 //    (0 on broadcast axes).
+// A matrix product (Tile IR's gemm) is one call of pk::rt::gemm
+// (include/pk/gemm.h) with three lambdas printed from the nest: the elements
+// of each operand (with their prologues) and the epilogue of a row of a C
+// tile (the consumers of the product and the stores).
 // Each loop exists in a threaded copy (`omp parallel for`) and a serial copy,
 // picked by the amount of work: small calls never enter an OpenMP region,
 // whose entry alone costs microseconds with libgomp.
@@ -13,12 +17,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "Target/CPU/EmitCpp.h"
+#include "IR/Gemm.h"
 #include "Target/Common/HostCode.h"
 
 #include "llvm/Support/Path.h"
 
 #include <fmt/format.h>
 
+#include <cassert>
+#include <optional>
 #include <set>
 
 using namespace pk;
@@ -267,9 +274,125 @@ private:
     emitThreadedOrSerial("pk_n", Indent, Loops);
   }
 
+  /// `int64_t pk_i<Axis>`, or an unnamed parameter when the lambda does not
+  /// use that index.
+  static std::string indexParam(int Axis, const std::set<unsigned> &Used) {
+    if (Axis >= 0 && Used.count(Axis))
+      return "int64_t " + indexVar(Axis);
+    return "int64_t";
+  }
+
+  void emitGemm(const Nest &N, const std::string &Indent) {
+    std::optional<loop::GemmPattern> G = loop::matchGemm(N);
+    assert(G && "the schedule said gemm");
+    if (!N.UnfusedError.empty())
+      Out += fmt::format("{}if (!({}))\n{}  pk::rt::shape_fail({});\n", Indent,
+                         fuseCondition(F, N), Indent,
+                         stringLiteral(N.UnfusedError));
+    emitPointers(N, Indent);
+    emitIndexedStrides(F, N, Out, Indent);
+    Out +=
+        fmt::format("{}const int64_t pk_n = {};\n", Indent, indexedWork(F, N));
+    std::string Ty = dtypeCppName(G->Type).str();
+    std::string Batch =
+        G->BatchAxis < 0 ? "1" : extentExpr(F, N.Domain[G->BatchAxis]);
+    std::string In = Indent + "    ";
+    auto Index = [&](int UnitAxis) {
+      return [this, UnitAxis](const Stmt &S) {
+        return indexedIndex(F, S, UnitAxis);
+      };
+    };
+    auto Operand = [&](const char *What, unsigned Value,
+                       const std::vector<unsigned> &Stmts,
+                       const std::set<unsigned> &Axes, unsigned Row,
+                       unsigned Col) {
+      Out += fmt::format("{}  // {}\n", Indent, What);
+      Out += fmt::format("{}  [&]({}, {}, {}) -> {} {{\n", Indent,
+                         indexParam(G->BatchAxis, Axes), indexParam(Row, Axes),
+                         indexParam(Col, Axes), Ty);
+      for (unsigned I : Stmts)
+        emitStmt(F, N, N.Body[I], Backend::Cpu, Index(-1), Out, In);
+      std::string V = valueRef(N, Value);
+      if (N.Body[Value].Type != G->Type)
+        V = fmt::format("static_cast<{}>({})", Ty, V);
+      Out += fmt::format("{}return {};\n", In, V);
+      Out += fmt::format("{}  }},\n", Indent);
+    };
+    Out += fmt::format(
+        "{}// Matrix product: C tiles on threads, packed blocks, a "
+        "register-tiled micro-kernel (pk/gemm.h); the epilogue runs on each "
+        "finished tile.\n",
+        Indent);
+    // Along n the epilogue's loads and stores usually step by 1: then its
+    // loop indexes them with unit stride, which the vectoriser needs (the
+    // general copy runs when an extent along n is 1).
+    std::vector<std::string> Unit;
+    for (unsigned I : G->Epilogue) {
+      const Stmt &S = N.Body[I];
+      if (S.K == Stmt::Load || S.K == Stmt::Store)
+        for (size_t K = 0; K < S.Dims.size(); ++K)
+          if (S.Dims[K] == static_cast<int>(G->NAxis)) {
+            std::string C = strideVar(F, S.Param, K) + " == 1";
+            if (!llvm::is_contained(Unit, C))
+              Unit.push_back(C);
+          }
+    }
+    if (!Unit.empty())
+      Out += fmt::format("{}const bool pk_unit = {};\n", Indent,
+                         fmt::join(Unit, " && "));
+    Out += fmt::format("{}pk::rt::gemm<{}>(\n", Indent, Ty);
+    Out += fmt::format("{}  {{{}, {}, {}, {}}}, {{{}, {}, {}}}, pk_n >= {},\n",
+                       Indent, Batch, extentExpr(F, N.Domain[G->MAxis]),
+                       extentExpr(F, N.Domain[G->NAxis]), extentExpr(F, G->K),
+                       Cur->GemmMC, Cur->GemmKC, Cur->GemmNC,
+                       Cur->MinWorkForThreads);
+    Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis, G->KAxis);
+    Operand("B(batch, k, j)", G->B, G->BStmts, G->BAxes, G->KAxis, G->NAxis);
+    Out += fmt::format("{}  // Epilogue: row i, columns [pk_j, pk_j + pk_len) "
+                       "of a finished C tile.\n",
+                       Indent);
+    Out += fmt::format("{}  [&]({}, {}, int64_t pk_j, int64_t pk_len, const "
+                       "{} *pk_acc) {{\n",
+                       Indent, indexParam(G->BatchAxis, G->EpilogueAxes),
+                       indexParam(G->MAxis, G->EpilogueAxes), Ty);
+    const Stmt &R = N.Body[G->Reduce];
+    auto Loop = [&](const std::string &Pad, int UnitAxis) {
+      Out += "#pragma omp simd\n";
+      Out += fmt::format("{}for (int64_t pk_l = 0; pk_l < pk_len; ++pk_l) {{\n",
+                         Pad);
+      if (G->EpilogueAxes.count(G->NAxis))
+        Out += fmt::format("{}  const int64_t {} = pk_j + pk_l;\n", Pad,
+                           indexVar(G->NAxis));
+      for (unsigned I : G->Epilogue) {
+        if (I == G->Reduce) {
+          Out +=
+              fmt::format("{}  const {} {} = pk_acc[pk_l];\n", Pad, Ty, R.Name);
+          continue;
+        }
+        emitStmt(F, N, N.Body[I], Backend::Cpu, Index(UnitAxis), Out,
+                 Pad + "  ");
+      }
+      Out += Pad + "}\n";
+    };
+    if (Unit.empty()) {
+      Loop(In, G->NAxis);
+    } else {
+      Out += fmt::format("{}if (pk_unit) {{\n", In);
+      Loop(In + "  ", G->NAxis);
+      Out += fmt::format("{}}} else {{\n", In);
+      Loop(In + "  ", -1);
+      Out += In + "}\n";
+    }
+    Out += fmt::format("{}  }});\n", Indent);
+  }
+
   void emitNest(const Nest &N, const tile::NestSchedule &S,
                 const std::string &Indent) {
     Cur = &S;
+    if (S.Kind == tile::LoopKind::Gemm) {
+      emitGemm(N, Indent);
+      return;
+    }
     if (N.Indexed) {
       emitIndexedNest(N, Indent);
       return;

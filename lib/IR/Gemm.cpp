@@ -1,0 +1,120 @@
+//===- Gemm.cpp - Recognising a matrix product in a loop nest -------------===//
+
+#include "IR/Gemm.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace pk;
+using namespace pk::loop;
+
+namespace {
+
+/// The statements `Roots` need (themselves included), in body order, and
+/// the domain axes they index. Stops at Reduce statements (included, but not
+/// what they reduce).
+struct Closure {
+  std::vector<unsigned> Stmts;
+  std::set<unsigned> Axes;
+  bool HasReduce = false;
+};
+
+Closure closureOf(const Nest &N, llvm::ArrayRef<unsigned> Roots) {
+  std::set<unsigned> Seen;
+  std::vector<unsigned> Work(Roots.begin(), Roots.end());
+  Closure C;
+  while (!Work.empty()) {
+    unsigned I = Work.back();
+    Work.pop_back();
+    if (!Seen.insert(I).second)
+      continue;
+    const Stmt &S = N.Body[I];
+    if (S.K == Stmt::Reduce) {
+      C.HasReduce = true;
+      continue;
+    }
+    if (S.K == Stmt::Load || S.K == Stmt::Store)
+      for (int D : S.Dims)
+        if (D >= 0)
+          C.Axes.insert(D);
+    if (S.K == Stmt::Index)
+      C.Axes.insert(S.Axis);
+    Work.insert(Work.end(), S.Args.begin(), S.Args.end());
+  }
+  C.Stmts.assign(Seen.begin(), Seen.end()); // std::set: body order
+  return C;
+}
+
+} // namespace
+
+std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
+  unsigned D = N.Domain.size();
+  if (!N.Indexed || N.ReduceAxes.size() != 1 || (D != 3 && D != 4) ||
+      N.ReduceAxes[0] != D - 1 || !N.Unfused.empty())
+    return std::nullopt;
+  GemmPattern G;
+  G.BatchAxis = D == 4 ? 0 : -1;
+  G.MAxis = D - 3;
+  G.NAxis = D - 2;
+  G.KAxis = D - 1;
+  std::optional<unsigned> Reduce;
+  std::vector<unsigned> Stores;
+  for (unsigned I = 0; I < N.Body.size(); ++I) {
+    const Stmt &S = N.Body[I];
+    if (S.K == Stmt::Reduce) {
+      if (Reduce)
+        return std::nullopt;
+      Reduce = I;
+    }
+    if (S.K == Stmt::Store) {
+      if (S.Inner)
+        return std::nullopt;
+      Stores.push_back(I);
+    }
+  }
+  if (!Reduce)
+    return std::nullopt;
+  const Stmt &R = N.Body[*Reduce];
+  if (R.Reduction != ir::ReduceKind::Sum || R.Phase != 0 ||
+      (R.Type != ir::DType::F32 && R.Type != ir::DType::F64) ||
+      R.LoopExtents.size() != 1)
+    return std::nullopt;
+  const Stmt &P = N.Body[R.Args[0]];
+  if (P.K != Stmt::Apply || P.Op != ir::OpCode::Mul || P.Args.size() != 2 ||
+      P.Type != R.Type)
+    return std::nullopt;
+  G.Reduce = *Reduce;
+  G.Product = R.Args[0];
+  G.K = R.LoopExtents[0];
+  G.Type = R.Type;
+  Closure L = closureOf(N, {P.Args[0]}), Rt = closureOf(N, {P.Args[1]});
+  if (L.HasReduce || Rt.HasReduce)
+    return std::nullopt;
+  auto Fits = [&](const Closure &C, unsigned Not) {
+    return !C.Axes.count(Not);
+  };
+  if (Fits(L, G.NAxis) && Fits(Rt, G.MAxis)) {
+    G.A = P.Args[0];
+    G.B = P.Args[1];
+  } else if (Fits(Rt, G.NAxis) && Fits(L, G.MAxis)) {
+    G.A = P.Args[1];
+    G.B = P.Args[0];
+    std::swap(L, Rt);
+  } else {
+    return std::nullopt;
+  }
+  // Nothing else may run per k: every inner statement feeds the product.
+  for (unsigned I = 0; I < N.Body.size(); ++I)
+    if (N.Body[I].Inner && I != G.Product && !llvm::is_contained(L.Stmts, I) &&
+        !llvm::is_contained(Rt.Stmts, I))
+      return std::nullopt;
+  Closure E = closureOf(N, Stores);
+  if (E.Axes.count(G.KAxis))
+    return std::nullopt;
+  G.AStmts = std::move(L.Stmts);
+  G.BStmts = std::move(Rt.Stmts);
+  G.AAxes = std::move(L.Axes);
+  G.BAxes = std::move(Rt.Axes);
+  G.Epilogue = std::move(E.Stmts);
+  G.EpilogueAxes = std::move(E.Axes);
+  return G;
+}

@@ -1,0 +1,47 @@
+//===- Gemm.h - Recognising a matrix product in a loop nest -----*- C++ -*-===//
+//
+// A matmul reaches Loop IR as a reduction nest over [batch?, m, n, k] that
+// sums a product over k. Both schedules (CPU and GPU) run such a nest as a
+// tiled matrix product instead of one dot product per output element when
+// the nest has exactly that form: the statements split into the left
+// operand (A: depends on batch, m, k), the right operand (B: batch, k, n),
+// the product and its sum, and the epilogue (everything after the sum).
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_IR_GEMM_H
+#define PK_IR_GEMM_H
+
+#include "IR/LoopIR.h"
+
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace pk::loop {
+
+struct GemmPattern {
+  /// Domain axes. BatchAxis is -1 for a rank-2 product.
+  int BatchAxis = -1;
+  unsigned MAxis = 0, NAxis = 0, KAxis = 0;
+  /// Statement indices: the two operands of the product, the product and
+  /// the sum over k.
+  unsigned A = 0, B = 0, Product = 0, Reduce = 0;
+  /// The statements each part needs, in body order. AStmts and BStmts end
+  /// with A and B; Epilogue holds the row statements the stores need (the
+  /// sum among them) and the stores.
+  std::vector<unsigned> AStmts, BStmts, Epilogue;
+  /// The domain axes each operand reads (for naming lambda parameters).
+  std::set<unsigned> AAxes, BAxes, EpilogueAxes;
+  /// The extent k runs over.
+  ExtentId K = 0;
+  ir::DType Type = ir::DType::F32;
+};
+
+/// The pattern when `N` is a float32/float64 matrix product with elementwise
+/// prologues and epilogues only; std::nullopt otherwise (the nest then runs
+/// as a reduction, one dot product per output element).
+std::optional<GemmPattern> matchGemm(const Nest &N);
+
+} // namespace pk::loop
+
+#endif // PK_IR_GEMM_H
