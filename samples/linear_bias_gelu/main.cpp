@@ -13,7 +13,8 @@ int main() {
   // A BERT-base-sized layer: 512 tokens, 768 features in and out.
   const int64_t M = 512, N = 768, K = 768;
   const auto X = sample::random(M * K, 1, -1, 1),
-             W = sample::random(N * K, 2, -1, 1), B = sample::random(N, 3, -1, 1);
+             W = sample::random(N * K, 2, -1, 1),
+             B = sample::random(N, 3, -1, 1);
   std::vector<float> E(M * N), C(M * N);
   auto Run = [&](auto Kernel, std::vector<float> &Y) {
     Kernel({X.data(), {M, K}}, {W.data(), {N, K}}, B, {Y.data(), {M, N}});
