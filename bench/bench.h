@@ -12,6 +12,16 @@
 //     void eager();                   // the same source run by <pk/pk.h>
 //     void hand();                    // hand-written OpenMP + SIMD loop
 //     void eigen();                   // Eigen 3 expression (#if PK_BENCH_EIGEN)
+//     void naive();                   // optional: a plain loop nest
+//     void openblas();                // optional: cblas_sgemm
+//                                     // (#if PK_BENCH_OPENBLAS)
+//     double flops() const;           // optional: floating-point operations
+//                                     // per call (the "flops" counter)
+//     static constexpr bool EigenThreaded = true;  // optional: eigen() uses
+//                                     // OpenMP threads (Eigen's GEMM does)
+//     static bool eager_at(const pkbench::Shape &);  // optional: where eager
+//                                     // runs (default: numel <=
+//                                     // kEagerMaxElems)
 //   };
 //   const bool FmaRegistered =
 //       pkbench::register_kernel<Fma>("fma", pkbench::elementwise_shapes());
@@ -22,7 +32,13 @@
 // not registered and shows as "n/a" in the table. pk and hand run at every
 // thread count (1 and 2 by default, PK_BENCH_THREADS=1,2,4 to change); eager
 // and eigen are serial (neither uses threads for these ops) and run at 1
-// thread only; eager runs only at shapes up to kEagerMaxElems elements.
+// thread only; eager runs only at shapes up to kEagerMaxElems elements. The
+// matmul kernels (kernels_matmul.cpp) add naive and openblas, which run at
+// every thread count, as does their eigen (EigenThreaded: Eigen's GEMM is
+// parallel with OpenMP); before each benchmark both omp_set_num_threads and
+// openblas_set_num_threads get the benchmark's thread count. A kernel with
+// flops() reports a "flops" counter: flops() * iterations / wall time, in
+// floating-point operations per second (shown as e.g. "flops=95.2G/s").
 //
 // The struct is constructed once per shape, on first use, and kept for the
 // whole run: it is shared by all its peers and thread counts, and Google
@@ -56,6 +72,9 @@
 
 #if PK_BENCH_EIGEN
 #include <Eigen/Core>
+#endif
+#if PK_BENCH_OPENBLAS
+#include <cblas.h> // OpenBLAS's: also declares openblas_set_num_threads
 #endif
 
 namespace pkbench {
@@ -119,6 +138,12 @@ std::vector<Shape> elementwise_shapes(); ///< {1M}, {16M}
 std::vector<Shape> row_shapes();         ///< the [T, D] shapes of the issue
 std::vector<int> thread_counts();        ///< {1, 2} or $PK_BENCH_THREADS
 
+#if PK_BENCH_OPENBLAS
+/// openblas_set_num_threads(T), and OpenBLAS's worker threads placed like
+/// OpenMP's: worker k on the OpenMP place of thread k + 1 (bench_main.cpp).
+void openblas_threads(int T);
+#endif
+
 #if PK_BENCH_EIGEN
 /// A 1-D Eigen array over a buffer.
 inline Eigen::Map<Eigen::ArrayXf> vec(Buffer &B) { return {B.data(), B.size()}; }
@@ -175,6 +200,10 @@ void add(const std::string &Kernel, const Shape &S, const char *Peer,
   auto *B = benchmark::RegisterBenchmark(
       (Key + "/" + Peer).c_str(), [Key, S, Run](benchmark::State &St) {
         omp_set_num_threads(static_cast<int>(St.range(0)));
+#if PK_BENCH_OPENBLAS
+        // OpenBLAS has its own thread pool: as many threads as OpenMP.
+        openblas_threads(static_cast<int>(St.range(0)));
+#endif
         K &Inst = instance<K>(Key, S);
         for (auto _ : St) {
           (Inst.*Run)();
@@ -182,6 +211,9 @@ void add(const std::string &Kernel, const Shape &S, const char *Peer,
         }
         St.SetBytesProcessed(static_cast<int64_t>(St.iterations()) *
                              Inst.min_bytes());
+        if constexpr (requires { Inst.flops(); })
+          St.counters["flops"] = benchmark::Counter(
+              Inst.flops(), benchmark::Counter::kIsIterationInvariantRate);
       });
   B->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
   for (int T : thread_counts())
@@ -195,6 +227,21 @@ constexpr bool HasEager = requires(K &Inst) { Inst.eager(); };
 template <class K> constexpr bool HasHand = requires(K &Inst) { Inst.hand(); };
 template <class K>
 constexpr bool HasEigen = requires(K &Inst) { Inst.eigen(); };
+template <class K>
+constexpr bool HasNaive = requires(K &Inst) { Inst.naive(); };
+template <class K>
+constexpr bool HasOpenblas = requires(K &Inst) { Inst.openblas(); };
+template <class K>
+constexpr bool EigenThreaded = requires { requires K::EigenThreaded; };
+
+/// Whether the eager peer runs at S: K::eager_at(S) where K defines it,
+/// otherwise up to kEagerMaxElems elements.
+template <class K> bool eager_at(const Shape &S) {
+  if constexpr (requires { K::eager_at(S); })
+    return K::eager_at(S);
+  else
+    return S.numel() <= kEagerMaxElems;
+}
 
 /// Registers K's peers at each shape (see the file comment) and its check.
 template <class K>
@@ -204,16 +251,23 @@ bool register_kernel(const std::string &Kernel,
     cases().push_back(Kernel + "/" + S.label());
     detail::add<K>(Kernel, S, "pk", &K::pk, false);
     if constexpr (HasEager<K>)
-      if (S.numel() <= kEagerMaxElems)
+      if (eager_at<K>(S))
         detail::add<K>(Kernel, S, "eager", &K::eager, true);
     if constexpr (HasHand<K>)
       detail::add<K>(Kernel, S, "hand", &K::hand, false);
+    if constexpr (HasNaive<K>)
+      detail::add<K>(Kernel, S, "naive", &K::naive, false);
     if constexpr (HasEigen<K>)
-      detail::add<K>(Kernel, S, "eigen", &K::eigen, true);
+      detail::add<K>(Kernel, S, "eigen", &K::eigen, !EigenThreaded<K>);
+    if constexpr (HasOpenblas<K>)
+      detail::add<K>(Kernel, S, "openblas", &K::openblas, false);
   }
   const Shape S = Shapes.front();
   checks().push_back({Kernel + "/" + S.label(), [Kernel, S]() -> std::string {
                         omp_set_num_threads(thread_counts().back());
+#if PK_BENCH_OPENBLAS
+                        openblas_threads(thread_counts().back());
+#endif
                         K Ref(S);
                         Ref.pk();
                         std::string Err;
@@ -228,8 +282,12 @@ bool register_kernel(const std::string &Kernel,
                           Peer("eager", &K::eager);
                         if constexpr (HasHand<K>)
                           Peer("hand", &K::hand);
+                        if constexpr (HasNaive<K>)
+                          Peer("naive", &K::naive);
                         if constexpr (HasEigen<K>)
                           Peer("eigen", &K::eigen);
+                        if constexpr (HasOpenblas<K>)
+                          Peer("openblas", &K::openblas);
                         return Err;
                       }});
   return true;

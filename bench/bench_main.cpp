@@ -15,6 +15,13 @@
 #include <malloc.h>
 #include <map>
 #include <sstream>
+#if PK_BENCH_OPENBLAS
+#include <sched.h>
+#include <sys/sysinfo.h>
+// Only OpenBLAS's pthreads build has it (openblas-openmp's prints a warning
+// and fails; the serial build has no threads): weak, checked before use.
+#pragma weak openblas_setaffinity
+#endif
 
 namespace pkbench {
 
@@ -102,6 +109,38 @@ std::vector<int> thread_counts() {
   }();
   return Counts;
 }
+
+#if PK_BENCH_OPENBLAS
+// OpenBLAS's pthreads build starts its worker threads from the main thread,
+// which libgomp has already pinned to the first place when OMP_PROC_BIND is
+// set (the bench target sets it): they inherit that one-core mask, and
+// OpenBLAS at 2 threads ran both on core 0, no faster than at 1 thread
+// (measured: 124 against 128 GFLOP/s at 1024^3). So each worker k
+// (openblas_setaffinity's index k in [0, T - 2]; T - 1 is the calling
+// thread, left as OpenMP pinned it) gets the place of OpenMP thread k + 1,
+// as OMP_PROC_BIND=close gives it, or every CPU when OpenMP binds nothing.
+void openblas_threads(int T) {
+  openblas_set_num_threads(T);
+  if (!openblas_setaffinity || openblas_get_parallel() != OPENBLAS_THREAD)
+    return;
+  const int Places = omp_get_num_places();
+  for (int K = 0; K + 1 < T; ++K) {
+    cpu_set_t Set;
+    CPU_ZERO(&Set);
+    if (Places > 0) {
+      const int P = (K + 1) % Places;
+      std::vector<int> Ids(static_cast<size_t>(omp_get_place_num_procs(P)));
+      omp_get_place_proc_ids(P, Ids.data());
+      for (int Id : Ids)
+        CPU_SET(Id, &Set);
+    } else {
+      for (int C = 0; C < get_nprocs_conf() && C < CPU_SETSIZE; ++C)
+        CPU_SET(C, &Set);
+    }
+    openblas_setaffinity(K, sizeof Set, &Set);
+  }
+}
+#endif
 
 // --- instances and checks ---------------------------------------------------
 
@@ -228,6 +267,13 @@ int main(int argc, char **argv) {
                                   Eigen::SimdInstructionSetsInUse() + ")");
 #else
   benchmark::AddCustomContext("pk_eigen", "n/a");
+#endif
+#if PK_BENCH_OPENBLAS
+  // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64": the
+  // kernel it chose at run time. Its threads follow the benchmark's (bench.h).
+  benchmark::AddCustomContext("pk_openblas", openblas_get_config());
+#else
+  benchmark::AddCustomContext("pk_openblas", "n/a");
 #endif
   benchmark::AddCustomContext("pk_stream_elems", std::to_string(stream_elems()));
   benchmark::AddCustomContext("pk_eager_max_elems",

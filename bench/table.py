@@ -28,6 +28,13 @@ failed, the reason listed under the table), the peers' versions and settings abo
 and, under it, the issue's targets for the row kernels at [2048, 4096] and [4096, 768]:
 pk >= 3x NumPy, >= 1.2x torch.compile and jax.jit.
 
+The kernels whose benchmarks carry a "flops" counter (the matmul kernels of
+kernels_matmul.cpp: matmul, linear_bias_gelu, batched_matmul, batched_matmul_shared) get
+a table of their own below the first: pk time, then GFLOP/s (2*M*N*K [*B] / median wall
+time) of pk, naive, Eigen, OpenBLAS and eager, and pk ÷ OpenBLAS (t_OpenBLAS / t_pk,
+> 1: pk faster). A run of only those (--benchmark_filter='matmul|linear_bias_gelu')
+prints only that table.
+
 --cpu-time: the 1-thread rows only, every time (pk's, its peers', the Python peers') the
 CPU time of the measurement instead of its wall time. On a machine where other processes
 take the cores, this leaves out the time spent waiting for a core (not the cache and
@@ -93,6 +100,21 @@ def load(path):
     return data.get("context", {}), results, order
 
 
+def load_flops(path):
+    """{(kernel, shape): floating-point operations per call} of the benchmarks with a
+    "flops" counter (the matmul kernels: a rate, flop/s, times the time of one call)."""
+    with open(path) as f:
+        data = json.load(f)
+    flops = {}
+    for b in data.get("benchmarks", []):
+        if b.get("error_occurred") or not b.get("flops") or not b.get("real_time"):
+            continue
+        key = parse_name(b.get("run_name", b["name"]))
+        if key is not None:
+            flops.setdefault(key[:2], b["flops"] * b["real_time"] * UNIT_S[b.get("time_unit", "ns")])
+    return flops
+
+
 def fmt_time(s):
     if s >= 1e-1:
         return f"{s:.3g} s"
@@ -122,9 +144,12 @@ def cpu_time_view(results):
     return view
 
 
-def render(context, results, order, peers=None, cpu_time=False):
-    """peers: (context of bench/peers/peers.py's JSON, its results) or None."""
+def render(context, results, order, peers=None, cpu_time=False, flops=None):
+    """peers: (context of bench/peers/peers.py's JSON, its results) or None.
+    flops: load_flops() of the run: those kernels go into the matmul table."""
     out = []
+    flops = flops or {}
+    matmul_kernels = {k for (k, _) in flops}
     columns = PEER_COLUMNS + (PYTHON_COLUMNS if peers else ())
     pctx = peers[0].get("pk_peers", {}) if peers else {}
     unavailable = pctx.get("unavailable", {})
@@ -182,8 +207,6 @@ def render(context, results, order, peers=None, cpu_time=False):
     out.append("")
 
     cols = ["kernel", "shape", "threads", "pk time", "pk GB/s"] + [c for _, c in columns] + ["% STREAM"]
-    out.append("| " + " | ".join(cols) + " |")
-    out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
 
     peers_of = {}
     for (k, _, p, _) in results:
@@ -195,6 +218,11 @@ def render(context, results, order, peers=None, cpu_time=False):
             cases.append(f"{k}/{shape}")
     rows = [key for key in results if key[0] != "stream" and key[2] == "pk"]
     rows.sort(key=lambda key: (cases.index(f"{key[0]}/{key[1]}"), key[3]))
+    matmul_rows = [key for key in rows if key[0] in matmul_kernels]
+    rows = [key for key in rows if key[0] not in matmul_kernels]
+    if rows:
+        out.append("| " + " | ".join(cols) + " |")
+        out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
     for (k, shape, _, th) in rows:
         t_pk, bps_pk, busy_pk = results[(k, shape, "pk", th)]
         mark_pk = PREEMPTED if busy_pk < 0.8 else ""
@@ -222,6 +250,8 @@ def render(context, results, order, peers=None, cpu_time=False):
         out.append("")
         out.append("pk slower than a peer by more than 10%:")
         out.extend(f"- {l}" for l in losses)
+    if matmul_rows:
+        out.extend(render_matmul(context, results, matmul_rows, flops, bool(rows)))
     if peers:
         if unavailable or failed:
             out.append("")
@@ -235,6 +265,54 @@ def render(context, results, order, peers=None, cpu_time=False):
             out.extend(f"- {n}" for n in pctx["notes"])
         out.extend(render_targets(results, rows))
     return "\n".join(out) + "\n"
+
+
+MATMUL_PEERS = (("naive", "naive"), ("eigen", "Eigen"), ("openblas", "OpenBLAS"), ("eager", "eager"))
+
+
+def render_matmul(context, results, rows, flops, after_table):
+    """The matmul table: GFLOP/s of pk and each peer, and pk ÷ OpenBLAS."""
+    out = [""] if after_table else []
+    out.append("Matmul kernels (shape M x N x K, batched B x M x N x K; GFLOP/s = 2·M·N·K (·B) / "
+               f"median wall time, 10⁹ flop/s; OpenBLAS: {context.get('pk_openblas', 'n/a')}, its "
+               "threads = the OpenMP threads; Eigen's GEMM threaded by OpenMP; eager serial, "
+               "its 1-thread figure in every row)")
+    out.append("")
+    cols = (["kernel", "shape", "threads", "pk time", "pk GFLOP/s"]
+            + [f"{name} GFLOP/s" for _, name in MATMUL_PEERS] + ["pk ÷ OpenBLAS"])
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
+    peers_of = {}
+    for (k, _, p, _) in results:
+        peers_of.setdefault(k, set()).add(p)
+    for (k, shape, _, th) in rows:
+        f = flops.get((k, shape))
+        t_pk, _, busy_pk = results[(k, shape, "pk", th)]
+        mark_pk = PREEMPTED if busy_pk < 0.8 else ""
+        gf = (lambda t: f"{f / t / 1e9:.3g}") if f else (lambda t: "?")
+        cells = [k, shape, str(th), fmt_time(t_pk) + mark_pk, gf(t_pk) + mark_pk]
+        for peer, _ in MATMUL_PEERS:
+            got = peer_cell(results, k, shape, peer, th)
+            if got is None:
+                cells.append("—" if peer in peers_of.get(k, ()) else "n/a")
+            else:
+                # No † from OpenBLAS's CPU time: at several threads it works on its
+                # own pthreads while the calling thread (the one measured) waits.
+                noisy = got[2] < 0.8 and not (peer == "openblas" and th > 1)
+                cells.append(gf(got[0]) + (PREEMPTED if noisy else ""))
+        got = results.get((k, shape, "openblas", th))
+        if got is None:
+            cells.append("n/a")
+        else:
+            noisy = busy_pk < 0.8 or (got[2] < 0.8 and th == 1)
+            cells.append(fmt_ratio(got[0] / t_pk) + (PREEMPTED if noisy else ""))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("pk ÷ OpenBLAS = pk GFLOP/s / OpenBLAS GFLOP/s (t_OpenBLAS / t_pk): > 1 means pk is "
+               "faster. —: not run at this shape (eager only up to 2^27 multiply-adds); n/a: the "
+               "peer is not built (no Eigen, no OpenBLAS). OpenBLAS at several threads never gets a "
+               "†: its calling thread, the one whose CPU time is measured, waits for its pool.")
+    return out
 
 
 def render_targets(results, rows):
@@ -275,6 +353,7 @@ def main():
     ap.add_argument("-o", "--output", help="also write the markdown here")
     args = ap.parse_args()
     context, results, order = load(args.json)
+    flops = load_flops(args.json)
     if not any(p == "pk" for (_, _, p, _) in results):
         sys.exit(f"table.py: no pk results in {args.json}")
     peers = None
@@ -290,7 +369,7 @@ def main():
         peers = (pcontext, presults)
     if args.cpu_time:
         results = cpu_time_view(results)
-    md = render(context, results, order, peers, args.cpu_time)
+    md = render(context, results, order, peers, args.cpu_time, flops)
     sys.stdout.write(md)
     if args.output:
         with open(args.output, "w") as f:

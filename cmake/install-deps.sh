@@ -14,7 +14,7 @@ packages=(
   llvm-19-tools                   # lit, FileCheck, not, count
   libomp-19-dev                   # OpenMP when building with clang
   libfmt-dev libgtest-dev         # fmt, GoogleTest
-  libbenchmark-dev libeigen3-dev  # benchmarks
+  libbenchmark-dev libeigen3-dev libopenblas-dev  # benchmarks
   libboost-context-dev            # fibers of the CUDA shim (test/cuda_shim)
 )
 
