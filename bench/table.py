@@ -109,9 +109,15 @@ def load_flops(path):
     for b in data.get("benchmarks", []):
         if b.get("error_occurred") or not b.get("flops") or not b.get("real_time"):
             continue
+        # An iteration run gives it exactly (rate = flop / its time); of the aggregates
+        # only the median (stddev and cv of a rate times those of a time mean nothing).
+        aggregate = b.get("run_type") == "aggregate"
+        if aggregate and b.get("aggregate_name") != "median":
+            continue
         key = parse_name(b.get("run_name", b["name"]))
-        if key is not None:
-            flops.setdefault(key[:2], b["flops"] * b["real_time"] * UNIT_S[b.get("time_unit", "ns")])
+        if key is None or (aggregate and key[:2] in flops):
+            continue
+        flops[key[:2]] = b["flops"] * b["real_time"] * UNIT_S[b.get("time_unit", "ns")]
     return flops
 
 
