@@ -43,6 +43,21 @@ inline unsigned grid_for(int64_t Items, int64_t PerBlock) {
       std::max<int64_t>(1, std::min<int64_t>(Blocks, int64_t(1) << 16)));
 }
 
+/// The multiprocessor count of the current device (132 when it cannot be
+/// queried): matmul launchers take the largest tiles that give every SM a
+/// block.
+inline int64_t sm_count() {
+  int Device = 0, SMs = 0;
+  if (cudaGetDevice(&Device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&SMs, cudaDevAttrMultiProcessorCount, Device) !=
+          cudaSuccess ||
+      SMs < 1) {
+    cudaGetLastError(); // not sticky: clear it for check_launch
+    return 132;
+  }
+  return SMs;
+}
+
 /// Blocks along y of a column reduction over `Reduced` elements per kept
 /// element: enough column tiles times slices to give each of ~132 SMs
 /// about four blocks, while every thread of a `BlockY`-high block still

@@ -28,8 +28,18 @@ namespace pk::rt {
 /// the 2-core CI machine), more than 64K simple elements take.
 inline constexpr int64_t kParallelMinWork = int64_t(1) << 16;
 
-/// The extent NumPy broadcasting gives two compatible extents.
-inline int64_t bcast(int64_t A, int64_t B) { return A == 1 ? B : A; }
+/// `__host__ __device__` under nvcc: helpers that kernels call too.
+#ifdef __CUDACC__
+#define PK_HOST_DEVICE __host__ __device__
+#else
+#define PK_HOST_DEVICE
+#endif
+
+/// The extent NumPy broadcasting gives two compatible extents (also a loop
+/// bound in kernels).
+PK_HOST_DEVICE inline int64_t bcast(int64_t A, int64_t B) {
+  return A == 1 ? B : A;
+}
 
 /// The number of threads an OpenMP parallel region would use (1 without
 /// OpenMP).

@@ -21,6 +21,8 @@ llvm::StringRef gpu::strategyName(Strategy S) {
     return "columns";
   case Strategy::TwoStage:
     return "two-stage";
+  case Strategy::Gemm:
+    return "gemm";
   }
   return "?";
 }
@@ -48,6 +50,9 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
     OS << Pad << "  shared row value: " << N.Body[V].Name << "\n";
   if (P.BlockX)
     OS << Pad << "  block: " << P.BlockX << " x " << P.BlockY << "\n";
+  for (const GemmTile &G : P.GemmTiles)
+    OS << Pad << "  tile: " << G.BM << " x " << G.BN << " x " << P.GemmBK
+       << ", " << G.TM << " x " << G.TN << " per thread\n";
   if (P.MaxPartials)
     OS << Pad << "  partials: at most " << P.MaxPartials << "\n";
   for (const std::string &Note : P.Notes)

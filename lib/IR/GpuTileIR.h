@@ -42,6 +42,13 @@ enum class Strategy : uint8_t {
   RowGroups,         ///< a warp or a block per row, phases with reductions
   Columns,           ///< threads over the kept axes, slices of the reduction
   TwoStage,          ///< full reduction: per-block partials, then one block
+  Gemm,              ///< matrix product: shared-memory tiles, register tiles
+};
+
+/// One tile shape of a matmul kernel: a block computes BM x BN outputs,
+/// each of its (BM / TM) * (BN / TN) threads a TM x TN register tile.
+struct GemmTile {
+  int BM, BN, TM, TN;
 };
 
 llvm::StringRef strategyName(Strategy S);
@@ -69,6 +76,10 @@ struct NestPlan {
   int BlockX = 0, BlockY = 1;
   /// TwoStage: most blocks of the first stage (one partial each).
   int MaxPartials = 0;
+  /// Gemm: the tile shapes the launcher picks from (largest first; the
+  /// first whose tile count fills the SMs), and the depth of a K step.
+  std::vector<GemmTile> GemmTiles;
+  int GemmBK = 0;
   std::vector<std::string> Notes;
   std::vector<NestPlan> Unfused;
 };

@@ -15,6 +15,13 @@
 //  * Reductions along leading axes (the last axis kept) put consecutive
 //    threads on consecutive kept elements (coalesced), and split the reduced
 //    range over the block's y threads, combined in shared memory.
+//  * A matrix product (loop::matchGemm) is tiled: a block of 256 threads
+//    computes a BM x BN tile of C, stepping through K by 8: both operands'
+//    tiles are staged in shared memory (prologues applied on the way, zeros
+//    past the edges), each thread accumulates a TM x TN register tile, and
+//    the epilogue runs on the registers before the only store. The launcher
+//    takes 128 x 128 tiles (8 x 8 per thread) when they fill the SMs, else
+//    64 x 64 or 32 x 32.
 //  * Full reductions with one phase run in two stages: each block reduces a
 //    grid-stride share to one partial, then one block reduces the partials
 //    and runs the consumers. Deterministic, unlike float atomics. Full
@@ -22,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "IR/Gemm.h"
 #include "Transforms/Passes.h"
 
 #include <fmt/format.h>
@@ -134,6 +142,18 @@ NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
     P.BlockX = T.ElementwiseBlock;
     P.Notes.push_back("axes move (expand_dims/squeeze/index): one thread "
                       "per element, strided indexing");
+    return P;
+  }
+  if (loop::matchGemm(N)) {
+    P.Kind = Strategy::Gemm;
+    P.BlockX = 256;
+    P.GemmBK = 8;
+    P.GemmTiles = {{128, 128, 8, 8}, {64, 64, 4, 4}, {32, 32, 2, 2}};
+    P.Notes.push_back(std::string(
+        "matrix product: A and B tiles in shared memory (padded against bank "
+        "conflicts), a register tile per thread, the epilogue on the "
+        "registers; the launcher takes the largest tiles that give each of "
+        "the device's SMs a block"));
     return P;
   }
   unsigned RowAxes = N.Domain.size() - N.ReduceAxes.size();

@@ -99,7 +99,8 @@ constexpr unsigned kMaxGridDim[3] = {2147483647u, 65535u, 65535u};
 constexpr int kDefaultDynamicSmem = 48 * 1024;
 constexpr int kMaxDynamicSmemOptin = 227 * 1024;
 constexpr int kSmemPerSM = 228 * 1024;
-constexpr int kSMs = 132;
+/// The multiprocessor count the device reports (pk::shim::set_sm_count).
+std::atomic<int> g_sms{132};
 constexpr int kMaxThreadsPerSM = 2048;
 constexpr int kMaxBlocksPerSM = 32;
 constexpr size_t kGlobalMemory = size_t(141) << 30;
@@ -1222,6 +1223,9 @@ void launch_kernel(const LaunchDesc &D) {
 
 namespace pk::shim {
 
+void set_sm_count(int SMs) { g_sms = SMs < 1 ? 132 : SMs; }
+int sm_count() { return g_sms.load(); }
+
 void set_schedule(Schedule S, uint64_t Seed) {
   g_schedule_explicit = true;
   g_schedule = int(S);
@@ -1556,7 +1560,7 @@ cudaError_t cudaDeviceGetAttribute(int *Value, cudaDeviceAttr Attr,
     *Value = 1980000;
     break;
   case cudaDevAttrMultiProcessorCount:
-    *Value = kSMs;
+    *Value = g_sms.load();
     break;
   case cudaDevAttrL2CacheSize:
     *Value = 50 * 1024 * 1024;
@@ -1611,7 +1615,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *Prop, int Device) {
   Prop->totalConstMem = 64 * 1024;
   Prop->major = 9;
   Prop->minor = 0;
-  Prop->multiProcessorCount = kSMs;
+  Prop->multiProcessorCount = g_sms.load();
   Prop->l2CacheSize = 50 * 1024 * 1024;
   Prop->maxThreadsPerMultiProcessor = kMaxThreadsPerSM;
   Prop->sharedMemPerMultiprocessor = kSmemPerSM;

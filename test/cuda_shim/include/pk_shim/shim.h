@@ -35,6 +35,13 @@ void set_schedule(Schedule S, uint64_t Seed = 0);
 Schedule schedule();
 uint64_t schedule_seed();
 
+/// The multiprocessor count the device reports (cudaDevAttrMultiProcessorCount
+/// and cudaDeviceProp): 132, as an H100/H200, until set; launchers that size
+/// their work by it (pkc's matmul picks its tile size) then take other
+/// paths. A value below 1 restores 132.
+void set_sm_count(int SMs);
+int sm_count();
+
 /// How the runtime was built (which static library was linked).
 enum class Mode { Plain, AddressSanitizer, ThreadSanitizer };
 Mode mode();

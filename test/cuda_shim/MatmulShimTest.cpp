@@ -1,0 +1,286 @@
+// The tiled CUDA matmul kernels of test/e2e/kernels/matmul.cpp on the shim,
+// against the compiled CPU kernels (themselves tested against eager in
+// test/e2e/MatmulTest.cpp). Every tile variant of the launcher runs: the
+// shim's SM count is set so that the launcher picks 128 x 128, 64 x 64 or
+// 32 x 32 tiles. Shapes cover edges of every tile and K step (1, 3, 17, 65,
+// 127, 129, 300; K = 0), batch broadcasting, transposed operands (the other
+// staging order), epilogues and prologues, float64, and int32 (which runs
+// as a row reduction, not as a gemm).
+//
+// Tolerance: |cpu - cuda| <= 1e-5 + 8e-6 K (inputs in [-1, 1]): both sum K
+// float products, in different orders (each within ~K 2^-24 of the exact
+// sum); float64 1e-13 + 1e-15 K; int32 exact.
+#include "common/sample.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+#include <pk_shim/shim.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "matmul.pk.h"
+
+void mm_nn(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
+void mm_nt(pk::In<float, 2> a, pk::In<float, 2> bt, pk::Out<float, 2> c);
+void mm_tn(pk::In<float, 2> at, pk::In<float, 2> b, pk::Out<float, 2> c);
+void mm_epilogue(pk::In<float, 2> a, pk::In<float, 2> b, pk::In<float, 2> r,
+                 pk::In<float, 1> bias, pk::Out<float, 2> c, float scale);
+void mm_prologue(pk::In<float, 2> a, pk::In<float, 2> b, pk::In<float, 1> g,
+                 pk::Out<float, 2> c);
+void mm_accumulate(pk::InOut<float, 2> c, pk::In<float, 2> a,
+                   pk::In<float, 2> b);
+void bmm(pk::In<float, 3> a, pk::In<float, 3> b, pk::Out<float, 3> c);
+void bmm_shared_a(pk::In<float, 2> a, pk::In<float, 3> b, pk::Out<float, 3> c);
+void mm_f64(pk::In<double, 2> a, pk::In<double, 2> b, pk::Out<double, 2> c);
+void mm_i32(pk::In<int32_t, 2> a, pk::In<int32_t, 2> b, pk::Out<int32_t, 2> c);
+
+namespace {
+
+void check(cudaError_t E, const char *What) {
+  if (E != cudaSuccess)
+    throw std::runtime_error(std::string(What) + ": " + cudaGetErrorString(E));
+}
+
+/// A device copy of a host vector (exactly its size: ASan sees the end).
+template <class T> class Dev {
+public:
+  explicit Dev(const std::vector<T> &H) : N(H.size()) {
+    if (N) {
+      check(cudaMalloc(&P, N * sizeof(T)), "cudaMalloc");
+      check(cudaMemcpy(P, H.data(), N * sizeof(T), cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+    }
+  }
+  ~Dev() { cudaFree(P); }
+  Dev(const Dev &) = delete;
+  Dev &operator=(const Dev &) = delete;
+  T *get() const { return P; }
+  std::vector<T> host() const {
+    check(cudaDeviceSynchronize(), "the kernel");
+    std::vector<T> H(N);
+    if (N)
+      check(cudaMemcpy(H.data(), P, N * sizeof(T), cudaMemcpyDeviceToHost),
+            "cudaMemcpy");
+    return H;
+  }
+
+private:
+  T *P = nullptr;
+  size_t N;
+};
+
+template <class T>
+void expectClose(const std::vector<T> &E, const std::vector<T> &C, int64_t K,
+                 const std::string &What) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  double Tol = std::is_integral_v<T>      ? 0
+               : std::is_same_v<T, float> ? 1e-5 + 8e-6 * double(K)
+                                          : 1e-13 + 1e-15 * double(K);
+  for (size_t I = 0; I < E.size(); ++I)
+    if (!(std::fabs(double(E[I]) - double(C[I])) <= Tol)) {
+      ADD_FAILURE() << What << ": element " << I << " of " << E.size()
+                    << ": cpu " << double(E[I]) << ", cuda " << double(C[I])
+                    << " (tolerance " << Tol << ")";
+      return;
+    }
+}
+
+std::vector<float> rnd(int64_t N, unsigned Seed) {
+  return sample::random(N, Seed, -1, 1);
+}
+
+struct Shape {
+  int64_t M, N, K;
+};
+
+#ifdef PK_SHIM_MATMUL_SMALL
+const Shape Shapes[] = {{1, 1, 1}, {3, 17, 0}, {17, 65, 9}, {33, 5, 17}};
+#else
+const Shape Shapes[] = {{1, 1, 1},      {3, 17, 0},     {17, 65, 9},
+                        {129, 127, 17}, {65, 129, 300}, {127, 1, 65},
+                        {1, 129, 127}};
+#endif
+
+/// The launcher's tile choices: SM counts that make it take 128 x 128, then
+/// 64 x 64, then 32 x 32 tiles for an M x N x batch product.
+std::vector<std::pair<int, std::string>> tileChoices(int64_t M, int64_t N,
+                                                     int64_t Batch = 1) {
+  auto Tiles = [&](int64_t T) {
+    return Batch * ((M + T - 1) / T) * ((N + T - 1) / T);
+  };
+  return {{1, "128x128"},
+          {int(Tiles(128) + 1), "64x64"},
+          {int(Tiles(64) + 1), "32x32"}};
+}
+
+class CudaMatmul : public ::testing::Test {
+protected:
+  void SetUp() override {
+    int N = 0;
+    if (cudaGetDeviceCount(&N) != cudaSuccess || N == 0)
+      GTEST_SKIP() << "no CUDA device";
+  }
+  void TearDown() override {
+    pk::shim::set_sm_count(0);
+    pk::shim::set_schedule(pk::shim::Schedule::Forward);
+    pk::shim::reset();
+  }
+};
+
+/// Body(tag) once per tile choice, under the forward and a random schedule.
+template <class F>
+void forEachLaunch(int64_t M, int64_t N, int64_t Batch, const F &Body) {
+  for (auto [SMs, Tile] : tileChoices(M, N, Batch))
+    for (int Seed : {0, 1}) {
+      pk::shim::set_sm_count(SMs);
+      if (Seed)
+        pk::shim::set_schedule(pk::shim::Schedule::Random, Seed);
+      else
+        pk::shim::set_schedule(pk::shim::Schedule::Forward);
+      Body(Tile + (Seed ? " random" : " forward"));
+    }
+}
+
+std::string dims(const Shape &S) {
+  return "M=" + std::to_string(S.M) + " N=" + std::to_string(S.N) +
+         " K=" + std::to_string(S.K);
+}
+
+TEST_F(CudaMatmul, Layouts) {
+  for (const Shape &S : Shapes) {
+    auto [M, N, K] = S;
+    auto A = rnd(M * K, 1), B = rnd(K * N, 2);
+    std::vector<float> AT(K * M), BT(N * K);
+    for (int64_t I = 0; I < M; ++I)
+      for (int64_t J = 0; J < K; ++J)
+        AT[J * M + I] = A[I * K + J];
+    for (int64_t I = 0; I < K; ++I)
+      for (int64_t J = 0; J < N; ++J)
+        BT[J * K + I] = B[I * N + J];
+    std::vector<float> E(M * N);
+    mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
+    forEachLaunch(M, N, 1, [&](const std::string &Tag) {
+      Dev<float> DA(A), DB(B), DAT(AT), DBT(BT);
+      Dev<float> C1(std::vector<float>(M * N, NAN)),
+          C2(std::vector<float>(M * N, NAN)),
+          C3(std::vector<float>(M * N, NAN));
+      pk::cuda::mm_nn({DA.get(), {M, K}}, {DB.get(), {K, N}},
+                      {C1.get(), {M, N}});
+      pk::cuda::mm_nt({DA.get(), {M, K}}, {DBT.get(), {N, K}},
+                      {C2.get(), {M, N}});
+      pk::cuda::mm_tn({DAT.get(), {K, M}}, {DB.get(), {K, N}},
+                      {C3.get(), {M, N}});
+      expectClose(E, C1.host(), K, "mm_nn " + dims(S) + " " + Tag);
+      expectClose(E, C2.host(), K, "mm_nt " + dims(S) + " " + Tag);
+      expectClose(E, C3.host(), K, "mm_tn " + dims(S) + " " + Tag);
+    });
+  }
+}
+
+TEST_F(CudaMatmul, EpiloguesProloguesAndAccumulate) {
+  for (const Shape &S : Shapes) {
+    auto [M, N, K] = S;
+    auto A = rnd(M * K, 3), B = rnd(K * N, 4), R = rnd(M * N, 5),
+         Bias = rnd(N, 6), G = rnd(K, 7);
+    std::vector<float> E1(M * N), E2(M * N), E3 = R;
+    mm_epilogue({A.data(), {M, K}}, {B.data(), {K, N}}, {R.data(), {M, N}},
+                {Bias.data(), {N}}, {E1.data(), {M, N}}, 0.75f);
+    mm_prologue({A.data(), {M, K}}, {B.data(), {K, N}}, {G.data(), {K}},
+                {E2.data(), {M, N}});
+    mm_accumulate({E3.data(), {M, N}}, {A.data(), {M, K}}, {B.data(), {K, N}});
+    forEachLaunch(M, N, 1, [&](const std::string &Tag) {
+      Dev<float> DA(A), DB(B), DR(R), DBias(Bias), DG(G), C3(R);
+      Dev<float> C1(std::vector<float>(M * N, NAN)),
+          C2(std::vector<float>(M * N, NAN));
+      pk::cuda::mm_epilogue({DA.get(), {M, K}}, {DB.get(), {K, N}},
+                            {DR.get(), {M, N}}, {DBias.get(), {N}},
+                            {C1.get(), {M, N}}, 0.75f);
+      pk::cuda::mm_prologue({DA.get(), {M, K}}, {DB.get(), {K, N}},
+                            {DG.get(), {K}}, {C2.get(), {M, N}});
+      pk::cuda::mm_accumulate({C3.get(), {M, N}}, {DA.get(), {M, K}},
+                              {DB.get(), {K, N}});
+      expectClose(E1, C1.host(), K, "mm_epilogue " + dims(S) + " " + Tag);
+      expectClose(E2, C2.host(), K, "mm_prologue " + dims(S) + " " + Tag);
+      expectClose(E3, C3.host(), K, "mm_accumulate " + dims(S) + " " + Tag);
+    });
+  }
+}
+
+TEST_F(CudaMatmul, BatchedWithBroadcasting) {
+  for (const Shape &S : {Shape{17, 33, 9}, Shape{65, 3, 20}}) {
+    auto [M, N, K] = S;
+    const int64_t Bt = 3;
+    auto A = rnd(Bt * M * K, 8), B = rnd(Bt * K * N, 9), B1 = rnd(K * N, 10),
+         A2 = rnd(M * K, 11);
+    std::vector<float> E1(Bt * M * N), E2(Bt * M * N), E3(Bt * M * N);
+    bmm({A.data(), {Bt, M, K}}, {B.data(), {Bt, K, N}},
+        {E1.data(), {Bt, M, N}});
+    bmm({A.data(), {Bt, M, K}}, {B1.data(), {1, K, N}},
+        {E2.data(), {Bt, M, N}});
+    bmm_shared_a({A2.data(), {M, K}}, {B.data(), {Bt, K, N}},
+                 {E3.data(), {Bt, M, N}});
+    forEachLaunch(M, N, Bt, [&](const std::string &Tag) {
+      Dev<float> DA(A), DB(B), DB1(B1), DA2(A2);
+      Dev<float> C1(std::vector<float>(Bt * M * N, NAN)),
+          C2(std::vector<float>(Bt * M * N, NAN)),
+          C3(std::vector<float>(Bt * M * N, NAN));
+      pk::cuda::bmm({DA.get(), {Bt, M, K}}, {DB.get(), {Bt, K, N}},
+                    {C1.get(), {Bt, M, N}});
+      pk::cuda::bmm({DA.get(), {Bt, M, K}}, {DB1.get(), {1, K, N}},
+                    {C2.get(), {Bt, M, N}});
+      pk::cuda::bmm_shared_a({DA2.get(), {M, K}}, {DB.get(), {Bt, K, N}},
+                             {C3.get(), {Bt, M, N}});
+      expectClose(E1, C1.host(), K, "bmm " + dims(S) + " " + Tag);
+      expectClose(E2, C2.host(), K, "bmm (b broadcast) " + dims(S) + " " + Tag);
+      expectClose(E3, C3.host(), K, "bmm_shared_a " + dims(S) + " " + Tag);
+    });
+  }
+}
+
+TEST_F(CudaMatmul, Float64AndInt32) {
+  for (const Shape &S : Shapes) {
+    auto [M, N, K] = S;
+    std::vector<double> A(M * K), B(K * N), E(M * N);
+    std::vector<int32_t> IA(M * K), IB(K * N), IE(M * N);
+    for (int64_t I = 0; I < M * K; ++I) {
+      A[I] = std::sin(double(I));
+      IA[I] = int32_t(I % 7) - 3;
+    }
+    for (int64_t I = 0; I < K * N; ++I) {
+      B[I] = std::cos(double(I) * 0.3);
+      IB[I] = int32_t(I % 5) - 2;
+    }
+    mm_f64({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
+    mm_i32({IA.data(), {M, K}}, {IB.data(), {K, N}}, {IE.data(), {M, N}});
+    forEachLaunch(M, N, 1, [&](const std::string &Tag) {
+      Dev<double> DA(A), DB(B), C(std::vector<double>(M * N, NAN));
+      Dev<int32_t> DIA(IA), DIB(IB), IC(std::vector<int32_t>(M * N, -7));
+      pk::cuda::mm_f64({DA.get(), {M, K}}, {DB.get(), {K, N}},
+                       {C.get(), {M, N}});
+      pk::cuda::mm_i32({DIA.get(), {M, K}}, {DIB.get(), {K, N}},
+                       {IC.get(), {M, N}});
+      expectClose(E, C.host(), K, "mm_f64 " + dims(S) + " " + Tag);
+      expectClose(IE, IC.host(), K, "mm_i32 " + dims(S) + " " + Tag);
+    });
+  }
+}
+
+TEST_F(CudaMatmul, ShapeErrorBeforeAnyLaunch) {
+  std::vector<float> A(6, 1), B(12, 1);
+  Dev<float> DA(A), DB(B), C(std::vector<float>(8, 7.0f));
+  const uint64_t Before = pk::shim::stats().Launches;
+  EXPECT_THROW(pk::cuda::mm_nn({DA.get(), {2, 3}}, {DB.get(), {4, 3}},
+                               {C.get(), {2, 4}}),
+               pk::ShapeError);
+  EXPECT_EQ(pk::shim::stats().Launches, Before);
+  for (float V : C.host())
+    EXPECT_EQ(V, 7.0f);
+}
+
+} // namespace
