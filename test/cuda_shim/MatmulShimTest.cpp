@@ -1,4 +1,4 @@
-// The tiled CUDA matmul kernels of test/e2e/kernels/matmul.cpp on the shim,
+// The tiled CUDA matmul kernels of test/e2e/kernels/matmul_cases.cpp on the shim,
 // against the compiled CPU kernels (themselves tested against eager in
 // test/e2e/MatmulTest.cpp). Every tile variant of the launcher runs: the
 // shim's SM count is set so that the launcher picks 128 x 128, 64 x 64 or
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "matmul.pk.h"
+#include "matmul_cases.pk.h"
 
 void mm_nn(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
 void mm_nt(pk::In<float, 2> a, pk::In<float, 2> bt, pk::Out<float, 2> c);

@@ -1,4 +1,4 @@
-// Differential tests of test/e2e/kernels/matmul.cpp: eager vs compiled over
+// Differential tests of test/e2e/kernels/matmul_cases.cpp: eager vs compiled over
 // every (M, N, K) in {0, 1, 3, 17, 65, 127, 129} for the plain layouts
 // (tails of every micro-tile and vector width, K = 0 included) and over a
 // smaller set for the fused and batched variants.
@@ -19,7 +19,7 @@
 #include <string>
 
 namespace eager {
-#include "kernels/matmul.cpp"
+#include "kernels/matmul_cases.cpp"
 }
 
 void mm_nn(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
