@@ -23,6 +23,8 @@ llvm::StringRef gpu::strategyName(Strategy S) {
     return "two-stage";
   case Strategy::Gemm:
     return "gemm";
+  case Strategy::Attention:
+    return "attention";
   }
   return "?";
 }
@@ -53,6 +55,8 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
   for (const GemmTile &G : P.GemmTiles)
     OS << Pad << "  tile: " << G.BM << " x " << G.BN << " x " << P.GemmBK
        << ", " << G.TM << " x " << G.TN << " per thread\n";
+  for (int C : P.ColumnsPerLane)
+    OS << Pad << "  output columns per lane: " << C << "\n";
   if (P.MaxPartials)
     OS << Pad << "  partials: at most " << P.MaxPartials << "\n";
   for (const std::string &Note : P.Notes)

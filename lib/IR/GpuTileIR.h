@@ -43,6 +43,7 @@ enum class Strategy : uint8_t {
   Columns,           ///< threads over the kept axes, slices of the reduction
   TwoStage,          ///< full reduction: per-block partials, then one block
   Gemm,              ///< matrix product: shared-memory tiles, register tiles
+  Attention,         ///< a warp per query row, online softmax over the keys
 };
 
 /// One tile shape of a matmul kernel: a block computes BM x BN outputs,
@@ -80,6 +81,10 @@ struct NestPlan {
   /// first whose tile count fills the SMs), and the depth of a K step.
   std::vector<GemmTile> GemmTiles;
   int GemmBK = 0;
+  /// Attention: the output columns per lane the launcher picks from
+  /// (ceil(j / 32) rounded up to one of them; the largest loops over
+  /// chunks of 32 times it).
+  std::vector<int> ColumnsPerLane;
   std::vector<std::string> Notes;
   std::vector<NestPlan> Unfused;
 };

@@ -12,6 +12,7 @@
 
 #include "IR/GraphIR.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,24 @@ struct Stmt {
   std::vector<ExtentId> LoopExtents;
 };
 
+/// The parts of an attention nest (softmax(s) v with s a function of q kᵀ):
+/// the domain is [batch?, t, j, s, d]; rows are (batch, t, j), reduced are
+/// the keys s and the head dimension d. The body holds the math as written
+/// (qk, m = max, e, l = sum, acc = sum of e v, out = acc / l); the emitters
+/// run it as an online softmax per query row, so no [t, s] value is stored.
+struct AttentionParts {
+  int BatchAxis = -1;
+  unsigned TAxis = 0, JAxis = 0, SAxis = 0, DAxis = 0;
+  /// Statement indices: q kᵀ's reduce over d, the score s, the max over s,
+  /// e = exp(s - max), the sum of e, the value v, and acc = the sum of e v.
+  unsigned QK = 0, Score = 0, Max = 0, Exp = 0, Sum = 0, Value = 0, Acc = 0;
+  /// What each loop computes, in body order: per (s, d) the product of q
+  /// and k (ending with it); per (t, s) the score (ending with it); per (s,
+  /// j) the value; per (t, j) after the keys: the output and its store.
+  std::vector<unsigned> Dot, ScoreStmts, ValueStmts, Epilogue;
+  ExtentId Keys = 0, HeadDim = 0; ///< the extents of s and d
+};
+
 /// One loop nest: for every index of `Domain`, run `Body`.
 ///
 /// A reduction nest (ReduceAxes not empty) loops over the other axes (the
@@ -99,6 +118,8 @@ struct Nest {
   /// Set when FuseConds can fail and no safe unfused order exists: the
   /// emitted code raises this as a ShapeError.
   std::string UnfusedError;
+  /// Set for an attention nest.
+  std::optional<AttentionParts> Attention;
 
   /// True when every load has the domain's rank and no Broadcast axis: then
   /// one flat loop over all elements is valid whenever the Runtime axes turn

@@ -25,6 +25,8 @@ llvm::StringRef tile::loopKindName(LoopKind K) {
     return "single";
   case LoopKind::Gemm:
     return "gemm";
+  case LoopKind::Attention:
+    return "attention";
   }
   return "?";
 }

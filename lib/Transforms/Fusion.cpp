@@ -18,6 +18,9 @@
 //    epilogue runs where each output element is produced; its elementwise
 //    producers are recomputed per product (ScheduleCpu may pack them).
 //    transpose is a view: loads index through it, nothing is copied.
+//  * softmax(s) v with s an elementwise function of q kᵀ (attention, see
+//    IR/AttentionPattern.h) is a group of its own: one nest over the query
+//    rows that runs an online softmax over the keys; no [T, S] buffer.
 //  * Groups run in an order where a group that reads a ref's old value runs
 //    before the group that overwrites it. A cycle needs a temporary, which
 //    pkc does not create yet: it is reported.
@@ -70,15 +73,38 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
   FusionPlan Plan;
   std::vector<NodeId> Stores;
   std::map<NodeId, std::set<unsigned>> &Reads = Plan.StoreReads;
-  std::map<NodeId, std::pair<unsigned, std::vector<unsigned>>> Signature;
+  // Store -> the signature of its reductions, and whether one is a matmul:
+  // a matmul's group takes no other reductions (they would turn its gemm
+  // into one dot product per element).
+  using GroupKey = std::pair<std::pair<unsigned, std::vector<unsigned>>, bool>;
+  std::map<NodeId, GroupKey> Signature;
   std::set<NodeId> Reported;
+  std::map<NodeId, AttentionMatch> Attention;
   for (NodeId I = 0; I < F.Nodes.size(); ++I) {
     if (F.Nodes[I].Dead || !F.Nodes[I].isStore())
       continue;
     Stores.push_back(I);
+    if (auto A = matchAttention(F, I)) {
+      Attention[I] = *A;
+      // Only the refs it reads matter (for the order of the groups).
+      std::vector<NodeId> Work = {F.Nodes[I].Operands[0]};
+      std::set<NodeId> Visited;
+      while (!Work.empty()) {
+        NodeId V = Work.back();
+        Work.pop_back();
+        if (!Visited.insert(V).second)
+          continue;
+        if (F.Nodes[V].Kind == NodeKind::Load)
+          Reads[I].insert(F.Nodes[V].Param);
+        for (NodeId O : valueOperands(F.Nodes[V]))
+          Work.push_back(O);
+      }
+      continue;
+    }
     std::vector<NodeId> Work = {F.Nodes[I].Operands[0]};
     std::set<NodeId> Visited;
     std::optional<std::pair<unsigned, std::vector<unsigned>>> Sig;
+    bool HasMatMul = false;
     while (!Work.empty()) {
       NodeId V = Work.back();
       Work.pop_back();
@@ -86,6 +112,7 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
         continue;
       const Node &N = F.Nodes[V];
       if (N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul) {
+        HasMatMul |= N.Kind == NodeKind::MatMul;
         auto S = reduceSignature(F, N);
         if (!Sig)
           Sig = S;
@@ -106,7 +133,7 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
         Work.push_back(O);
     }
     if (Sig)
-      Signature[I] = *Sig;
+      Signature[I] = {*Sig, HasMatMul};
   }
   if (!Diags.empty())
     return Plan;
@@ -114,8 +141,19 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
   // Reduction groups first (source order), then elementwise stores join a
   // reduction group of their rank or group by rank.
   std::vector<FusionPlan::Group> Groups;
-  std::map<std::pair<unsigned, std::vector<unsigned>>, unsigned> GroupOfSig;
+  std::map<GroupKey, unsigned> GroupOfSig;
   std::map<unsigned, unsigned> ElementwiseGroupOfRank;
+  for (NodeId S : Stores) {
+    auto A = Attention.find(S);
+    if (A == Attention.end())
+      continue;
+    unsigned R = F.Nodes[A->second.PV].rank();
+    Groups.emplace_back();
+    Groups.back().Stores = {S};
+    Groups.back().Rank = R + 2;
+    Groups.back().ReduceAxes = {R, R + 1};
+    Groups.back().Attention = A->second;
+  }
   for (NodeId S : Stores) {
     auto It = Signature.find(S);
     if (It == Signature.end())
@@ -123,17 +161,21 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
     auto [G, Inserted] = GroupOfSig.try_emplace(It->second, Groups.size());
     if (Inserted) {
       Groups.emplace_back();
-      Groups.back().Rank = It->second.first;
-      Groups.back().ReduceAxes = It->second.second;
+      Groups.back().Rank = It->second.first.first;
+      Groups.back().ReduceAxes = It->second.first.second;
+      Groups.back().MatMul = It->second.second;
     }
     Groups[G->second].Stores.push_back(S);
   }
   for (NodeId S : Stores) {
-    if (Signature.count(S))
+    if (Signature.count(S) || Attention.count(S))
       continue;
     unsigned Rank = F.Params[F.Nodes[S].Param].Rank;
+    // Not into a matmul's group: its rank counts the k axis, so a store of
+    // that rank is not of its rows (and would break the gemm).
     auto Joined = llvm::find_if(Groups, [&](const FusionPlan::Group &G) {
-      return !G.ReduceAxes.empty() && G.Rank == Rank;
+      return !G.ReduceAxes.empty() && !G.Attention && !G.MatMul &&
+             G.Rank == Rank;
     });
     if (Joined != Groups.end()) {
       Joined->Stores.push_back(S);

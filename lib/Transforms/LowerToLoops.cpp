@@ -105,6 +105,8 @@ private:
       N.Group = GroupId;
       N.Indexed = true;
       N.ReduceAxes = Grp.ReduceAxes;
+      if (Grp.Attention)
+        return runAttention(*Grp.Attention);
       const Node &First = F.Nodes[Grp.Stores.front()];
       unsigned Rank =
           Grp.ReduceAxes.empty() ? F.Params[First.Param].Rank : Grp.Rank;
@@ -244,15 +246,22 @@ private:
       add(std::move(St));
     }
 
-    std::optional<unsigned> lower(NodeId Id, std::vector<int> Emb) {
-      // An axis of extent 1 is read at index 0 whatever it is aligned
-      // with: forget its alignment, so that one value used through
-      // different views (m and squeeze(m, -1)) is computed once.
+    /// The memo key of a value under an embedding. An axis of extent 1 is
+    /// read at index 0 whatever it is aligned with: forget its alignment, so
+    /// that one value used through different views (m and squeeze(m, -1))
+    /// is computed once.
+    std::pair<NodeId, std::vector<int>> memoKey(NodeId Id,
+                                                std::vector<int> Emb) const {
       const Node &Nd = F.Nodes[Id];
       for (size_t K = 0; K < Emb.size() && K < Nd.Sh.size(); ++K)
         if (F.Extents.isConst(Nd.Sh[K], 1))
           Emb[K] = -1;
-      auto Key = std::make_pair(Id, Emb);
+      return {Id, std::move(Emb)};
+    }
+
+    std::optional<unsigned> lower(NodeId Id, const std::vector<int> &E) {
+      auto Key = memoKey(Id, E);
+      const std::vector<int> &Emb = Key.second;
       if (auto It = Memo.find(Key); It != Memo.end())
         return It->second;
       std::optional<unsigned> R = lowerImpl(Id, Emb);
@@ -402,6 +411,139 @@ private:
       }
     }
 
+    /// The statements `Roots` need, in body order, stopping at (and
+    /// leaving out) Reduce statements.
+    std::vector<unsigned> closure(std::vector<unsigned> Work) const {
+      std::set<unsigned> Seen;
+      while (!Work.empty()) {
+        unsigned I = Work.back();
+        Work.pop_back();
+        if (N.Body[I].K == Stmt::Reduce || !Seen.insert(I).second)
+          continue;
+        Work.insert(Work.end(), N.Body[I].Args.begin(), N.Body[I].Args.end());
+      }
+      return {Seen.begin(), Seen.end()};
+    }
+
+    Stmt make(Stmt::Kind K, DType T, llvm::StringRef Name,
+              std::vector<unsigned> Args, unsigned Line) {
+      Stmt S;
+      S.K = K;
+      S.Type = T;
+      S.Name = L.Names.get(Name);
+      S.Args = std::move(Args);
+      S.Line = Line;
+      return S;
+    }
+
+    /// Attention (IR/AttentionPattern.h) over [batch?, t, j, s, d]: the
+    /// loads of q, k and v under their embeddings, q kᵀ as a reduce over d,
+    /// the score as written, then the softmax and the product with v as
+    /// reduces over s. The emitters run the last three as one online loop.
+    Nest runAttention(const AttentionMatch &A) {
+      const Node &PV = F.Nodes[A.PV], &QK = F.Nodes[A.QK];
+      const unsigned R = PV.rank();
+      loop::AttentionParts P;
+      P.BatchAxis = R == 3 ? 0 : -1;
+      P.TAxis = R - 2;
+      P.JAxis = R - 1;
+      P.SAxis = R;
+      P.DAxis = R + 1;
+      // The keys: the score's last extent (q kᵀ's, or a mask's when k has
+      // one row that broadcasts).
+      P.Keys = F.Nodes[A.Score].Sh.back();
+      P.HeadDim = F.Nodes[QK.Operands[0]].Sh.back();
+      for (unsigned K = 0; K < R; ++K)
+        Outer.push_back(K);
+      const Node &St = F.Nodes[A.Store];
+      N.Domain.assign(R + 2, F.Extents.constant(1));
+      for (unsigned K = 0; K < R; ++K)
+        N.Domain[K] = F.Extents.dim(St.Param, K);
+      N.Domain[P.SAxis] = P.Keys;
+      N.Domain[P.DAxis] = P.HeadDim;
+      // An operand's embedding: its batch axis (if it has one), then two.
+      auto Emb = [&](NodeId Of, int Row, int Col) {
+        std::vector<int> E;
+        if (F.Nodes[Of].rank() == 3)
+          E.push_back(0);
+        E.push_back(Row);
+        E.push_back(Col);
+        return E;
+      };
+      const int T = P.TAxis, J = P.JAxis, S = P.SAxis, D = P.DAxis;
+      std::optional<unsigned> Q = lower(QK.Operands[0], Emb(QK.Operands[0], T, D));
+      std::optional<unsigned> K =
+          Q ? lower(QK.Operands[1], Emb(QK.Operands[1], D, S)) : std::nullopt;
+      if (!K)
+        return N;
+      const unsigned Line = QK.Loc.Line, Out = PV.Loc.Line;
+      const DType Ty = PV.Type;
+      unsigned Prod = add(make(Stmt::Apply, Ty, "qk_prod", {*Q, *K}, Line));
+      N.Body[Prod].Op = OpCode::Mul;
+      Stmt QKSum = make(Stmt::Reduce, Ty, "qk", {Prod}, Line);
+      QKSum.LoopExtents = {P.HeadDim};
+      P.QK = add(std::move(QKSum));
+      Memo[memoKey(A.QK, Emb(A.QK, T, S))] = P.QK;
+      std::optional<unsigned> Sc = lower(A.Score, Emb(A.Score, T, S));
+      std::optional<unsigned> V =
+          Sc ? lower(PV.Operands[1], Emb(PV.Operands[1], S, J)) : std::nullopt;
+      if (!V)
+        return N;
+      P.Score = *Sc;
+      P.Value = *V;
+      const unsigned SmLine = F.Nodes[A.Max].Loc.Line;
+      Stmt Max = make(Stmt::Reduce, Ty, "m", {P.Score}, SmLine);
+      Max.Reduction = ReduceKind::Max;
+      Max.LoopExtents = {P.Keys};
+      P.Max = add(std::move(Max));
+      unsigned Sub = add(make(Stmt::Apply, Ty, "t", {P.Score, P.Max}, SmLine));
+      N.Body[Sub].Op = OpCode::Sub;
+      P.Exp = add(make(Stmt::Apply, Ty, "e", {Sub}, SmLine));
+      N.Body[P.Exp].Op = OpCode::Exp;
+      Stmt Sum = make(Stmt::Reduce, Ty, "l", {P.Exp},
+                      F.Nodes[A.Sum].Loc.Line);
+      Sum.LoopExtents = {P.Keys};
+      P.Sum = add(std::move(Sum));
+      unsigned EV = add(make(Stmt::Apply, Ty, "ev", {P.Exp, P.Value}, Out));
+      N.Body[EV].Op = OpCode::Mul;
+      Stmt Acc = make(Stmt::Reduce, Ty, "acc", {EV}, Out);
+      Acc.LoopExtents = {P.Keys};
+      P.Acc = add(std::move(Acc));
+      unsigned Div = add(make(Stmt::Apply, Ty, "out", {P.Acc, P.Sum}, Out));
+      N.Body[Div].Op = OpCode::Div;
+      Memo[memoKey(A.PV, Emb(A.PV, T, J))] = Div;
+      lowerStore(A.Store);
+      deferStoresToReadRefs();
+      // The loops as the emitters run them; phases and inner flags for
+      // --emit=loop: 0 the dot products, 1 the scores and their max, 2 the
+      // exponentials, their sum and the sum with v, 3 the output.
+      P.Dot = closure({Prod});
+      P.ScoreStmts = closure({P.Score});
+      P.ValueStmts = closure({P.Value});
+      std::vector<unsigned> Stores;
+      for (unsigned I = 0; I < N.Body.size(); ++I)
+        if (N.Body[I].K == Stmt::Store)
+          Stores.push_back(I);
+      P.Epilogue = closure(Stores);
+      auto Mark = [&](const std::vector<unsigned> &Stmts, unsigned Phase,
+                      bool Inner) {
+        for (unsigned I : Stmts) {
+          N.Body[I].Phase = Phase;
+          N.Body[I].Inner = Inner;
+        }
+      };
+      Mark(P.Dot, 0, true);
+      Mark({P.QK}, 0, false);
+      Mark(P.ScoreStmts, 1, true);
+      Mark({P.Max}, 1, false);
+      Mark({Sub, P.Exp, EV}, 2, true);
+      Mark(P.ValueStmts, 2, true);
+      Mark({P.Sum, P.Acc}, 2, false);
+      Mark(P.Epilogue, 3, false);
+      N.Attention = std::move(P);
+      return N;
+    }
+
     /// matmul(a, b) in a nest over [batch..., m, n, k] reducing k: the sum
     /// over k of a[batch, m, k] * b[batch, k, n]. Like a reduction, its
     /// result is only available as a row value, used along the rows.
@@ -435,10 +577,25 @@ private:
       std::optional<unsigned> B = A ? Operand(1, KAxis, NAxis) : std::nullopt;
       if (!B)
         return std::nullopt;
+      // Integer products are taken in int64, like the sum (and the eager
+      // header): int32 products of large values would overflow.
+      DType ProdType = isFloat(Nd.Type) ? Nd.Type : DType::I64;
+      auto Widen = [&](unsigned V) {
+        if (N.Body[V].Type == ProdType)
+          return V;
+        Stmt C = fromNode(Nd, Stmt::Cast, "");
+        C.Name = L.Names.get(N.Body[V].Name + "_64");
+        C.Type = ProdType;
+        C.Args = {V};
+        inherit(C);
+        return add(std::move(C));
+      };
+      unsigned WA = Widen(*A), WB = Widen(*B);
       Stmt P = fromNode(Nd, Stmt::Apply, "");
       P.Name = L.Names.get("prod");
+      P.Type = ProdType;
       P.Op = OpCode::Mul;
-      P.Args = {*A, *B};
+      P.Args = {WA, WB};
       inherit(P);
       P.Inner = true;
       unsigned Prod = add(std::move(P));

@@ -7,6 +7,7 @@
 #ifndef PK_TRANSFORMS_PASSES_H
 #define PK_TRANSFORMS_PASSES_H
 
+#include "IR/AttentionPattern.h"
 #include "IR/GpuTileIR.h"
 #include "IR/GraphIR.h"
 #include "IR/LoopIR.h"
@@ -44,6 +45,11 @@ struct FusionPlan {
     /// are reduced over (normalised, sorted). Empty for elementwise groups.
     unsigned Rank = 0;
     std::vector<unsigned> ReduceAxes;
+    /// A matmul's group (its reduction is a matmul's sum over k).
+    bool MatMul = false;
+    /// Attention (one store): the nest runs over [batch?, t, j] rows and
+    /// the reduce axes [s, d] (ir/AttentionPattern.h).
+    std::optional<ir::AttentionMatch> Attention;
   };
   std::vector<Group> Groups;
   /// Every live node -> the group that computes it (a node recomputed in

@@ -17,6 +17,8 @@
 //    threads, packed operand blocks, a register-tiled micro-kernel, the
 //    epilogue applied to each tile after its last K block. The blocking
 //    comes from the cache sizes (see gemmBlocking).
+//  * Attention (Nest::Attention) runs query rows on threads, each one pass
+//    over the keys with an online softmax.
 //  * A full reduction is one row: vectorised, on the calling thread.
 //  * Threads only when the work reaches the target's threshold.
 //
@@ -184,14 +186,26 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
                       "thread");
     return S;
   }
+  if (N.Attention) {
+    S.Kind = LoopKind::Attention;
+    S.ThreadedLoops = RowAxes - 1;
+    S.Vector = "the head dimension (q . k) and the output columns (acc)";
+    S.Notes.push_back(
+        "attention: threads take query rows; per row one pass over the keys "
+        "with an online softmax (running max, rescaled sum and output row), "
+        "so the [t, s] scores are never stored; k and v rows are re-read "
+        "from cache by every query row");
+    return S;
+  }
   if (auto G = loop::matchGemm(N)) {
     S.Kind = LoopKind::Gemm;
     S.ThreadedLoops = RowAxes - 1;
-    // Work counts multiply-adds, which the micro-kernel runs ~16 per cycle:
-    // a region (~1.5 us) pays off from ~10 us of work, 4x the threshold.
+    // Work counts multiply-adds, which the micro-kernel runs ~16-32 per
+    // cycle: 4x the threshold is ~5 us of one core, past which a region
+    // (~1.5 us to enter) pays off.
     S.MinWorkForThreads = T.ParallelMinWork * 4;
     S.Notes.front() = fmt::format(
-        "threads above {} multiply-adds (~10 us of one core's micro-kernel): "
+        "threads above {} multiply-adds (~5 us of one core's micro-kernel): "
         "a libgomp region costs ~1.5 us to enter",
         S.MinWorkForThreads);
     S.Vector = "micro-kernel (MR x NR accumulators in vector registers)";

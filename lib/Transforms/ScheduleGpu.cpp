@@ -22,6 +22,8 @@
 //    the epilogue runs on the registers before the only store. The launcher
 //    takes 128 x 128 tiles (8 x 8 per thread) when they fill the SMs, else
 //    64 x 64 or 32 x 32.
+//  * Attention runs a warp per query row: an online softmax over the keys,
+//    the lanes splitting each q . k and the output columns.
 //  * Full reductions with one phase run in two stages: each block reduces a
 //    grid-stride share to one partial, then one block reduces the partials
 //    and runs the consumers. Deterministic, unlike float atomics. Full
@@ -142,6 +144,16 @@ NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
     P.BlockX = T.ElementwiseBlock;
     P.Notes.push_back("axes move (expand_dims/squeeze/index): one thread "
                       "per element, strided indexing");
+    return P;
+  }
+  if (N.Attention) {
+    P.Kind = Strategy::Attention;
+    P.BlockX = 256;
+    P.ColumnsPerLane = {1, 2, 4, 8};
+    P.Notes.push_back(
+        "attention: a warp per query row (8 per block); per key the lanes "
+        "split q . k over the head dimension (butterfly sum), then update "
+        "the online softmax and their output columns; no [t, s] buffer");
     return P;
   }
   if (loop::matchGemm(N)) {

@@ -39,6 +39,12 @@ void bmm(pk::In<float, 3> a, pk::In<float, 3> b, pk::Out<float, 3> c);
 void bmm_shared_a(pk::In<float, 2> a, pk::In<float, 3> b, pk::Out<float, 3> c);
 void mm_f64(pk::In<double, 2> a, pk::In<double, 2> b, pk::Out<double, 2> c);
 void mm_i32(pk::In<int32_t, 2> a, pk::In<int32_t, 2> b, pk::Out<int32_t, 2> c);
+void attention_causal_heads(pk::In<float, 3> q, pk::In<float, 3> k,
+                            pk::In<float, 3> v, pk::Out<float, 3> o,
+                            float scale);
+void attention_masked(pk::In<float, 2> q, pk::In<float, 2> k,
+                      pk::In<float, 2> v, pk::In<float, 2> bias,
+                      pk::Out<float, 2> o);
 
 namespace {
 
@@ -269,6 +275,51 @@ TEST_F(CudaMatmul, Float64AndInt32) {
       expectClose(IE, IC.host(), K, "mm_i32 " + dims(S) + " " + Tag);
     });
   }
+}
+
+// Attention: a warp per query row; J past 32 x kCols (256) runs in chunks.
+// Both sides run the same online recurrence: 2e-5 + 2e-6 (d + s).
+TEST_F(CudaMatmul, Attention) {
+#ifdef PK_SHIM_MATMUL_SMALL
+  const int64_t Ts[] = {1, 9}, Ds[] = {1, 33}, Js[] = {1, 33};
+#else
+  const int64_t Ts[] = {1, 9, 40}, Ds[] = {1, 8, 33}, Js[] = {1, 31, 70, 300};
+#endif
+  for (int64_t T : Ts)
+    for (int64_t D : Ds)
+      for (int64_t J : Js) {
+        const int64_t H = 2, S2 = T + 3;
+        auto Q = rnd(H * T * D, 41), K = rnd(H * T * D, 42),
+             V = rnd(H * T * J, 43), K2 = rnd(S2 * D, 44),
+             V2 = rnd(S2 * J, 45), Bias = rnd(T * S2, 46);
+        for (int64_t I = 1; I < T * S2; I += 4)
+          Bias[I] = -INFINITY;
+        std::vector<float> E1(H * T * J), E2(T * J);
+        attention_causal_heads({Q.data(), {H, T, D}}, {K.data(), {H, T, D}},
+                               {V.data(), {H, T, J}}, {E1.data(), {H, T, J}},
+                               0.125f);
+        attention_masked({Q.data(), {T, D}}, {K2.data(), {S2, D}},
+                         {V2.data(), {S2, J}}, {Bias.data(), {T, S2}},
+                         {E2.data(), {T, J}});
+        std::string W = "T=" + std::to_string(T) + " d=" + std::to_string(D) +
+                        " j=" + std::to_string(J);
+        for (int Seed : {0, 1}) {
+          pk::shim::set_schedule(Seed ? pk::shim::Schedule::Random
+                                      : pk::shim::Schedule::Forward,
+                                 Seed);
+          Dev<float> DQ(Q), DK(K), DV(V), DK2(K2), DV2(V2), DB(Bias);
+          Dev<float> O1(std::vector<float>(H * T * J, NAN)),
+              O2(std::vector<float>(T * J, NAN));
+          pk::cuda::attention_causal_heads(
+              {DQ.get(), {H, T, D}}, {DK.get(), {H, T, D}},
+              {DV.get(), {H, T, J}}, {O1.get(), {H, T, J}}, 0.125f);
+          pk::cuda::attention_masked({DQ.get(), {T, D}}, {DK2.get(), {S2, D}},
+                                     {DV2.get(), {S2, J}},
+                                     {DB.get(), {T, S2}}, {O2.get(), {T, J}});
+          expectClose(E1, O1.host(), 3 * (D + T), "attention_causal_heads " + W);
+          expectClose(E2, O2.host(), 3 * (D + S2), "attention_masked " + W);
+        }
+      }
 }
 
 TEST_F(CudaMatmul, ShapeErrorBeforeAnyLaunch) {

@@ -42,6 +42,14 @@ void mm_accumulate(pk::InOut<float, 2> c, pk::In<float, 2> a,
 void mm_f64(pk::In<double, 2> a, pk::In<double, 2> b, pk::Out<double, 2> c);
 void mm_i32(pk::In<int32_t, 2> a, pk::In<int32_t, 2> b, pk::Out<int32_t, 2> c);
 void transpose_copy(pk::In<float, 3> x, pk::Out<float, 3> y);
+void attention_causal_heads(pk::In<float, 3> q, pk::In<float, 3> k,
+                            pk::In<float, 3> v, pk::Out<float, 3> o,
+                            float scale);
+void attention_masked(pk::In<float, 2> q, pk::In<float, 2> k,
+                      pk::In<float, 2> v, pk::In<float, 2> bias,
+                      pk::Out<float, 2> o);
+void attention_f64(pk::In<double, 3> q, pk::In<double, 3> k,
+                   pk::In<double, 3> v, pk::Out<double, 3> o);
 
 namespace {
 
@@ -274,6 +282,66 @@ TEST(Matmul, TransposeIsAView) {
       }
 }
 
+// Attention (one online-softmax pass per query row) against eager's
+// materialised softmax. The output is a convex combination of v's rows
+// (|v| <= 1): |eager - compiled| <= 2e-5 + 2e-6 (d + s) covers the scores'
+// rounding (d products, |s| <= d / 8 here), exp's and the rescaled sums'.
+TEST(Matmul, AttentionFusedOverOddShapes) {
+  for (int64_t T : {1, 2, 17, 130})
+    for (int64_t D : {1, 8, 64})
+      for (int64_t J : {1, 3, 64}) {
+        const int64_t H = 2, S = T;
+        auto Q = rnd(H * T * D, 31), K = rnd(H * S * D, 32),
+             V = rnd(H * S * J, 33);
+        std::string W = "T=" + std::to_string(T) + " d=" + std::to_string(D) +
+                        " j=" + std::to_string(J);
+        std::vector<float> E(H * T * J);
+        auto C = poisoned(H * T * J);
+        eager::attention_causal_heads({Q.data(), {H, T, D}},
+                                      {K.data(), {H, S, D}},
+                                      {V.data(), {H, S, J}},
+                                      {E.data(), {H, T, J}}, 0.125f);
+        attention_causal_heads({Q.data(), {H, T, D}}, {K.data(), {H, S, D}},
+                               {V.data(), {H, S, J}}, {C.data(), {H, T, J}},
+                               0.125f);
+        expectClose(E, C, 5 * (D + S), "attention_causal_heads " + W);
+        // Keys != queries, an additive mask with -inf entries (never a
+        // whole row), rank 2.
+        const int64_t S2 = T + 5;
+        auto K2 = rnd(S2 * D, 34), V2 = rnd(S2 * J, 35), B = rnd(T * S2, 36);
+        for (int64_t I = 0; I < T * S2; I += 3)
+          if (I % S2 != 0)
+            B[I] = -INFINITY;
+        std::vector<float> E2(T * J);
+        auto C2 = poisoned(T * J);
+        eager::attention_masked({Q.data(), {T, D}}, {K2.data(), {S2, D}},
+                                {V2.data(), {S2, J}}, {B.data(), {T, S2}},
+                                {E2.data(), {T, J}});
+        attention_masked({Q.data(), {T, D}}, {K2.data(), {S2, D}},
+                         {V2.data(), {S2, J}}, {B.data(), {T, S2}},
+                         {C2.data(), {T, J}});
+        expectClose(E2, C2, 5 * (D + S2), "attention_masked " + W);
+      }
+}
+
+TEST(Matmul, AttentionFloat64AndBroadcastHeads) {
+  // One head of k and v shared by 3 heads of q (extent 1, broadcast).
+  const int64_t H = 3, T = 33, D = 16, J = 5;
+  std::vector<double> Q(H * T * D), K(T * D), V(T * J), E(H * T * J),
+      C(H * T * J, NAN);
+  for (size_t I = 0; I < Q.size(); ++I)
+    Q[I] = std::sin(double(I));
+  for (size_t I = 0; I < K.size(); ++I)
+    K[I] = std::cos(double(I) * 0.3);
+  for (size_t I = 0; I < V.size(); ++I)
+    V[I] = std::sin(double(I) * 0.7);
+  eager::attention_f64({Q.data(), {H, T, D}}, {K.data(), {1, T, D}},
+                       {V.data(), {1, T, J}}, {E.data(), {H, T, J}});
+  attention_f64({Q.data(), {H, T, D}}, {K.data(), {1, T, D}},
+                {V.data(), {1, T, J}}, {C.data(), {H, T, J}});
+  expectClose(E, C, D + T, "attention_f64");
+}
+
 TEST(Matmul, ShapeErrorsBeforeAnyWrite) {
   std::vector<float> A(6, 1), B(12, 1), C(8, 7.0f);
   // a [2,3] x b [4,3]: inner extents 3 and 4.
@@ -289,10 +357,29 @@ TEST(Matmul, ShapeErrorsBeforeAnyWrite) {
   EXPECT_THROW(bmm({A3.data(), {2, 2, 3}}, {B3.data(), {3, 3, 2}},
                    {C3.data(), {3, 2, 2}}),
                pk::ShapeError);
+  // batches 3 and 2 do not broadcast either (c has a's 3).
+  std::vector<float> A4(3 * 2 * 3, 1), B4(2 * 3 * 2, 1);
+  EXPECT_THROW(bmm({A4.data(), {3, 2, 3}}, {B4.data(), {2, 3, 2}},
+                   {C3.data(), {3, 2, 2}}),
+               pk::ShapeError);
   for (float V : C)
     EXPECT_EQ(V, 7.0f);
   for (float V : C3)
     EXPECT_EQ(V, 7.0f);
+}
+
+TEST(Matmul, Int32ProductsDoNotOverflow) {
+  // 50000 * 50000 does not fit int32; eager multiplies and sums in int64
+  // and converts the sum (modulo 2^32), and so must the compiled kernel
+  // (wrapped int32 products would agree modulo 2^32 but are undefined
+  // behaviour: UBSan, in the asan preset, reports them).
+  const int64_t M = 2, N = 3, K = 5;
+  std::vector<int32_t> A(M * K, 50000), B(K * N, -50000), E(M * N), C(M * N);
+  A[3] = 7;
+  eager::mm_i32({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
+  mm_i32({A.data(), {M, K}}, {B.data(), {K, N}}, {C.data(), {M, N}});
+  EXPECT_EQ(E, C);
+  EXPECT_EQ(E[N], static_cast<int32_t>(int64_t(5) * 50000 * -50000));
 }
 
 } // namespace

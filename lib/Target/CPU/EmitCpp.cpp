@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -386,9 +387,171 @@ private:
     Out += fmt::format("{}  }});\n", Indent);
   }
 
+  /// `for (pk_i<Axis> ...)` over `Extent` around `Body`, vectorised; when
+  /// the loads and stores of `Stmts` along the axis may all step by 1, a
+  /// copy indexes them with unit stride under that run-time condition (g++
+  /// does not vectorise a reduction over a run-time stride).
+  void simdLoop(const Nest &N, unsigned Axis, const std::string &Extent,
+                const std::vector<unsigned> &Stmts, const std::string &Clause,
+                const std::string &Indent,
+                const std::function<void(int, const std::string &)> &Body) {
+    std::vector<std::string> Unit;
+    for (unsigned I : Stmts) {
+      const Stmt &S = N.Body[I];
+      if (S.K == Stmt::Load || S.K == Stmt::Store)
+        for (size_t K = 0; K < S.Dims.size(); ++K)
+          if (S.Dims[K] == static_cast<int>(Axis)) {
+            std::string C = strideVar(F, S.Param, K) + " == 1";
+            if (!llvm::is_contained(Unit, C))
+              Unit.push_back(C);
+          }
+    }
+    auto Loop = [&](int UnitAxis, const std::string &In) {
+      Out += fmt::format("#pragma omp simd{}\n", Clause);
+      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
+                         indexVar(Axis), indexVar(Axis), Extent,
+                         indexVar(Axis));
+      Body(UnitAxis, In + "  ");
+      Out += In + "}\n";
+    };
+    if (Unit.empty()) {
+      Loop(Axis, Indent);
+      return;
+    }
+    Out += fmt::format("{}if ({}) {{\n", Indent, fmt::join(Unit, " && "));
+    Loop(Axis, Indent + "  ");
+    Out += Indent + "} else {\n";
+    Loop(-1, Indent + "  ");
+    Out += Indent + "}\n";
+  }
+
+  /// Attention: per query row (batch, t), one pass over the keys s with an
+  /// online softmax: the running max pk_m, the sum pk_l and the output row
+  /// pk_row_acc are rescaled by exp(old max - new max) whenever the max
+  /// grows, so the scores are never stored.
+  void emitAttention(const Nest &N, const std::string &Indent) {
+    const loop::AttentionParts &A = *N.Attention;
+    const Stmt &QK = N.Body[A.QK];
+    std::string Ty = dtypeCppName(QK.Type).str();
+    auto Ext = [&](unsigned Axis) { return extentExpr(F, N.Domain[Axis]); };
+    std::string Rows = A.BatchAxis < 0
+                           ? Ext(A.TAxis)
+                           : fmt::format("{} * {}", Ext(A.BatchAxis),
+                                         Ext(A.TAxis));
+    emitPointers(N, Indent);
+    emitIndexedStrides(F, N, Out, Indent);
+    Out += fmt::format("{}const int64_t pk_n = {} * {} * ({} + {});\n", Indent,
+                       Rows, Ext(A.SAxis), Ext(A.DAxis), Ext(A.JAxis));
+    Out += fmt::format(
+        "{}// Attention: per query row, one pass over the keys with an online "
+        "softmax (running max, rescaled sum and output row); no [t, s] "
+        "buffer.\n",
+        Indent);
+    auto Index = [this](int UnitAxis) {
+      return [this, UnitAxis](const Stmt &S) {
+        return indexedIndex(F, S, UnitAxis);
+      };
+    };
+    auto Print = [&](const std::vector<unsigned> &Stmts, int UnitAxis,
+                     const std::string &In) {
+      for (unsigned I : Stmts)
+        emitStmt(F, N, N.Body[I], Backend::Cpu, Index(UnitAxis), Out, In);
+    };
+    std::string NegInf =
+        fmt::format("-std::numeric_limits<{}>::infinity()", Ty);
+    const Stmt &Sub = N.Body[N.Body[A.Exp].Args[0]];
+    unsigned EV = N.Body[A.Acc].Args[0];
+    auto Loops = [&](bool Threaded, const std::string &Outer) {
+      if (Threaded)
+        Out += fmt::format("#pragma omp parallel for{}\n",
+                           A.BatchAxis < 0 ? "" : " collapse(2)");
+      std::string In = Outer;
+      if (A.BatchAxis >= 0) {
+        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
+                           indexVar(A.BatchAxis), indexVar(A.BatchAxis),
+                           Ext(A.BatchAxis), indexVar(A.BatchAxis));
+        In += "  ";
+      }
+      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
+                         indexVar(A.TAxis), indexVar(A.TAxis), Ext(A.TAxis),
+                         indexVar(A.TAxis));
+      std::string R = In + "  ";
+      Out += fmt::format(
+          "{}{} *pk_row_acc = pk::rt::row_scratch<{}>(0, {});\n", R, Ty, Ty,
+          Ext(A.JAxis));
+      Out += "#pragma omp simd\n";
+      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{})\n{}  "
+                         "pk_row_acc[{}] = {}(0);\n",
+                         R, indexVar(A.JAxis), indexVar(A.JAxis), Ext(A.JAxis),
+                         indexVar(A.JAxis), R, indexVar(A.JAxis), Ty);
+      Out += fmt::format("{}{} pk_m = {}, pk_l = {}(0);\n", R, Ty, NegInf, Ty);
+      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", R,
+                         indexVar(A.SAxis), indexVar(A.SAxis), Ext(A.SAxis),
+                         indexVar(A.SAxis));
+      std::string K = R + "  ";
+      Out += fmt::format("{}{} {} = {}(0);\n", K, Ty, accumulatorVar(QK), Ty);
+      simdLoop(N, A.DAxis, Ext(A.DAxis), A.Dot,
+               fmt::format(" reduction(+ : {})", accumulatorVar(QK)), K,
+               [&](int Unit, const std::string &In) {
+                 Print(A.Dot, Unit, In);
+                 Out += fmt::format("{}{} += {};\n", In, accumulatorVar(QK),
+                                    valueRef(N, QK.Args[0]));
+               });
+      Out += fmt::format("{}const {} {} = {};\n", K, Ty, QK.Name,
+                         accumulatorVar(QK));
+      Print(A.ScoreStmts, -1, K);
+      std::string Score = valueRef(N, A.Score);
+      Out += fmt::format(
+          "{}// Online softmax: a masked key (-inf) before any other adds "
+          "nothing.\n",
+          K);
+      Out += fmt::format(
+          "{}const {} {} = {};\n", K, Ty, N.Body[A.Max].Name,
+          applyOp(OpCode::Maximum, Backend::Cpu, QK.Type, {"pk_m", Score}));
+      Out += fmt::format("{}if ({} == {})\n{}  continue;\n", K,
+                         N.Body[A.Max].Name, NegInf, K);
+      Out += fmt::format(
+          "{}const {} pk_rescale = {};\n", K, Ty,
+          applyOp(OpCode::Exp, Backend::Cpu, QK.Type,
+                  {fmt::format("pk_m - {}", N.Body[A.Max].Name)}));
+      emitStmt(F, N, Sub, Backend::Cpu, Index(-1), Out, K);
+      emitStmt(F, N, N.Body[A.Exp], Backend::Cpu, Index(-1), Out, K);
+      Out += fmt::format("{}pk_l = pk_l * pk_rescale + {};\n", K,
+                         N.Body[A.Exp].Name);
+      std::vector<unsigned> ValueLoop = A.ValueStmts;
+      ValueLoop.push_back(EV);
+      simdLoop(N, A.JAxis, Ext(A.JAxis), A.ValueStmts, "", K,
+               [&](int Unit, const std::string &In) {
+                 Print(ValueLoop, Unit, In);
+                 Out += fmt::format(
+                     "{}pk_row_acc[{}] = pk_row_acc[{}] * pk_rescale + {};\n",
+                     In, indexVar(A.JAxis), indexVar(A.JAxis),
+                     N.Body[EV].Name);
+               });
+      Out += fmt::format("{}pk_m = {};\n", K, N.Body[A.Max].Name);
+      Out += R + "}\n";
+      Out += fmt::format("{}const {} {} = pk_l;\n", R, Ty,
+                         N.Body[A.Sum].Name);
+      simdLoop(N, A.JAxis, Ext(A.JAxis), A.Epilogue, "", R,
+               [&](int Unit, const std::string &In) {
+                 Out += fmt::format("{}const {} {} = pk_row_acc[{}];\n", In,
+                                    Ty, N.Body[A.Acc].Name, indexVar(A.JAxis));
+                 Print(A.Epilogue, Unit, In);
+               });
+      Out += In + "}\n";
+      if (A.BatchAxis >= 0)
+        Out += Outer + "}\n";
+    };
+    emitThreadedOrSerial("pk_n", Indent, Loops);
+  }
+
   void emitNest(const Nest &N, const tile::NestSchedule &S,
                 const std::string &Indent) {
     Cur = &S;
+    if (S.Kind == tile::LoopKind::Attention) {
+      emitAttention(N, Indent);
+      return;
+    }
     if (S.Kind == tile::LoopKind::Gemm) {
       emitGemm(N, Indent);
       return;

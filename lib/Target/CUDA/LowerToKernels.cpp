@@ -100,6 +100,9 @@ private:
     case Strategy::Gemm:
       gemm(N, P, Name, K);
       break;
+    case Strategy::Attention:
+      attention(N, P, Name, K);
+      break;
     }
     for (size_t U = 0; U < N.Unfused.size(); ++U)
       K.Unfused.push_back(lowerNest(N.Unfused[U], P.Unfused[U],
@@ -932,7 +935,10 @@ private:
   /// a thread's TM rows are contiguous) and B[BK x BN] in shared memory,
   /// each row padded by 4 elements so that the staging stores of a warp hit
   /// 32 different banks; every thread then accumulates its TM x TN register
-  /// tile. The epilogue runs on the registers and stores each element once.
+  /// tile: TM consecutive rows, and TN columns strided by BN / TN, so that
+  /// the 16 threads of a row read 16 consecutive banks of pk_bs and store
+  /// consecutive elements. The epilogue runs on the registers and stores
+  /// each element once.
   void gemm(const Nest &N, const NestPlan &P, const std::string &Name,
             kernel::NestKernels &Out) {
     std::optional<loop::GemmPattern> Match = loop::matchGemm(N);
@@ -1052,7 +1058,7 @@ private:
     KStmt LoadB = KStmt::forLoop(
         "pk_c", "0", "TN", "1",
         {KStmt::assign("pk_b[pk_c]",
-                       "pk_bs[pk_kk * (BN + 4) + pk_tx * TN + pk_c]")});
+                       "pk_bs[pk_kk * (BN + 4) + pk_tx + (BN / TN) * pk_c]")});
     KStmt Fma = KStmt::forLoop(
         "pk_c", "0", "TN", "1",
         {KStmt::assign("pk_acc[pk_r][pk_c]", "pk_acc[pk_r][pk_c] + pk_a[pk_r] "
@@ -1083,7 +1089,7 @@ private:
         Elem.push_back(KStmt::compute(I, IndexMode::Indexed));
     KStmt Cols = KStmt::forLoop(
         "pk_c", "0", "TN", "1",
-        {KStmt::let("int64_t", IN, "pk_n0 + pk_tx * TN + pk_c"),
+        {KStmt::let("int64_t", IN, "pk_n0 + pk_tx + (BN / TN) * pk_c"),
          KStmt::ifThen(fmt::format("{} < {} && {} < {}", IM, M, IN, Ncols),
                        std::move(Elem))});
     Cols.Unroll = true;
@@ -1119,6 +1125,144 @@ private:
                        T.TN, Last ? "" : ": enough of them for every SM")});
     }
     Out.Launch.Work = rowCount(F, N);
+    Out.Launch.Steps.push_back(std::move(LS));
+    Out.Kernels.push_back(std::move(K));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Attention: a warp per query row, online softmax over the keys
+  //===--------------------------------------------------------------------===//
+
+  /// Per query row (batch, t) one warp runs the keys in order: the lanes
+  /// split q . k over the head dimension (a butterfly leaves the sum in
+  /// every lane, so all lanes take the same branches), update the running
+  /// max pk_m and sum pk_l, and rescale their kCols output columns. Outputs
+  /// wider than 32 kCols run in chunks, each recomputing the scores.
+  void attention(const Nest &N, const NestPlan &P, const std::string &Name,
+                 kernel::NestKernels &Out) {
+    const loop::AttentionParts &A = *N.Attention;
+    kernel::Kernel K = newKernel(
+        N, Name,
+        fmt::format("attention over {}: a warp per query row, kCols output "
+                    "columns per lane",
+                    shapeToString(F, N.Domain)));
+    for (const std::string &Note : P.Notes)
+      K.Notes.push_back(Note);
+    std::vector<std::string> Args;
+    addNestParams(N, K, Args);
+    K.TemplateParams = {"int kCols"};
+    K.LaunchBounds = std::to_string(P.BlockX);
+    const int Warps = P.BlockX / T.WarpSize;
+    const LStmt &QK = N.Body[A.QK];
+    const DType DT = QK.Type;
+    const std::string Ty = dtypeCppName(DT).str();
+    auto Ext = [&](unsigned Axis) { return extentExpr(F, N.Domain[Axis]); };
+    const std::string NegInf = fmt::format("-INFINITY");
+    const std::string J = Ext(A.JAxis), Col = indexVar(A.JAxis);
+    const std::string M = N.Body[A.Max].Name;
+    auto Computes = [&](const std::vector<unsigned> &Stmts, KStmts &Into) {
+      for (unsigned I : Stmts)
+        Into.push_back(KStmt::compute(I, IndexMode::Indexed));
+    };
+
+    KStmts &B = K.Body;
+    B.push_back(KStmt::strides(IndexMode::Indexed));
+    B.push_back(KStmt::let("int", "pk_lane", "threadIdx.x % 32"));
+    std::vector<unsigned> RowAxes;
+    std::vector<std::string> RowExtents;
+    if (A.BatchAxis >= 0) {
+      RowAxes.push_back(A.BatchAxis);
+      RowExtents.push_back(Ext(A.BatchAxis));
+    }
+    RowAxes.push_back(A.TAxis);
+    RowExtents.push_back(Ext(A.TAxis));
+    B.push_back(KStmt::let("int64_t", "pk_rows", product(RowExtents)));
+
+    // One key: q . k, the score, the online softmax update.
+    KStmts Key;
+    Key.push_back(KStmt::accInit(A.QK));
+    KStmts Dot;
+    Computes(A.Dot, Dot);
+    Dot.push_back(KStmt::accUpdate(A.QK));
+    Key.push_back(KStmt::forLoop(indexVar(A.DAxis), "pk_lane", Ext(A.DAxis),
+                                 "32", std::move(Dot)));
+    Key.push_back(KStmt::warpReduce(A.QK, "32"));
+    Key.push_back(KStmt::accFinal(A.QK, ""));
+    Computes(A.ScoreStmts, Key);
+    Key.push_back(KStmt::let(
+        Ty, M,
+        applyOp(OpCode::Maximum, Backend::Cuda, DT,
+                {"pk_m", valueRef(N, A.Score)})));
+    KStmts Update;
+    Update.push_back(KStmt::let(
+        Ty, "pk_rescale",
+        applyOp(OpCode::Exp, Backend::Cuda, DT, {"pk_m - " + M})));
+    Update.push_back(KStmt::compute(N.Body[A.Exp].Args[0], IndexMode::Indexed));
+    Update.push_back(KStmt::compute(A.Exp, IndexMode::Indexed));
+    Update.push_back(KStmt::assign(
+        "pk_l", fmt::format("pk_l * pk_rescale + {}", N.Body[A.Exp].Name)));
+    KStmts Lane;
+    Computes(A.ValueStmts, Lane);
+    unsigned EV = N.Body[A.Acc].Args[0];
+    Lane.push_back(KStmt::compute(EV, IndexMode::Indexed));
+    Lane.push_back(KStmt::assign(
+        "pk_out[pk_u]",
+        fmt::format("pk_out[pk_u] * pk_rescale + {}", N.Body[EV].Name)));
+    KStmt Cols = KStmt::forLoop(
+        "pk_u", "0", "kCols", "1",
+        {KStmt::let("int64_t", Col, "pk_j0 + pk_lane + 32 * pk_u"),
+         KStmt::ifThen(fmt::format("{} < {}", Col, J), std::move(Lane))});
+    Cols.Unroll = true;
+    Update.push_back(std::move(Cols));
+    Update.push_back(KStmt::assign("pk_m", M));
+    Key.push_back(KStmt::comment(
+        "Online softmax: a masked key (-inf) before any other adds nothing"));
+    Key.push_back(
+        KStmt::ifThen(fmt::format("{} != {}", M, NegInf), std::move(Update)));
+
+    KStmts Chunk;
+    Chunk.push_back(KStmt::var(Ty, "pk_out[kCols]", "{}"));
+    Chunk.push_back(KStmt::var(Ty, "pk_m", NegInf));
+    Chunk.push_back(KStmt::var(Ty, "pk_l", literal(DT, 0, 0)));
+    Chunk.push_back(KStmt::forLoop(indexVar(A.SAxis), "0", Ext(A.SAxis), "1",
+                                   std::move(Key)));
+    Chunk.push_back(KStmt::let(Ty, N.Body[A.Sum].Name, "pk_l"));
+    KStmts Store;
+    Store.push_back(KStmt::let(Ty, N.Body[A.Acc].Name, "pk_out[pk_u]"));
+    Computes(A.Epilogue, Store);
+    KStmt Stores = KStmt::forLoop(
+        "pk_u", "0", "kCols", "1",
+        {KStmt::let("int64_t", Col, "pk_j0 + pk_lane + 32 * pk_u"),
+         KStmt::ifThen(fmt::format("{} < {}", Col, J), std::move(Store))});
+    Stores.Unroll = true;
+    Chunk.push_back(std::move(Stores));
+
+    KStmts Row;
+    unravel("pk_row", RowAxes, RowExtents, Row);
+    Row.push_back(KStmt::forLoop("pk_j0", "0", J, "32 * kCols",
+                                 std::move(Chunk)));
+    B.push_back(KStmt::forLoop(
+        "pk_row", fmt::format("int64_t(blockIdx.x) * {} + threadIdx.x / 32",
+                              Warps),
+        "pk_rows", fmt::format("int64_t(gridDim.x) * {}", Warps),
+        std::move(Row)));
+
+    kernel::LaunchStep LS;
+    LS.Kernel = Name;
+    LS.Args = Args;
+    for (size_t I = 0; I < P.ColumnsPerLane.size(); ++I) {
+      int C = P.ColumnsPerLane[I];
+      bool Last = I + 1 == P.ColumnsPerLane.size();
+      LS.Variants.push_back(
+          {Last ? "" : fmt::format("{} <= {}", J, 32 * C), std::to_string(C),
+           fmt::format("pk::cuda::detail::grid_for(pk_work, {})", Warps),
+           std::to_string(P.BlockX), "1", "0",
+           Last ? fmt::format("{} output columns per lane, in chunks of {}",
+                              C, 32 * C)
+                : fmt::format("{} output column{} per lane", C,
+                              C == 1 ? "" : "s")});
+    }
+    Out.Launch.Work = product(RowExtents);
     Out.Launch.Steps.push_back(std::move(LS));
     Out.Kernels.push_back(std::move(K));
   }

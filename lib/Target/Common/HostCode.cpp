@@ -286,6 +286,16 @@ static llvm::StringRef spelling(const OpInfo &Info, target::Backend B,
   return T == DType::F64 ? Info.CudaF64 : Info.CudaF32;
 }
 
+std::string target::applyOp(OpCode Op, Backend B, DType T,
+                            llvm::ArrayRef<std::string> Args) {
+  fmt::dynamic_format_arg_store<fmt::format_context> Store;
+  for (const std::string &A : Args)
+    Store.push_back(A);
+  llvm::StringRef Spelling = spelling(opInfo(Op), B, T);
+  return fmt::vformat(fmt::string_view(Spelling.data(), Spelling.size()),
+                      Store);
+}
+
 std::string target::valueRef(const Nest &N, unsigned I) {
   const Stmt &S = N.Body[I];
   if (S.K == Stmt::Const)

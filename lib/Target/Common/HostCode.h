@@ -62,6 +62,10 @@ std::string fuseCondition(const ir::Function &F, const loop::Nest &N);
 std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
                          const loop::Stmt &Load);
 
+/// `Op` applied to `Args` in the backend's spelling for dtype `T` (the op
+/// table's C++ or CUDA column).
+std::string applyOp(ir::OpCode Op, Backend B, ir::DType T,
+                    llvm::ArrayRef<std::string> Args);
 /// A reference to a statement's value: literals inline, others by name.
 std::string valueRef(const loop::Nest &N, unsigned I);
 /// Prints one statement (not Reduce, which needs a loop around it);

@@ -57,3 +57,28 @@ PK_KERNEL void mm_i32(In<int32_t, 2> a, In<int32_t, 2> b, Out<int32_t, 2> c) {
 PK_KERNEL void transpose_copy(In<float, 3> x, Out<float, 3> y) {
   y[_] = transpose(x[_]) * 2.0f;
 }
+
+// Attention: softmax(q kᵀ · scale + mask) v, fused into one online-softmax
+// pass per query row (no [t, s] buffer). Causal through index(), and with
+// an additive mask as an input; v's width may differ from the head's.
+PK_KERNEL void attention_causal_heads(In<float, 3> q, In<float, 3> k,
+                                      In<float, 3> v, Out<float, 3> o,
+                                      float scale) {
+  auto s = matmul(q[_], transpose(k[_])) * scale;
+  s = where(index(s, -1) <= index(s, -2), s, -INFINITY);
+  auto e = exp(s - max(s, -1, keepdims));
+  o[_] = matmul(e / sum(e, -1, keepdims), v[_]);
+}
+PK_KERNEL void attention_masked(In<float, 2> q, In<float, 2> k,
+                                In<float, 2> v, In<float, 2> bias,
+                                Out<float, 2> o) {
+  auto s = matmul(q[_] * 0.5f, transpose(k[_])) + bias[_];
+  auto e = exp(s - max(s, -1, keepdims));
+  o[_] = matmul(e / sum(e, -1, keepdims), v[_]);
+}
+PK_KERNEL void attention_f64(In<double, 3> q, In<double, 3> k,
+                             In<double, 3> v, Out<double, 3> o) {
+  auto s = matmul(q[_], transpose(k[_]));
+  auto e = exp(s - max(s, -1, keepdims));
+  o[_] = matmul(e / sum(e, -1, keepdims), v[_]);
+}
