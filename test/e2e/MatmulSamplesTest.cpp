@@ -1,10 +1,12 @@
 // Differential tests of the matmul samples (samples/matmul, linear_bias_gelu,
-// batched_matmul): eager vs compiled over odd shapes. In a file of their own:
-// linear_bias_gelu.cpp and gelu.cpp both define gelu_tanh, so their eager
-// copies cannot share a namespace.
+// batched_matmul, attention_causal): eager vs compiled over odd shapes. In a
+// file of their own: linear_bias_gelu.cpp and gelu.cpp both define gelu_tanh,
+// so their eager copies cannot share a namespace.
 //
 // Tolerance (float, inputs in [-1, 1]): |eager - compiled| <= 1e-5 + 4e-6 K,
 // see MatmulTest.cpp; GELU's slope is at most 1.13, so it does not grow it.
+// attention_causal: 2e-5 + 2e-6 (T + d), samples/attention_causal/main.cpp
+// says why (outputs are convex combinations of v rows).
 #include "common/sample.h"
 
 #include <pk/pk.h>
@@ -15,6 +17,7 @@
 #include <string>
 
 namespace eager {
+#include "attention_causal/attention_causal.cpp"
 #include "batched_matmul/batched_matmul.cpp"
 #include "linear_bias_gelu/linear_bias_gelu.cpp"
 #include "matmul/matmul.cpp"
@@ -27,19 +30,25 @@ void batched_matmul(pk::In<float, 3> a, pk::In<float, 3> b,
                     pk::Out<float, 3> c);
 void batched_matmul_shared(pk::In<float, 3> a, pk::In<float, 2> w,
                            pk::Out<float, 3> c);
+void attention_causal(pk::In<float, 3> q, pk::In<float, 3> k,
+                      pk::In<float, 3> v, pk::Out<float, 3> o, float scale);
 
 namespace {
 
-void expectClose(const std::vector<float> &E, const std::vector<float> &C,
-                 int64_t K, const std::string &What) {
+void expectWithin(const std::vector<float> &E, const std::vector<float> &C,
+                  double Tol, const std::string &What) {
   ASSERT_EQ(E.size(), C.size()) << What;
-  const double Tol = 1e-5 + 4e-6 * double(K);
   for (size_t I = 0; I < E.size(); ++I)
     if (!(std::fabs(double(E[I]) - double(C[I])) <= Tol)) {
       ADD_FAILURE() << What << " element " << I << ": eager " << E[I]
                     << " compiled " << C[I] << " (tolerance " << Tol << ")";
       return;
     }
+}
+
+void expectClose(const std::vector<float> &E, const std::vector<float> &C,
+                 int64_t K, const std::string &What) {
+  expectWithin(E, C, 1e-5 + 4e-6 * double(K), What);
 }
 
 std::vector<float> rnd(int64_t N, unsigned Seed) {
@@ -93,6 +102,38 @@ TEST(MatmulSamples, BatchedMatmul) {
                                 {C.data(), {Bt, M, N}});
           expectClose(E, C, K, "batched_matmul_shared " + D);
         }
+}
+
+// Causal attention, [H, T, d], scale 1/sqrt(d): T = 1 (one key per row),
+// 2, 17 and 129 (odd, past a vector width; row i sees keys 0..i), d = 1, 8
+// and 64. Eager stores the [H, T, T] scores; compiled runs one online-softmax
+// pass per query row. Every output is checked, so a mask off by one shows on
+// the first rows (row 0 sees only key 0) and row i of a wrong mask by about
+// 1 / (i + 1).
+TEST(MatmulSamples, AttentionCausal) {
+  for (int64_t H : {1, 3})
+    for (int64_t T : {1, 2, 17, 129})
+      for (int64_t D : {1, 8, 64}) {
+        const int64_t N = H * T * D;
+        auto Q = rnd(N, 11), K = rnd(N, 12), V = rnd(N, 13);
+        const float Scale = 1.0f / std::sqrt(float(D));
+        std::string Desc = std::to_string(H) + "x" + std::to_string(T) + "x" +
+                           std::to_string(D);
+        std::vector<float> E(N), C(N, NAN);
+        eager::attention_causal({Q.data(), {H, T, D}}, {K.data(), {H, T, D}},
+                                {V.data(), {H, T, D}}, {E.data(), {H, T, D}},
+                                Scale);
+        attention_causal({Q.data(), {H, T, D}}, {K.data(), {H, T, D}},
+                         {V.data(), {H, T, D}}, {C.data(), {H, T, D}}, Scale);
+        expectWithin(E, C, 2e-5 + 2e-6 * double(T + D),
+                     "attention_causal " + Desc);
+        // Row 0 of every head attends to key 0 only: o = v[h, 0, :] exactly
+        // up to rounding, whatever the scores.
+        for (int64_t Hd = 0; Hd < H; ++Hd)
+          for (int64_t C0 = 0; C0 < D; ++C0)
+            EXPECT_NEAR(C[Hd * T * D + C0], V[Hd * T * D + C0], 1e-6)
+                << "attention_causal " << Desc << " head " << Hd << " row 0";
+      }
 }
 
 } // namespace
