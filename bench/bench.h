@@ -15,6 +15,8 @@
 //     void naive();                   // optional: a plain loop nest
 //     void openblas();                // optional: cblas_sgemm
 //                                     // (#if PK_BENCH_OPENBLAS)
+//     void online();                  // optional: a hand-written online-
+//                                     // softmax loop (attention)
 //     double flops() const;           // optional: floating-point operations
 //                                     // per call (the "flops" counter)
 //     static constexpr bool EigenThreaded = true;  // optional: eigen() uses
@@ -36,9 +38,11 @@
 // matmul kernels (kernels_matmul.cpp) add naive and openblas, which run at
 // every thread count, as does their eigen (EigenThreaded: Eigen's GEMM is
 // parallel with OpenMP); before each benchmark both omp_set_num_threads and
-// openblas_set_num_threads get the benchmark's thread count. A kernel with
-// flops() reports a "flops" counter: flops() * iterations / wall time, in
-// floating-point operations per second (shown as e.g. "flops=95.2G/s").
+// openblas_set_num_threads get the benchmark's thread count. The attention
+// kernel (kernels_attention.cpp) adds online, also at every thread count. A
+// kernel with flops() reports a "flops" counter: flops() * iterations / wall
+// time, in floating-point operations per second (shown as e.g.
+// "flops=95.2G/s").
 //
 // The struct is constructed once per shape, on first use, and kept for the
 // whole run: it is shared by all its peers and thread counts, and Google
@@ -232,6 +236,8 @@ constexpr bool HasNaive = requires(K &Inst) { Inst.naive(); };
 template <class K>
 constexpr bool HasOpenblas = requires(K &Inst) { Inst.openblas(); };
 template <class K>
+constexpr bool HasOnline = requires(K &Inst) { Inst.online(); };
+template <class K>
 constexpr bool EigenThreaded = requires { requires K::EigenThreaded; };
 
 /// Whether the eager peer runs at S: K::eager_at(S) where K defines it,
@@ -261,6 +267,8 @@ bool register_kernel(const std::string &Kernel,
       detail::add<K>(Kernel, S, "eigen", &K::eigen, !EigenThreaded<K>);
     if constexpr (HasOpenblas<K>)
       detail::add<K>(Kernel, S, "openblas", &K::openblas, false);
+    if constexpr (HasOnline<K>)
+      detail::add<K>(Kernel, S, "online", &K::online, false);
   }
   const Shape S = Shapes.front();
   checks().push_back({Kernel + "/" + S.label(), [Kernel, S]() -> std::string {
@@ -288,6 +296,8 @@ bool register_kernel(const std::string &Kernel,
                           Peer("eigen", &K::eigen);
                         if constexpr (HasOpenblas<K>)
                           Peer("openblas", &K::openblas);
+                        if constexpr (HasOnline<K>)
+                          Peer("online", &K::online);
                         return Err;
                       }});
   return true;

@@ -35,6 +35,13 @@ time) of pk, naive, Eigen, OpenBLAS and eager, and pk ÷ OpenBLAS (t_OpenBLAS / 
 > 1: pk faster). A run of only those (--benchmark_filter='matmul|linear_bias_gelu')
 prints only that table.
 
+The attention kernel (kernels_attention.cpp: attention_causal, shape H x T x d) also
+carries "flops" and gets a third table: pk time, GFLOP/s (2·H·T²·d, the causal half of
+q kT and p v, / median wall time) of pk, hand (the unfused three-pass loops over an
+[H, T, T] score buffer), online (a hand-written online softmax) and eager, and
+pk ÷ hand, pk ÷ online (t_peer / t_pk, > 1: pk faster). --benchmark_filter=attention
+prints only that table.
+
 --cpu-time: the 1-thread rows only, every time (pk's, its peers', the Python peers') the
 CPU time of the measurement instead of its wall time. On a machine where other processes
 take the cores, this leaves out the time spent waiting for a core (not the cache and
@@ -224,7 +231,8 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
             cases.append(f"{k}/{shape}")
     rows = [key for key in results if key[0] != "stream" and key[2] == "pk"]
     rows.sort(key=lambda key: (cases.index(f"{key[0]}/{key[1]}"), key[3]))
-    matmul_rows = [key for key in rows if key[0] in matmul_kernels]
+    attention_rows = [key for key in rows if key[0] in matmul_kernels and key[0] in ATTENTION_KERNELS]
+    matmul_rows = [key for key in rows if key[0] in matmul_kernels and key[0] not in ATTENTION_KERNELS]
     rows = [key for key in rows if key[0] not in matmul_kernels]
     if rows:
         out.append("| " + " | ".join(cols) + " |")
@@ -258,6 +266,8 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
         out.extend(f"- {l}" for l in losses)
     if matmul_rows:
         out.extend(render_matmul(context, results, matmul_rows, flops, bool(rows)))
+    if attention_rows:
+        out.extend(render_attention(results, attention_rows, flops, bool(rows or matmul_rows)))
     if peers:
         if unavailable or failed:
             out.append("")
@@ -271,6 +281,51 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
             out.extend(f"- {n}" for n in pctx["notes"])
         out.extend(render_targets(results, rows))
     return "\n".join(out) + "\n"
+
+
+ATTENTION_KERNELS = ("attention_causal",)
+ATTENTION_PEERS = (("hand", "hand (3-pass)"), ("online", "online"), ("eager", "eager"))
+
+
+def render_attention(results, rows, flops, after_table):
+    """The attention table: GFLOP/s of pk and each peer, pk ÷ hand and pk ÷ online."""
+    out = [""] if after_table else []
+    out.append("Attention (shape H x T x d; GFLOP/s = 2·H·T²·d / median wall time: q kT and p v "
+               "over the causal half j <= i, 4·H·T·T·d / 2 flops, 10⁹ flop/s; eager serial, its "
+               "1-thread figure in every row)")
+    out.append("")
+    cols = (["kernel", "shape", "threads", "pk time", "pk GFLOP/s"]
+            + [f"{name} GFLOP/s" for _, name in ATTENTION_PEERS] + ["pk ÷ hand", "pk ÷ online"])
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
+    peers_of = {}
+    for (k, _, p, _) in results:
+        peers_of.setdefault(k, set()).add(p)
+    for (k, shape, _, th) in rows:
+        f = flops.get((k, shape))
+        t_pk, _, busy_pk = results[(k, shape, "pk", th)]
+        mark_pk = PREEMPTED if busy_pk < 0.8 else ""
+        gf = (lambda t: f"{f / t / 1e9:.3g}") if f else (lambda t: "?")
+        cells = [k, shape, str(th), fmt_time(t_pk) + mark_pk, gf(t_pk) + mark_pk]
+        for peer, _ in ATTENTION_PEERS:
+            got = peer_cell(results, k, shape, peer, th)
+            if got is None:
+                cells.append("—" if peer in peers_of.get(k, ()) else "n/a")
+            else:
+                cells.append(gf(got[0]) + (PREEMPTED if got[2] < 0.8 else ""))
+        for peer in ("hand", "online"):
+            got = results.get((k, shape, peer, th))
+            if got is None:
+                cells.append("n/a")
+            else:
+                noisy = busy_pk < 0.8 or got[2] < 0.8
+                cells.append(fmt_ratio(got[0] / t_pk) + (PREEMPTED if noisy else ""))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("pk ÷ hand = t_hand / t_pk (> 1: pk faster), likewise pk ÷ online. —: not run at this "
+               "shape (eager only up to H·T²·d = 2^27). pk visits every key of a row, the masked "
+               "ones too (2x the pairs counted); hand and online stop at j = i.")
+    return out
 
 
 MATMUL_PEERS = (("naive", "naive"), ("eigen", "Eigen"), ("openblas", "OpenBLAS"), ("eager", "eager"))

@@ -45,4 +45,8 @@ void batched_matmul(pk::In<float, 3> a, pk::In<float, 3> b,
 void batched_matmul_shared(pk::In<float, 3> a, pk::In<float, 2> w,
                            pk::Out<float, 3> c);
 
+// Attention.
+void attention_causal(pk::In<float, 3> q, pk::In<float, 3> k,
+                      pk::In<float, 3> v, pk::Out<float, 3> o, float scale);
+
 #endif // PK_SAMPLES_COMPILED_H
