@@ -93,6 +93,9 @@ std::string pk::loop::describe(const ir::Function &F, const Nest &N,
   }
   case Stmt::Index:
     Out << S.Name << " = index i" << S.Axis;
+    if (!S.LoopExtents.empty())
+      Out << " (0 where " << ir::extentToString(F, S.LoopExtents[0])
+          << " is 1)";
     break;
   }
   if (S.K != Stmt::Store)

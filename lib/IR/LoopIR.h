@@ -67,6 +67,8 @@ struct Stmt {
   ir::ReduceKind Reduction = ir::ReduceKind::Sum;
   /// Reduce: the extents the reduced axes run over (the operand's).
   /// Store of an inner value: the ref's extents along the reduce axes.
+  /// Index: the value's extent along its axis when it may be 1 (broadcast)
+  /// where the loop runs longer: the coordinate is then 0, as in NumPy.
   std::vector<ExtentId> LoopExtents;
 };
 

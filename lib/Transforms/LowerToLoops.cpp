@@ -360,6 +360,11 @@ private:
         Stmt S = fromNode(Nd, Stmt::Index, "idx");
         S.Axis = Emb[K];
         S.Inner = isReduceAxis(Emb[K]);
+        // A value broadcast along the axis at run time (extent 1 there)
+        // has coordinate 0 whatever the loop's index (found by the random
+        // tests: test/fuzz/regressions/index_of_broadcast).
+        if (isReduceAxis(Emb[K]) || N.Domain[Emb[K]] != Nd.Sh[K])
+          S.LoopExtents = {Nd.Sh[K]};
         return add(std::move(S));
       }
       case NodeKind::Transpose: {

@@ -189,6 +189,34 @@ private:
     unsigned VecAxis = N.Domain.empty() ? 0 : N.Domain.size() - 1;
     std::string Unit =
         N.Domain.empty() ? "" : unitStrideCondition(F, N, VecAxis);
+    // A row buffer is written by the first loop that computes it and read
+    // by later ones; with unit strides they read it element by element, so
+    // every loop must run over the same extents (a loop over a broadcast
+    // extent 1 writes one element; the general path reads it with stride
+    // 0). Found by the random tests (test/fuzz/regressions/index_row_scratch).
+    if (!Cur->RowBuffers.empty()) {
+      std::vector<std::string> Same;
+      const std::vector<ExtentId> *First = nullptr;
+      for (const Stmt &S : N.Body) {
+        if (!(S.K == Stmt::Reduce || (S.K == Stmt::Store && S.Inner)))
+          continue;
+        if (!First) {
+          First = &S.LoopExtents;
+          continue;
+        }
+        for (size_t K = 0; K < S.LoopExtents.size() && K < First->size(); ++K)
+          if (S.LoopExtents[K] != (*First)[K]) {
+            std::string C =
+                fmt::format("{} == {}", extentExpr(F, S.LoopExtents[K]),
+                            extentExpr(F, (*First)[K]));
+            if (!llvm::is_contained(Same, C))
+              Same.push_back(C);
+          }
+      }
+      if (!Same.empty())
+        Unit = fmt::format("{}{}{}", Unit, Unit.empty() ? "" : " && ",
+                           fmt::join(Same, " && "));
+    }
     auto Versions =
         [&](const std::string &In,
             const std::function<void(int, const std::string &)> &Body) {
@@ -408,9 +436,9 @@ private:
     }
     auto Loop = [&](int UnitAxis, const std::string &In) {
       Out += fmt::format("#pragma omp simd{}\n", Clause);
-      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
-                         indexVar(Axis), indexVar(Axis), Extent,
-                         indexVar(Axis));
+      Out +=
+          fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
+                      indexVar(Axis), indexVar(Axis), Extent, indexVar(Axis));
       Body(UnitAxis, In + "  ");
       Out += In + "}\n";
     };
@@ -434,10 +462,10 @@ private:
     const Stmt &QK = N.Body[A.QK];
     std::string Ty = dtypeCppName(QK.Type).str();
     auto Ext = [&](unsigned Axis) { return extentExpr(F, N.Domain[Axis]); };
-    std::string Rows = A.BatchAxis < 0
-                           ? Ext(A.TAxis)
-                           : fmt::format("{} * {}", Ext(A.BatchAxis),
-                                         Ext(A.TAxis));
+    std::string Rows =
+        A.BatchAxis < 0
+            ? Ext(A.TAxis)
+            : fmt::format("{} * {}", Ext(A.BatchAxis), Ext(A.TAxis));
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     Out += fmt::format("{}const int64_t pk_n = {} * {} * ({} + {});\n", Indent,
@@ -476,9 +504,8 @@ private:
                          indexVar(A.TAxis), indexVar(A.TAxis), Ext(A.TAxis),
                          indexVar(A.TAxis));
       std::string R = In + "  ";
-      Out += fmt::format(
-          "{}{} *pk_row_acc = pk::rt::row_scratch<{}>(0, {});\n", R, Ty, Ty,
-          Ext(A.JAxis));
+      Out += fmt::format("{}{} *pk_row_acc = pk::rt::row_scratch<{}>(0, {});\n",
+                         R, Ty, Ty, Ext(A.JAxis));
       Out += "#pragma omp simd\n";
       Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{})\n{}  "
                          "pk_row_acc[{}] = {}(0);\n",
@@ -510,10 +537,10 @@ private:
           applyOp(OpCode::Maximum, Backend::Cpu, QK.Type, {"pk_m", Score}));
       Out += fmt::format("{}if ({} == {})\n{}  continue;\n", K,
                          N.Body[A.Max].Name, NegInf, K);
-      Out += fmt::format(
-          "{}const {} pk_rescale = {};\n", K, Ty,
-          applyOp(OpCode::Exp, Backend::Cpu, QK.Type,
-                  {fmt::format("pk_m - {}", N.Body[A.Max].Name)}));
+      Out +=
+          fmt::format("{}const {} pk_rescale = {};\n", K, Ty,
+                      applyOp(OpCode::Exp, Backend::Cpu, QK.Type,
+                              {fmt::format("pk_m - {}", N.Body[A.Max].Name)}));
       emitStmt(F, N, Sub, Backend::Cpu, Index(-1), Out, K);
       emitStmt(F, N, N.Body[A.Exp], Backend::Cpu, Index(-1), Out, K);
       Out += fmt::format("{}pk_l = pk_l * pk_rescale + {};\n", K,
@@ -525,17 +552,15 @@ private:
                  Print(ValueLoop, Unit, In);
                  Out += fmt::format(
                      "{}pk_row_acc[{}] = pk_row_acc[{}] * pk_rescale + {};\n",
-                     In, indexVar(A.JAxis), indexVar(A.JAxis),
-                     N.Body[EV].Name);
+                     In, indexVar(A.JAxis), indexVar(A.JAxis), N.Body[EV].Name);
                });
       Out += fmt::format("{}pk_m = {};\n", K, N.Body[A.Max].Name);
       Out += R + "}\n";
-      Out += fmt::format("{}const {} {} = pk_l;\n", R, Ty,
-                         N.Body[A.Sum].Name);
+      Out += fmt::format("{}const {} {} = pk_l;\n", R, Ty, N.Body[A.Sum].Name);
       simdLoop(N, A.JAxis, Ext(A.JAxis), A.Epilogue, "", R,
                [&](int Unit, const std::string &In) {
-                 Out += fmt::format("{}const {} {} = pk_row_acc[{}];\n", In,
-                                    Ty, N.Body[A.Acc].Name, indexVar(A.JAxis));
+                 Out += fmt::format("{}const {} {} = pk_row_acc[{}];\n", In, Ty,
+                                    N.Body[A.Acc].Name, indexVar(A.JAxis));
                  Print(A.Epilogue, Unit, In);
                });
       Out += In + "}\n";

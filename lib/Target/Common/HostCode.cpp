@@ -318,8 +318,13 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
                        target::pointerVar(F, S.Param), Index(S));
     break;
   case Stmt::Index:
-    Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
-                       target::indexVar(S.Axis));
+    if (S.LoopExtents.empty())
+      Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
+                         target::indexVar(S.Axis));
+    else // broadcast along the axis when its extent is 1
+      Out += fmt::format("{}const int64_t {} = {} == 1 ? 0 : {};\n", Indent,
+                         S.Name, target::extentExpr(F, S.LoopExtents[0]),
+                         target::indexVar(S.Axis));
     break;
   case Stmt::Apply: {
     const OpInfo &Info = opInfo(S.Op);
