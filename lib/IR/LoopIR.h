@@ -88,6 +88,11 @@ struct AttentionParts {
   /// j) the value; per (t, j) after the keys: the output and its store.
   std::vector<unsigned> Dot, ScoreStmts, ValueStmts, Epilogue;
   ExtentId Keys = 0, HeadDim = 0; ///< the extents of s and d
+  /// A causal mask (the score is where(s <= t, x, -inf), or s < t): the
+  /// Index statement of t, and whether key t itself is visible. The key loop
+  /// then stops after the last visible key instead of masking the rest.
+  std::optional<unsigned> CausalIndex;
+  bool CausalInclusive = true;
 };
 
 /// One loop nest: for every index of `Domain`, run `Body`.

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -441,6 +442,38 @@ private:
       return S;
     }
 
+    /// A causal score: where(index(s) <= index(t), x, -inf) (or <, or the
+    /// comparison mirrored): keys past t never count, so the key loop can
+    /// stop at t (the mask stays, for keys of equal score).
+    void detectCausal(loop::AttentionParts &P) {
+      const Stmt &S = N.Body[P.Score];
+      if (S.K != Stmt::Apply || S.Op != OpCode::Select)
+        return;
+      const Stmt &Else = N.Body[S.Args[2]];
+      const Stmt &Cond = N.Body[S.Args[0]];
+      if (Else.K != Stmt::Const || !std::isinf(Else.FloatValue) ||
+          Else.FloatValue > 0 || Cond.K != Stmt::Apply || Cond.Args.size() != 2)
+        return;
+      auto IndexOn = [&](unsigned I, unsigned Axis) {
+        return N.Body[I].K == Stmt::Index &&
+               N.Body[I].Axis == static_cast<int>(Axis);
+      };
+      unsigned L = Cond.Args[0], R = Cond.Args[1];
+      // Normalise to `key OP query`.
+      OpCode Op = Cond.Op;
+      if (IndexOn(L, P.TAxis) && IndexOn(R, P.SAxis)) {
+        std::swap(L, R);
+        Op = Op == OpCode::Ge   ? OpCode::Le
+             : Op == OpCode::Gt ? OpCode::Lt
+                                : OpCode::Add; // anything else: no bound
+      }
+      if (!IndexOn(L, P.SAxis) || !IndexOn(R, P.TAxis) ||
+          (Op != OpCode::Le && Op != OpCode::Lt))
+        return;
+      P.CausalIndex = R;
+      P.CausalInclusive = Op == OpCode::Le;
+    }
+
     /// Attention (IR/AttentionPattern.h) over [batch?, t, j, s, d]: the
     /// loads of q, k and v under their embeddings, q kᵀ as a reduce over d,
     /// the score as written, then the softmax and the product with v as
@@ -476,7 +509,8 @@ private:
         return E;
       };
       const int T = P.TAxis, J = P.JAxis, S = P.SAxis, D = P.DAxis;
-      std::optional<unsigned> Q = lower(QK.Operands[0], Emb(QK.Operands[0], T, D));
+      std::optional<unsigned> Q =
+          lower(QK.Operands[0], Emb(QK.Operands[0], T, D));
       std::optional<unsigned> K =
           Q ? lower(QK.Operands[1], Emb(QK.Operands[1], D, S)) : std::nullopt;
       if (!K)
@@ -505,8 +539,7 @@ private:
       N.Body[Sub].Op = OpCode::Sub;
       P.Exp = add(make(Stmt::Apply, Ty, "e", {Sub}, SmLine));
       N.Body[P.Exp].Op = OpCode::Exp;
-      Stmt Sum = make(Stmt::Reduce, Ty, "l", {P.Exp},
-                      F.Nodes[A.Sum].Loc.Line);
+      Stmt Sum = make(Stmt::Reduce, Ty, "l", {P.Exp}, F.Nodes[A.Sum].Loc.Line);
       Sum.LoopExtents = {P.Keys};
       P.Sum = add(std::move(Sum));
       unsigned EV = add(make(Stmt::Apply, Ty, "ev", {P.Exp, P.Value}, Out));
@@ -530,6 +563,7 @@ private:
         if (N.Body[I].K == Stmt::Store)
           Stores.push_back(I);
       P.Epilogue = closure(Stores);
+      detectCausal(P);
       auto Mark = [&](const std::vector<unsigned> &Stmts, unsigned Phase,
                       bool Inner) {
         for (unsigned I : Stmts) {

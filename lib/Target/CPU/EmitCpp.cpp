@@ -512,8 +512,19 @@ private:
                          R, indexVar(A.JAxis), indexVar(A.JAxis), Ext(A.JAxis),
                          indexVar(A.JAxis), R, indexVar(A.JAxis), Ty);
       Out += fmt::format("{}{} pk_m = {}, pk_l = {}(0);\n", R, Ty, NegInf, Ty);
+      std::string KeyEnd = Ext(A.SAxis);
+      if (A.CausalIndex) {
+        Out += fmt::format(
+            "{}// Causal: keys after the query's own are masked; stop there.\n",
+            R);
+        Out += fmt::format("{}const int64_t pk_keys = std::min<int64_t>({}, "
+                           "{}{});\n",
+                           R, KeyEnd, indexValue(F, N.Body[*A.CausalIndex]),
+                           A.CausalInclusive ? " + 1" : "");
+        KeyEnd = "pk_keys";
+      }
       Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", R,
-                         indexVar(A.SAxis), indexVar(A.SAxis), Ext(A.SAxis),
+                         indexVar(A.SAxis), indexVar(A.SAxis), KeyEnd,
                          indexVar(A.SAxis));
       std::string K = R + "  ";
       Out += fmt::format("{}{} {} = {}(0);\n", K, Ty, accumulatorVar(QK), Ty);
@@ -537,8 +548,10 @@ private:
           applyOp(OpCode::Maximum, Backend::Cpu, QK.Type, {"pk_m", Score}));
       Out += fmt::format("{}if ({} == {})\n{}  continue;\n", K,
                          N.Body[A.Max].Name, NegInf, K);
+      // The max grows on few keys: no exp when it does not.
       Out +=
-          fmt::format("{}const {} pk_rescale = {};\n", K, Ty,
+          fmt::format("{}const {} pk_rescale = {} == pk_m ? {}(1) : {};\n", K,
+                      Ty, N.Body[A.Max].Name, Ty,
                       applyOp(OpCode::Exp, Backend::Cpu, QK.Type,
                               {fmt::format("pk_m - {}", N.Body[A.Max].Name)}));
       emitStmt(F, N, Sub, Backend::Cpu, Index(-1), Out, K);

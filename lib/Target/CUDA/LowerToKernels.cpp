@@ -1189,14 +1189,14 @@ private:
     Key.push_back(KStmt::warpReduce(A.QK, "32"));
     Key.push_back(KStmt::accFinal(A.QK, ""));
     Computes(A.ScoreStmts, Key);
-    Key.push_back(KStmt::let(
-        Ty, M,
-        applyOp(OpCode::Maximum, Backend::Cuda, DT,
-                {"pk_m", valueRef(N, A.Score)})));
+    Key.push_back(KStmt::let(Ty, M,
+                             applyOp(OpCode::Maximum, Backend::Cuda, DT,
+                                     {"pk_m", valueRef(N, A.Score)})));
     KStmts Update;
     Update.push_back(KStmt::let(
         Ty, "pk_rescale",
-        applyOp(OpCode::Exp, Backend::Cuda, DT, {"pk_m - " + M})));
+        fmt::format("{} == pk_m ? {} : {}", M, literal(DT, 1, 1),
+                    applyOp(OpCode::Exp, Backend::Cuda, DT, {"pk_m - " + M}))));
     Update.push_back(KStmt::compute(N.Body[A.Exp].Args[0], IndexMode::Indexed));
     Update.push_back(KStmt::compute(A.Exp, IndexMode::Indexed));
     Update.push_back(KStmt::assign(
@@ -1224,8 +1224,21 @@ private:
     Chunk.push_back(KStmt::var(Ty, "pk_out[kCols]", "{}"));
     Chunk.push_back(KStmt::var(Ty, "pk_m", NegInf));
     Chunk.push_back(KStmt::var(Ty, "pk_l", literal(DT, 0, 0)));
-    Chunk.push_back(KStmt::forLoop(indexVar(A.SAxis), "0", Ext(A.SAxis), "1",
-                                   std::move(Key)));
+    std::string KeyEnd = Ext(A.SAxis);
+    if (A.CausalIndex) {
+      // Causal: keys after the query's own are masked; stop there.
+      Chunk.push_back(
+          KStmt::let("int64_t", "pk_keys_visible",
+                     fmt::format("{}{}", indexValue(F, N.Body[*A.CausalIndex]),
+                                 A.CausalInclusive ? " + 1" : "")));
+      Chunk.push_back(
+          KStmt::let("int64_t", "pk_keys",
+                     fmt::format("pk_keys_visible < {} ? pk_keys_visible : {}",
+                                 KeyEnd, KeyEnd)));
+      KeyEnd = "pk_keys";
+    }
+    Chunk.push_back(
+        KStmt::forLoop(indexVar(A.SAxis), "0", KeyEnd, "1", std::move(Key)));
     Chunk.push_back(KStmt::let(Ty, N.Body[A.Sum].Name, "pk_l"));
     KStmts Store;
     Store.push_back(KStmt::let(Ty, N.Body[A.Acc].Name, "pk_out[pk_u]"));
@@ -1239,11 +1252,11 @@ private:
 
     KStmts Row;
     unravel("pk_row", RowAxes, RowExtents, Row);
-    Row.push_back(KStmt::forLoop("pk_j0", "0", J, "32 * kCols",
-                                 std::move(Chunk)));
+    Row.push_back(
+        KStmt::forLoop("pk_j0", "0", J, "32 * kCols", std::move(Chunk)));
     B.push_back(KStmt::forLoop(
-        "pk_row", fmt::format("int64_t(blockIdx.x) * {} + threadIdx.x / 32",
-                              Warps),
+        "pk_row",
+        fmt::format("int64_t(blockIdx.x) * {} + threadIdx.x / 32", Warps),
         "pk_rows", fmt::format("int64_t(gridDim.x) * {}", Warps),
         std::move(Row)));
 
@@ -1257,8 +1270,8 @@ private:
           {Last ? "" : fmt::format("{} <= {}", J, 32 * C), std::to_string(C),
            fmt::format("pk::cuda::detail::grid_for(pk_work, {})", Warps),
            std::to_string(P.BlockX), "1", "0",
-           Last ? fmt::format("{} output columns per lane, in chunks of {}",
-                              C, 32 * C)
+           Last ? fmt::format("{} output columns per lane, in chunks of {}", C,
+                              32 * C)
                 : fmt::format("{} output column{} per lane", C,
                               C == 1 ? "" : "s")});
     }

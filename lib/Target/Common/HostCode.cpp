@@ -296,6 +296,15 @@ std::string target::applyOp(OpCode Op, Backend B, DType T,
                       Store);
 }
 
+std::string target::indexValue(const Function &F, const Stmt &S) {
+  if (S.LoopExtents.empty())
+    return target::indexVar(S.Axis);
+  // Broadcast along the axis when its extent is 1.
+  return fmt::format("({} == 1 ? 0 : {})",
+                     target::extentExpr(F, S.LoopExtents[0]),
+                     target::indexVar(S.Axis));
+}
+
 std::string target::valueRef(const Nest &N, unsigned I) {
   const Stmt &S = N.Body[I];
   if (S.K == Stmt::Const)
@@ -318,13 +327,8 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
                        target::pointerVar(F, S.Param), Index(S));
     break;
   case Stmt::Index:
-    if (S.LoopExtents.empty())
-      Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
-                         target::indexVar(S.Axis));
-    else // broadcast along the axis when its extent is 1
-      Out += fmt::format("{}const int64_t {} = {} == 1 ? 0 : {};\n", Indent,
-                         S.Name, target::extentExpr(F, S.LoopExtents[0]),
-                         target::indexVar(S.Axis));
+    Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
+                       target::indexValue(F, S));
     break;
   case Stmt::Apply: {
     const OpInfo &Info = opInfo(S.Op);

@@ -66,6 +66,9 @@ std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
 /// table's C++ or CUDA column).
 std::string applyOp(ir::OpCode Op, Backend B, ir::DType T,
                     llvm::ArrayRef<std::string> Args);
+/// The value of an Index statement: its loop index, or 0 where the indexed
+/// value's extent is 1 (Stmt::LoopExtents).
+std::string indexValue(const ir::Function &F, const loop::Stmt &Index);
 /// A reference to a statement's value: literals inline, others by name.
 std::string valueRef(const loop::Nest &N, unsigned I);
 /// Prints one statement (not Reduce, which needs a loop around it);
