@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <map>
 #include <set>
 
@@ -103,12 +105,21 @@ ExitCode compileAll(const clang::tooling::CompilationDatabase &DB,
   PO.PrintAfterAll = Opts.PrintAfterAll;
   PO.Out = &Out;
   PO.Log = &Log;
+  // Prints its table when this function returns.
+  std::optional<StageTimers> Timers;
+  if (Opts.Verbose)
+    PO.Timers = &Timers.emplace();
 
   std::map<std::string, std::vector<cuda::KernelText>> CudaOf;
   frontend::Options FO;
   FO.ExtraArgsBefore = Opts.ExtraArgsBefore;
   FO.FS = std::move(FS);
   std::vector<frontend::FileResult> Results;
+  // The whole run: Clang's parse and Sema, the AST to Graph IR, every
+  // pass (the stages above are part of it), the rewrite of the source.
+  std::optional<llvm::TimeRegion> Total;
+  if (PO.Timers)
+    Total.emplace(PO.Timers->get("total (Clang frontend and every stage)"));
   bool Ok = frontend::compileFiles(
       DB, Files, FO,
       [&](ir::Function &F) {
@@ -121,6 +132,7 @@ ExitCode compileAll(const clang::tooling::CompilationDatabase &DB,
         return R;
       },
       Results);
+  Total.reset();
   if (!Ok)
     return UserError;
   // Under `-Xclang -verify` a file with the expected errors counts as

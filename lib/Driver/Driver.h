@@ -22,6 +22,8 @@ struct DriverOptions {
   bool Cuda = true; ///< write <stem>.pk.cu and <stem>.pk.h
   EmitStage Emit = EmitStage::None;
   bool PrintAfterAll = false;
+  /// `-v`: print the time of each stage to stderr.
+  bool Verbose = false;
   std::string DepFile;
   /// Put before every compile command (the resource dir fix).
   std::vector<std::string> ExtraArgsBefore;

@@ -40,7 +40,25 @@ void logAfter(const PipelineOptions &Opts, const ir::Function &F,
   ir::print(F, *Opts.Log);
 }
 
+/// Times the enclosing scope as `Stage` under `-v` (a no-op otherwise).
+class StageScope {
+public:
+  StageScope(const PipelineOptions &Opts, llvm::StringRef Stage)
+      : Region(Opts.Timers ? &Opts.Timers->get(Stage) : nullptr) {}
+
+private:
+  llvm::TimeRegion Region;
+};
+
 } // namespace
+
+llvm::Timer &StageTimers::get(llvm::StringRef Stage) {
+  for (const std::unique_ptr<llvm::Timer> &T : Timers)
+    if (T->getName() == Stage)
+      return *T;
+  Timers.push_back(std::make_unique<llvm::Timer>(Stage, Stage, Group));
+  return *Timers.back();
+}
 
 KernelArtifacts pk::driver::compileKernel(ir::Function &F,
                                           const PipelineOptions &Opts) {
@@ -48,25 +66,42 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   checkGraph(F, "the frontend");
   logAfter(Opts, F, "the frontend");
 
-  A.Diags = inferShapes(F);
+  {
+    StageScope T(Opts, "inferShapes");
+    A.Diags = inferShapes(F);
+  }
   if (!A.Diags.empty())
     return A;
   logAfter(Opts, F, "inferShapes");
 
-  deriveGuards(F);
+  {
+    StageScope T(Opts, "deriveGuards");
+    deriveGuards(F);
+  }
   logAfter(Opts, F, "deriveGuards");
 
-  canonicalize(F);
+  {
+    StageScope T(Opts, "canonicalize");
+    canonicalize(F);
+  }
   checkGraph(F, "canonicalize");
   logAfter(Opts, F, "canonicalize");
 
-  FusionPlan Plan = fuse(F, A.Diags);
+  FusionPlan Plan;
+  {
+    StageScope T(Opts, "fuse");
+    Plan = fuse(F, A.Diags);
+  }
   if (!A.Diags.empty())
     return A;
   if (Opts.Emit == EmitStage::Graph)
     ir::print(F, *Opts.Out, &Plan.GroupOf);
 
-  loop::Program Loops = lowerToLoops(F, Plan, A.Diags);
+  loop::Program Loops;
+  {
+    StageScope T(Opts, "lowerToLoops");
+    Loops = lowerToLoops(F, Plan, A.Diags);
+  }
   if (!A.Diags.empty())
     return A;
   std::string Problem = loop::verify(Loops);
@@ -76,8 +111,13 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   if (Opts.Emit == EmitStage::Loop)
     loop::print(Loops, *Opts.Out);
 
-  tile::Program Schedule = scheduleForCpu(Loops);
-  gpu::Program GpuSchedule = scheduleForGpu(Loops);
+  tile::Program Schedule;
+  gpu::Program GpuSchedule;
+  {
+    StageScope T(Opts, "scheduleForCpu, scheduleForGpu");
+    Schedule = scheduleForCpu(Loops);
+    GpuSchedule = scheduleForGpu(Loops);
+  }
   if (Opts.Emit == EmitStage::Tile) {
     tile::print(Schedule, *Opts.Out);
     gpu::print(GpuSchedule, *Opts.Out);
@@ -85,15 +125,25 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   if (Opts.Emit == EmitStage::Explain)
     explain(F, Plan, Schedule, GpuSchedule, *Opts.Out);
 
-  A.CppBody = cpu::emitKernelBody(Schedule);
+  {
+    StageScope T(Opts, "emitCpp");
+    A.CppBody = cpu::emitKernelBody(Schedule);
+  }
   if (Opts.Emit == EmitStage::Cpp)
     *Opts.Out << "// " << F.QualifiedName << "\n" << A.CppBody << "\n";
 
-  kernel::Program Kernels = cuda::lowerToKernels(GpuSchedule);
+  kernel::Program Kernels;
+  {
+    StageScope T(Opts, "lowerToKernels");
+    Kernels = cuda::lowerToKernels(GpuSchedule);
+  }
   if (Opts.Emit == EmitStage::Kernel)
     kernel::print(Kernels, *Opts.Out);
 
-  A.Cuda = cuda::emitCuda(Kernels);
+  {
+    StageScope T(Opts, "emitCuda");
+    A.Cuda = cuda::emitCuda(Kernels);
+  }
   if (Opts.Emit == EmitStage::Cuda)
     *Opts.Out << A.Cuda.Kernels << "// launcher\n" << A.Cuda.Launcher;
   return A;

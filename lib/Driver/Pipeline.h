@@ -5,6 +5,9 @@
 #include "IR/GraphIR.h"
 #include "Target/CUDA/EmitCuda.h"
 
+#include "llvm/Support/Timer.h"
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,12 +20,28 @@ namespace pk::driver {
 /// What `--emit=` prints instead of writing files.
 enum class EmitStage { None, Graph, Loop, Tile, Kernel, Cpp, Cuda, Explain };
 
+/// The time of each stage over a pkc run (`pkc -v`), summed over kernels
+/// and files; LLVM's TimerGroup prints the table to stderr when this is
+/// destroyed (wall, user and system time per stage, as `-ftime-report`).
+class StageTimers {
+public:
+  StageTimers() : Group("pkc", "pkc: time per stage") {}
+  /// The timer of `Stage`, created on first use (stages print in the order
+  /// LLVM sorts them: by time).
+  llvm::Timer &get(llvm::StringRef Stage);
+
+private:
+  llvm::TimerGroup Group;
+  std::vector<std::unique_ptr<llvm::Timer>> Timers;
+};
+
 struct PipelineOptions {
   EmitStage Emit = EmitStage::None;
   /// Print the Graph IR after every pass (to `Log`).
   bool PrintAfterAll = false;
   llvm::raw_ostream *Out = nullptr; ///< where --emit output goes
   llvm::raw_ostream *Log = nullptr; ///< where --print-after-all goes
+  StageTimers *Timers = nullptr;    ///< `-v`: time each stage
 };
 
 /// Everything pkc produces for one kernel.

@@ -8,7 +8,8 @@ using namespace pk::frontend;
 
 void Reporter::error(llvm::StringRef Id, clang::SourceLocation Loc,
                      clang::SourceRange Range, llvm::StringRef Message,
-                     llvm::StringRef Note, clang::SourceLocation NoteLoc) {
+                     llvm::StringRef Note, clang::SourceLocation NoteLoc,
+                     std::optional<clang::FixItHint> Fix) {
   ++NumErrors;
   std::string Key = (Id + "\n" + Message).str();
   if (!Seen.insert({Loc.getRawEncoding(), Key}).second)
@@ -21,7 +22,7 @@ void Reporter::error(llvm::StringRef Id, clang::SourceLocation Loc,
       B << clang::CharSourceRange::getTokenRange(Range);
   }
   if (!Note.empty())
-    note(NoteLoc.isValid() ? NoteLoc : Loc, Note);
+    note(NoteLoc.isValid() ? NoteLoc : Loc, Note, std::move(Fix));
 }
 
 void Reporter::warning(llvm::StringRef Id, clang::SourceLocation Loc,
@@ -30,7 +31,11 @@ void Reporter::warning(llvm::StringRef Id, clang::SourceLocation Loc,
   D.Report(Loc, ID) << Message << Id;
 }
 
-void Reporter::note(clang::SourceLocation Loc, llvm::StringRef Message) {
+void Reporter::note(clang::SourceLocation Loc, llvm::StringRef Message,
+                    std::optional<clang::FixItHint> Fix) {
   unsigned ID = D.getCustomDiagID(clang::DiagnosticsEngine::Note, "%0");
-  D.Report(Loc, ID) << Message;
+  auto B = D.Report(Loc, ID);
+  B << Message;
+  if (Fix)
+    B << *Fix;
 }

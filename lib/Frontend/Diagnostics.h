@@ -15,6 +15,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -51,13 +52,17 @@ public:
   /// \p NoteLoc (\p Loc when invalid) unless \p Note is empty. The same
   /// message at the same location is printed once (loop unrolling and
   /// helper inlining visit the same code many times).
+  /// \p Fix, when given, rides on the note: the one obvious rewrite
+  /// (`x[0]` -> `x[_]`), which -fixit and IDEs can apply.
   void error(llvm::StringRef Id, clang::SourceLocation Loc,
              clang::SourceRange Range, llvm::StringRef Message,
              llvm::StringRef Note = "",
-             clang::SourceLocation NoteLoc = clang::SourceLocation());
+             clang::SourceLocation NoteLoc = clang::SourceLocation(),
+             std::optional<clang::FixItHint> Fix = std::nullopt);
   void warning(llvm::StringRef Id, clang::SourceLocation Loc,
                llvm::StringRef Message);
-  void note(clang::SourceLocation Loc, llvm::StringRef Message);
+  void note(clang::SourceLocation Loc, llvm::StringRef Message,
+            std::optional<clang::FixItHint> Fix = std::nullopt);
 
   /// Errors reported through this reporter, duplicates included (a kernel
   /// that reaches an error already printed for another kernel still fails).

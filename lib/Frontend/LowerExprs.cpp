@@ -599,10 +599,18 @@ Val Lowering::evalConditional(const ConditionalOperator *E) {
 }
 
 Val Lowering::subscriptError(const Expr *E) {
-  error(rule::Subscript, E,
-        "only 'ref[_]' (the whole array) can be indexed, not '" + text(E) + "'",
-        "index the whole array with ref[_]; choose elements with where(mask, "
-        "a, b)");
+  // `x[0]` -> `x[_]`: the fix-it replaces the index (a call operator
+  // `t(0, 1)` has no single obvious rewrite).
+  std::optional<FixItHint> Fix;
+  if (const auto *Sub = dyn_cast<CXXOperatorCallExpr>(E);
+      Sub && Sub->getOperator() == OO_Subscript && Sub->getNumArgs() == 2)
+    Fix = FixItHint::CreateReplacement(Sub->getArg(1)->getSourceRange(), "_");
+  Rep.error(rule::Subscript, E->getBeginLoc(), E->getSourceRange(),
+            "only 'ref[_]' (the whole array) can be indexed, not '" + text(E) +
+                "'",
+            "index the whole array with ref[_]; choose elements with "
+            "where(mask, a, b)",
+            SourceLocation(), std::move(Fix));
   return Val::invalid();
 }
 

@@ -57,6 +57,12 @@ static cl::opt<bool>
                   cl::desc("Print the Graph IR after every pass to stderr"),
                   cl::cat(PkcCategory));
 
+static cl::opt<bool>
+    Verbose("v",
+            cl::desc("Print the time of each stage (Clang frontend, every "
+                     "pass, both emitters) to stderr"),
+            cl::cat(PkcCategory));
+
 static cl::opt<std::string>
     DepFile("depfile",
             cl::desc("Write a Make-style depfile of the outputs' inputs"),
@@ -80,6 +86,7 @@ int main(int Argc, const char **Argv) {
   }
   Opts.Emit = Explain ? pk::driver::EmitStage::Explain : Emit.getValue();
   Opts.PrintAfterAll = PrintAfterAll;
+  Opts.Verbose = Verbose;
   Opts.DepFile = DepFile;
   Opts.ExtraArgsBefore = {"-resource-dir=" PK_CLANG_RESOURCE_DIR};
   return pk::driver::run(Parser->getCompilations(), Parser->getSourcePathList(),
