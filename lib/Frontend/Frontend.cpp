@@ -27,10 +27,12 @@
 #include "clang/Tooling/CompilationDatabase.h"
 #include "clang/Tooling/Tooling.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Option/ArgList.h"
 #include "llvm/Option/OptTable.h"
 #include "llvm/Option/Option.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <set>
@@ -307,9 +309,16 @@ tooling::ArgumentsAdjuster stripUnknownArguments() {
     if (Drop.empty())
       return Args;
     tooling::CommandLineArguments Out;
+    std::vector<std::string> Dropped;
     for (size_t I = 0; I < Args.size(); ++I)
-      if (!Drop.count(I))
-        Out.push_back(Args[I]);
+      (Drop.count(I) ? Dropped : Out).push_back(Args[I]);
+    // Said once per run for each set of flags (every file of a build
+    // usually has the same).
+    static std::set<std::vector<std::string>> Said;
+    if (Said.insert(Dropped).second)
+      llvm::errs() << "pkc: note: ignoring compiler flags Clang does not "
+                      "know (GCC-only?): "
+                   << llvm::join(Dropped, " ") << "\n";
     return Out;
   };
 }
