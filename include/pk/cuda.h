@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #ifndef PK_LAUNCH
 #define PK_LAUNCH(Kernel, Grid, Block, Smem, Stream, ...)                      \
@@ -56,6 +57,45 @@ inline int64_t sm_count() {
     return 132;
   }
   return SMs;
+}
+
+/// Copies N consecutive elements from shared memory at P into Out with
+/// 128-bit (float4, double2) or 64-bit (float2) loads where N allows: the
+/// register-tile reads of the matmul kernels. P must be aligned to the
+/// chunk (16 bytes when N floats are a multiple of 4, ...): the kernels'
+/// tile layouts guarantee it.
+template <int N, class T>
+__device__ inline void load_lanes(const T *P, T *Out) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "the matmul kernels are float or double");
+  if constexpr (std::is_same_v<T, float> && N % 4 == 0) {
+#pragma unroll
+    for (int I = 0; I < N; I += 4) {
+      const float4 V = *reinterpret_cast<const float4 *>(P + I);
+      Out[I] = V.x;
+      Out[I + 1] = V.y;
+      Out[I + 2] = V.z;
+      Out[I + 3] = V.w;
+    }
+  } else if constexpr (std::is_same_v<T, float> && N % 2 == 0) {
+#pragma unroll
+    for (int I = 0; I < N; I += 2) {
+      const float2 V = *reinterpret_cast<const float2 *>(P + I);
+      Out[I] = V.x;
+      Out[I + 1] = V.y;
+    }
+  } else if constexpr (std::is_same_v<T, double> && N % 2 == 0) {
+#pragma unroll
+    for (int I = 0; I < N; I += 2) {
+      const double2 V = *reinterpret_cast<const double2 *>(P + I);
+      Out[I] = V.x;
+      Out[I + 1] = V.y;
+    }
+  } else {
+#pragma unroll
+    for (int I = 0; I < N; ++I)
+      Out[I] = P[I];
+  }
 }
 
 /// Blocks along y of a column reduction over `Reduced` elements per kept

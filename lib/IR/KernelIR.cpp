@@ -123,6 +123,13 @@ Stmt Stmt::barrier() {
   return S;
 }
 
+Stmt Stmt::call(std::string Expr) {
+  Stmt S;
+  S.K = Call;
+  S.Expr = std::move(Expr);
+  return S;
+}
+
 Stmt Stmt::strides(IndexMode Index) {
   Stmt S;
   S.K = Strides;
@@ -214,6 +221,9 @@ void printStmts(const ir::Function &F, const loop::Nest &N,
       break;
     case Stmt::Barrier:
       OS << Pad << "barrier\n";
+      break;
+    case Stmt::Call:
+      OS << Pad << "call " << S.Expr << "\n";
       break;
     case Stmt::Strides:
       OS << Pad << "strides " << indexModeName(S.Index) << "\n";

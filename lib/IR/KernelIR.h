@@ -47,6 +47,7 @@ struct Stmt {
     If,          ///< if (Expr) Body else Else
     StaticIf,    ///< if constexpr (Expr) Body else Else
     Barrier,     ///< __syncthreads()
+    Call,        ///< `Expr;`: a call of a pk::cuda::detail helper
     Strides,     ///< the strides of every ref the nest uses, per `Index`
   };
   Kind K = Comment;
@@ -79,6 +80,7 @@ struct Stmt {
   static Stmt staticIf(std::string Cond, std::vector<Stmt> Body,
                        std::vector<Stmt> Else = {});
   static Stmt barrier();
+  static Stmt call(std::string Expr);
   static Stmt strides(IndexMode Index);
 };
 
@@ -90,6 +92,9 @@ struct SharedBuffer {
   /// expression over the template parameters (the launcher sizes it).
   std::string Count;
   bool Dynamic = false;
+  /// Static arrays: bytes of alignment (0: the element's), e.g. 16 for
+  /// float4 reads.
+  int Align = 0;
 };
 
 struct Param {

@@ -100,8 +100,10 @@ public:
                            "  PK_DYNAMIC_SHARED({}, {});\n",
                            B.Count, dtypeCppName(B.Type), B.Name);
       else
-        Out += fmt::format("  __shared__ {} {}[{}];\n", dtypeCppName(B.Type),
-                           B.Name, B.Count);
+        Out +=
+            fmt::format("  __shared__ {}{} {}[{}];\n",
+                        B.Align ? fmt::format("__align__({}) ", B.Align) : "",
+                        dtypeCppName(B.Type), B.Name, B.Count);
     }
     Out += Body;
     Out += "}\n\n";
@@ -295,6 +297,9 @@ private:
       break;
     case KS::Barrier:
       Out += In + "__syncthreads();\n";
+      break;
+    case KS::Call:
+      Out += In + S.Expr + ";\n";
       break;
     case KS::Strides:
       if (S.Index == kernel::IndexMode::Strided)

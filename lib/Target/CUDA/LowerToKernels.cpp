@@ -920,6 +920,15 @@ private:
   // Gemm: shared-memory tiles, register tiles
   //===--------------------------------------------------------------------===//
 
+  /// B's columns per vector read of a register tile: as many as fit 16
+  /// bytes and divide TN.
+  static int vectorColumns(DType T, int TN) {
+    int V = 16 / static_cast<int>(dtypeBytes(T));
+    while (V > 1 && TN % V != 0)
+      V /= 2;
+    return V;
+  }
+
   /// The domain axis along which the first load among `Stmts` reads
   /// consecutive elements (the one indexing its ref's last axis), -1 when
   /// there is none.
@@ -953,12 +962,14 @@ private:
       K.Notes.push_back(Note);
     std::vector<std::string> Args;
     addNestParams(N, K, Args);
-    K.TemplateParams = {"int BM", "int BN", "int TM", "int TN"};
+    K.TemplateParams = {"int BM", "int BN", "int TM", "int TN", "int VB"};
     K.LaunchBounds = std::to_string(P.BlockX);
     const int BK = P.GemmBK;
     const std::string Ty = dtypeCppName(G.Type).str();
-    K.Shared.push_back({"pk_as", G.Type, fmt::format("{} * (BM + 4)", BK)});
-    K.Shared.push_back({"pk_bs", G.Type, fmt::format("{} * (BN + 4)", BK)});
+    K.Shared.push_back(
+        {"pk_as", G.Type, fmt::format("2 * {} * (BM + 4)", BK), false, 16});
+    K.Shared.push_back(
+        {"pk_bs", G.Type, fmt::format("2 * {} * (BN + 4)", BK), false, 16});
     const std::string M = extentExpr(F, N.Domain[G.MAxis]);
     const std::string Ncols = extentExpr(F, N.Domain[G.NAxis]);
     const std::string Kext = extentExpr(F, G.K);
@@ -1030,44 +1041,73 @@ private:
       return Loop;
     };
     const std::string BKs = std::to_string(BK);
+    // Two buffers of each tile (double buffering): while the block
+    // multiplies the tiles of step s from buffer s % 2, it stages step s +
+    // 1 into the other, so one barrier per step separates them and the
+    // global loads of the next step overlap this step's multiply-adds.
+    const std::string ASize = fmt::format("{} * (BM + 4)", BK),
+                      BSize = fmt::format("{} * (BN + 4)", BK);
+    auto StageInto = [&](const std::string &Buf) {
+      KStmts Out;
+      for (KStmts Part :
+           {Stage(
+                "A[m0.., k0..] -> pk_as (k-major)", "BM", BKs, G.MAxis, "pk_m0",
+                M, G.KAxis, "pk_k0", Kext,
+                [&](const std::string &R, const std::string &C) {
+                  return fmt::format("pk_as[{} * {} + ({}) * (BM + 4) + {}]",
+                                     Buf, ASize, C, R);
+                },
+                G.AStmts, G.A),
+            Stage(
+                "B[k0.., n0..] -> pk_bs", BKs, "BN", G.KAxis, "pk_k0", Kext,
+                G.NAxis, "pk_n0", Ncols,
+                [&](const std::string &R, const std::string &C) {
+                  return fmt::format("pk_bs[{} * {} + ({}) * (BN + 4) + {}]",
+                                     Buf, BSize, R, C);
+                },
+                G.BStmts, G.B)})
+        Out.insert(Out.end(), Part.begin(), Part.end());
+      return Out;
+    };
+    Tile.push_back(KStmt::let("int64_t", "pk_steps",
+                              fmt::format("({} + {}) / {}", Kext, BK - 1, BK)));
+    KStmts First = {KStmt::let("int64_t", "pk_k0", "0")};
+    for (KStmt &S : StageInto("0"))
+      First.push_back(std::move(S));
+    Tile.push_back(KStmt::ifThen("pk_steps > 0", std::move(First)));
+    Tile.push_back(KStmt::barrier());
+
     KStmts Step;
-    for (KStmts Part :
-         {Stage(
-              "A[m0.., k0..] -> pk_as (k-major)", "BM", BKs, G.MAxis, "pk_m0",
-              M, G.KAxis, "pk_k0", Kext,
-              [](const std::string &R, const std::string &C) {
-                return fmt::format("pk_as[({}) * (BM + 4) + {}]", C, R);
-              },
-              G.AStmts, G.A),
-          Stage(
-              "B[k0.., n0..] -> pk_bs", BKs, "BN", G.KAxis, "pk_k0", Kext,
-              G.NAxis, "pk_n0", Ncols,
-              [](const std::string &R, const std::string &C) {
-                return fmt::format("pk_bs[({}) * (BN + 4) + {}]", R, C);
-              },
-              G.BStmts, G.B)})
-      Step.insert(Step.end(), Part.begin(), Part.end());
-    Step.push_back(KStmt::barrier());
+    Step.push_back(KStmt::let("int64_t", "pk_cur", "pk_step % 2"));
+    KStmts Next = {
+        KStmt::let("int64_t", "pk_k0", fmt::format("(pk_step + 1) * {}", BK))};
+    for (KStmt &S : StageInto("(1 - pk_cur)"))
+      Next.push_back(std::move(S));
+    Step.push_back(KStmt::ifThen("pk_step + 1 < pk_steps", std::move(Next)));
+    // Register-tile reads: A's TM rows are consecutive, B's TN columns are
+    // groups of VB consecutive ones, (BN / TN) * VB apart, so each read is
+    // a 64- or 128-bit load and a row of 16 threads reads consecutive words.
     KStmts Inner;
     Inner.push_back(KStmt::var(Ty, "pk_a[TM]", "{}"));
     Inner.push_back(KStmt::var(Ty, "pk_b[TN]", "{}"));
-    KStmt LoadA = KStmt::forLoop(
-        "pk_r", "0", "TM", "1",
-        {KStmt::assign("pk_a[pk_r]",
-                       "pk_as[pk_kk * (BM + 4) + pk_ty * TM + pk_r]")});
+    Inner.push_back(KStmt::call(fmt::format(
+        "pk::cuda::detail::load_lanes<TM>(&pk_as[pk_cur * {} + pk_kk * (BM + "
+        "4) + pk_ty * TM], pk_a)",
+        ASize)));
     KStmt LoadB = KStmt::forLoop(
-        "pk_c", "0", "TN", "1",
-        {KStmt::assign("pk_b[pk_c]",
-                       "pk_bs[pk_kk * (BN + 4) + pk_tx + (BN / TN) * pk_c]")});
+        "pk_g", "0", "TN / VB", "1",
+        {KStmt::call(fmt::format(
+            "pk::cuda::detail::load_lanes<VB>(&pk_bs[pk_cur * {} + pk_kk * "
+            "(BN + 4) + pk_g * (BN / TN) * VB + pk_tx * VB], &pk_b[pk_g * VB])",
+            BSize))});
     KStmt Fma = KStmt::forLoop(
         "pk_c", "0", "TN", "1",
         {KStmt::assign("pk_acc[pk_r][pk_c]", "pk_acc[pk_r][pk_c] + pk_a[pk_r] "
                                              "* pk_b[pk_c]")});
     KStmt Rows = KStmt::forLoop("pk_r", "0", "TM", "1", {Fma});
-    for (KStmt *L : {&LoadA, &LoadB, &Fma, &Rows})
+    for (KStmt *L : {&LoadB, &Fma, &Rows})
       L->Unroll = true;
     Rows.Body[0].Unroll = true;
-    Inner.push_back(std::move(LoadA));
     Inner.push_back(std::move(LoadB));
     Inner.push_back(std::move(Rows));
     KStmt KK =
@@ -1077,8 +1117,8 @@ private:
                                   "pk_as[:, rows] x pk_bs[:, columns]"));
     Step.push_back(std::move(KK));
     Step.push_back(KStmt::barrier());
-    Tile.push_back(KStmt::forLoop("pk_k0", "0", Kext, std::to_string(BK),
-                                  std::move(Step)));
+    Tile.push_back(
+        KStmt::forLoop("pk_step", "0", "pk_steps", "1", std::move(Step)));
 
     // The epilogue on the registers: the consumers and the stores.
     const LStmt &R = N.Body[G.Reduce];
@@ -1089,7 +1129,9 @@ private:
         Elem.push_back(KStmt::compute(I, IndexMode::Indexed));
     KStmt Cols = KStmt::forLoop(
         "pk_c", "0", "TN", "1",
-        {KStmt::let("int64_t", IN, "pk_n0 + pk_tx + (BN / TN) * pk_c"),
+        {KStmt::let("int64_t", IN,
+                    "pk_n0 + pk_c / VB * (BN / TN) * VB + pk_tx * VB + "
+                    "pk_c % VB"),
          KStmt::ifThen(fmt::format("{} < {} && {} < {}", IM, M, IN, Ncols),
                        std::move(Elem))});
     Cols.Unroll = true;
@@ -1118,7 +1160,8 @@ private:
       bool Last = I + 1 == P.GemmTiles.size();
       LS.Variants.push_back(
           {Last ? "" : fmt::format("{} >= pk_sms", Tiles),
-           fmt::format("{}, {}, {}, {}", T.BM, T.BN, T.TM, T.TN),
+           fmt::format("{}, {}, {}, {}, {}", T.BM, T.BN, T.TM, T.TN,
+                       vectorColumns(G.Type, T.TN)),
            fmt::format("pk::cuda::detail::grid_for({}, 1)", Tiles),
            std::to_string(P.BlockX), "1", "0",
            fmt::format("{} x {} tiles, {} x {} per thread{}", T.BM, T.BN, T.TM,
