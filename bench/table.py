@@ -323,8 +323,8 @@ def render_attention(results, rows, flops, after_table):
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out.append("pk ÷ hand = t_hand / t_pk (> 1: pk faster), likewise pk ÷ online. —: not run at this "
-               "shape (eager only up to H·T²·d = 2^27). pk visits every key of a row, the masked "
-               "ones too (2x the pairs counted); hand and online stop at j = i.")
+               "shape (eager only up to H·T²·d = 2^27). pk, hand and online all stop at key "
+               "j = i (pk since 50b48d2: the causal mask bounds its key loop).")
     return out
 
 

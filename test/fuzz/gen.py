@@ -49,14 +49,11 @@ SYMS = 'ABCDE'
 # the CI batches stay green while the reproducers in test/fuzz/regressions/
 # say what is broken. Remove an entry when its bug is fixed.
 KNOWN_BUGS = {
-    # index(v, axis) where v's extent along axis is 1 at run time and is
-    # broadcast: the compiled code gives the loop coordinate, NumPy gives 0;
-    # and a value that varies along a reduced axis only through such an
-    # index() reads a row buffer past what was written. The generator then
-    # takes index() only of refs that are never broadcast, along extents
-    # that are not 1.
-    'index-of-broadcast': 'test/fuzz/regressions/index_of_broadcast, '
-                          'test/fuzz/regressions/index_row_scratch',
+    # Open pkc bugs the generator steers around unless --with-known-bugs:
+    # name -> the regression test that shows it. None open: the index() of a
+    # broadcast ref bugs (test/fuzz/regressions/index_of_broadcast and
+    # index_row_scratch) are fixed, and the generator takes index() of any
+    # ref again.
 }
 AVOID = set(KNOWN_BUGS)
 
@@ -1407,7 +1404,13 @@ class Gen:
     def g_reduce(self, ctx, depth):
         base, ax = ctx.sig
         octx = ctx.but(shape=base, level=ctx.level + 1)
-        x = self.gen(octx, depth - 1)
+        if ctx.scope == 'kernel' and self.chance(0.3):
+            # an input of its own (broadcast at run time, sometimes): the
+            # reductions of one group then run over different extents
+            x = self.new_input(octx, None if not ctx.exact else
+                               self.choice([I32, BOOL]), full=True)
+        else:
+            x = self.gen(octx, depth - 1)
         if x.node.shape != tuple(base):
             x = self.widen(x, octx)
         red = self.wchoice([('sum', 4), ('max', 3), ('mean', 3), ('min', 2)])
@@ -1552,8 +1555,9 @@ def data_range(dtype, rng):
 # Kernel structure: policies that steer toward fusion patterns
 # --------------------------------------------------------------------------
 
-POLICIES = [('elementwise', 20), ('row', 20), ('column', 10), ('full', 8),
-            ('multi', 12), ('inout', 8), ('shared', 6), ('classic', 18)]
+POLICIES = [('elementwise', 18), ('row', 18), ('column', 10), ('full', 7),
+            ('multi', 11), ('inout', 8), ('shared', 6), ('several', 8),
+            ('classic', 16)]
 
 
 class Builder(Gen):
@@ -1712,6 +1716,37 @@ class Builder(Gen):
         if self.chance(0.3):
             self.pending_inout_loop = h
         return plans
+
+    def plan_several(self, U):
+        """Reductions of several different inputs (each may be broadcast
+        at run time) in one group: their loops may run over different
+        extents."""
+        sig = self.sig_of(U, self.choice(['first', 'first', 'last', 'any',
+                                          'all']))
+        base, ax = sig
+        ctx_full = Ctx(base, sig)
+        row = () if ax == 'all' else tuple(x for i, x in enumerate(base)
+                                            if i != ax)
+        keep = ax != 'all' and self.chance(0.4)
+        for _ in range(self.rng.randint(1, 2)):
+            def make():
+                terms = []
+                for _ in range(self.rng.randint(2, 3)):
+                    x = self.new_input(Ctx(base, None), F32, full=True)
+                    if self.chance(0.4):
+                        x = self.op(self.choice(['abs', 'neg', 'tanh']), x)
+                    terms.append(self.reduce_of(
+                        x, self.choice(['sum', 'max', 'min', 'mean']),
+                        ctx_full, keep))
+                e = terms[0]
+                for t in terms[1:]:
+                    e = self.op(self.choice(['add', 'sub', 'maximum',
+                                             'minimum']), e, t)
+                shape = tuple(e.node.shape)
+                p = self.out(shape, dtype=F32)
+                self.store(p, e)
+            self.try_stmt(make)
+        return self.red_plans(sig)[:1] if self.chance(0.5) else []
 
     def plan_shared(self, U):
         sig = self.sig_of(U, self.choice(['last', 'last', 'first', 'all']))
