@@ -28,6 +28,13 @@ using LStmt = loop::Stmt;
 namespace {
 
 std::string groupSignature(const Function &F, const FusionPlan::Group &G) {
+  if (G.Attention)
+    return "attention: softmax over the keys of q kT, times v (one online-"
+           "softmax pass per query row, no [t, s] buffer)";
+  if (G.MatMul)
+    return fmt::format("a matrix product (rank-{} products summed over axis "
+                       "{}) and its epilogue",
+                       G.Rank, fmt::join(G.ReduceAxes, ", "));
   if (G.ReduceAxes.empty()) {
     const Node &S = F.node(G.Stores.front());
     return fmt::format("elementwise stores of rank {}", F.Params[S.Param].Rank);
@@ -139,12 +146,15 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     OS << fmt::format("    group {} over {}\n", N.Group,
                       shapeToString(F, N.Domain));
     std::string Threads =
-        C.MinWorkForThreads > 0
-            ? fmt::format("threads over the outermost {} loop{} from {} "
+        C.MinWorkForThreads <= 0 ? std::string("one thread")
+        : C.Kind == tile::LoopKind::Gemm
+            ? fmt::format("threads over C tiles from {} multiply-adds; "
+                          "blocking MC {}, KC {}, NC {}",
+                          C.MinWorkForThreads, C.GemmMC, C.GemmKC, C.GemmNC)
+            : fmt::format("threads over the outermost {} loop{} from {} "
                           "elements",
                           C.ThreadedLoops, C.ThreadedLoops == 1 ? "" : "s",
-                          C.MinWorkForThreads)
-            : std::string("one thread");
+                          C.MinWorkForThreads);
     OS << fmt::format("      cpu: {}; {}; vector loop: {}",
                       tile::loopKindName(C.Kind), Threads, C.Vector);
     if (C.ColumnBlock)
@@ -225,5 +235,16 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
   OS << "    gpu: counts the path where the block's rows fit in shared "
         "memory; longer rows read again from global memory (L2)\n";
   OS << "    a lower-rank operand broadcast over the rows (a weight) is read "
-        "once per row from cache; counted once\n\n";
+        "once per row from cache; counted once\n";
+  if (llvm::any_of(Plan.Groups,
+                   [](const FusionPlan::Group &G) { return G.MatMul; }))
+    OS << "    matmul: each operand counted once; the tiled product reads A "
+          "once per column tile (ceil(N / NC) on the CPU, ceil(N / BN) on "
+          "CUDA) and B once per row tile, mostly from cache\n";
+  if (llvm::any_of(Plan.Groups, [](const FusionPlan::Group &G) {
+        return G.Attention.has_value();
+      }))
+    OS << "    attention: q and the output once; k and v once per query row, "
+          "from cache while a head's rows fit\n";
+  OS << "\n";
 }
