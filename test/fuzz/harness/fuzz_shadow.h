@@ -165,6 +165,30 @@ template <class A> E squeeze_err(const A &X, const E &Ea, int Axis) {
   return pk::squeeze(pk::broadcast_to(Ea, X), Axis);
 }
 
+/// transpose(a): a view, the operand's bound swapped the same way.
+template <class A> E transpose_err(const A &X, const E &Ea) {
+  return pk::transpose(pk::broadcast_to(Ea, X));
+}
+
+/// v = matmul(a, b) (float): each element is a sum of K products; the eager
+/// reference accumulates them in double, compiled code in the operands'
+/// precision in another order (CPU gemm, CUDA tiles), each product rounded
+/// once: within (K + 2) u sum_k |a_ik||b_kj| of the exact sum of the
+/// computed operands (K - 1 for the sum, 1 for the products, 1 for the final
+/// rounding, 1 spare), plus what the operands' own errors contribute:
+/// sum_k ea|b| + (|a| + ea) eb.
+template <class A, class B>
+E matmul_err(const A &X, const B &Y, const E &Ea, const E &Eb, double U) {
+  const E Ma = mag(X), Mb = mag(Y);
+  const double K = static_cast<double>(Ma.extent(Ma.rank() - 1));
+  E R = pk::matmul(Ma, Mb) * ((K + 2.0) * U);
+  if (Ea.rank() != 0 || (Ea.size() == 1 && Ea.data()[0] != 0.0))
+    R = R + pk::matmul(pk::broadcast_to(Ea, X), Mb);
+  if (Eb.rank() != 0 || (Eb.size() == 1 && Eb.data()[0] != 0.0))
+    R = R + pk::matmul(Ma + pk::broadcast_to(Ea, X), pk::broadcast_to(Eb, Y));
+  return R;
+}
+
 } // namespace fzs
 
 #endif // PK_FUZZ_SHADOW_H
