@@ -69,7 +69,49 @@ def index_row_scratch():
     return k
 
 
+def attention_masked_key_inf():
+    # pkc's fused attention, o = softmax(s) v with s = q k^T, where key 0 is
+    # masked (score -inf) and v's row 0 is inf. NumPy (eager): p[:, 0] = 0,
+    # 0 * inf = NaN, every output element is NaN. The online softmax skips
+    # a key whose score is -inf while the running max is still -inf, so it
+    # never multiplies v's row 0 and returns the softmax over the other keys.
+    # The generator's attention kernels meet this with the driver's special
+    # data (inf in k makes a score -inf, inf or NaN in v), rarely.
+    k = Kernel('attention_masked_key_inf', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B', 'C')
+    k.params = [Param('q', 'in', F32, ('A', 'C'), bcast_ok=False),
+                Param('k', 'in', F32, ('B', 'C'), bcast_ok=False),
+                Param('v', 'in', F32, ('B', 'C'), bcast_ok=False),
+                Param('o', 'out', F32, ('A', 'C'))]
+    sig = (('A', 'B'), 1)
+
+    def first(x, axis):
+        return Expr('op', 'eq', [Expr('op', 'index', [x], {'axis': axis}),
+                                 Expr('lit', gen.lit(gen.I32, 0))])
+    s = Expr('op', 'matmul', [Expr('load', 'q'), Expr(
+        'op', 'transpose', [Expr('load', 'k')])], {'mm': 's', 'scores': True})
+    masked = Expr('op', 'where', [first(Expr('local', 's'), -1), Expr(
+        'lit', gen.tlit(-1e20, '-INFINITY')), Expr('local', 's')])
+    m = Expr('op', 'max', [Expr('local', 's')],
+             {'axis': -1, 'keep': True, 'sig': sig})
+    e = Expr('op', 'exp', [Expr('op', 'sub', [Expr('local', 's'), m])])
+    den = Expr('op', 'sum', [Expr('local', 'e')],
+               {'axis': -1, 'keep': True, 'sig': sig})
+    p = Expr('op', 'div', [Expr('local', 'e'), den])
+    # (the literal's value only feeds the generator's interval analysis,
+    # which would reject an infinite operand; the text is what counts)
+    v = Expr('op', 'where', [first(Expr('load', 'v'), 0), Expr(
+        'lit', gen.tlit(2.0, 'INFINITY')), Expr('load', 'v')])
+    k.stmts = [
+        Stmt('decl', name='s', expr=s),
+        Stmt('assign', name='s', expr=masked),
+        Stmt('decl', name='e', expr=e),
+        Stmt('store', param='o', expr=Expr(
+            'op', 'matmul', [p, v], {'mm': 'o', 'attn': True}))]
+    return k
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
-              index_row_scratch):
+              index_row_scratch, attention_masked_key_inf):
         write(f())
