@@ -55,10 +55,10 @@ KNOWN_BUGS = {
     # index_row_scratch, are fixed: the generator takes index() of any ref
     # again.)
     #
-    # Fused attention skips a key whose score is -inf while the running max
-    # is -inf; eager multiplies that key's v row by 0, and inf or NaN there
-    # makes the output NaN. Steered around: attention kernels get no NaN or
-    # inf data (special_ok).
+    # Fused attention never reads the v rows of masked keys (a -inf prefix,
+    # or past the causal bound); eager multiplies them by 0, and inf or NaN
+    # there makes the output NaN. Deliberate (docs/design.md, "Attention"),
+    # steered around: attention kernels get no NaN or inf data (special_ok).
     'attention-masked-key-inf': 'test/fuzz/regressions/attention_masked_key_inf',
 }
 AVOID = set(KNOWN_BUGS)
