@@ -23,15 +23,9 @@ namespace eager {
 #include "matmul/matmul.cpp"
 } // namespace eager
 
-void sgemm(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
-void linear_bias_gelu(pk::In<float, 2> x, pk::In<float, 2> w,
-                      pk::In<float, 1> b, pk::Out<float, 2> y);
-void batched_matmul(pk::In<float, 3> a, pk::In<float, 3> b,
-                    pk::Out<float, 3> c);
-void batched_matmul_shared(pk::In<float, 3> a, pk::In<float, 2> w,
-                           pk::Out<float, 3> c);
-void attention_causal(pk::In<float, 3> q, pk::In<float, 3> k,
-                      pk::In<float, 3> v, pk::Out<float, 3> o, float scale);
+// The compiled kernels (declared once for the samples, the bench and the
+// e2e tests).
+#include "common/compiled.h"
 
 namespace {
 
