@@ -38,6 +38,21 @@ std::string absolute(llvm::StringRef P) {
   return std::string(A);
 }
 
+/// The directory entry a path names, for comparing paths: the parent
+/// directory with its symlinks resolved, plus the file name. Two spellings
+/// of one entry (`out/../in/a.cpp`, or through a symlinked directory) give
+/// the same string, so an output written through a symlinked output
+/// directory cannot replace an input. A symlink as the file itself is not
+/// followed: writing replaces the link, not its target.
+std::string entryIdentity(llvm::StringRef P) {
+  std::string A = absolute(P);
+  llvm::SmallString<256> Dir;
+  if (fs::real_path(path::parent_path(A), Dir))
+    return A; // no such directory: nothing can be in it yet
+  path::append(Dir, path::filename(A));
+  return std::string(Dir);
+}
+
 /// Writes `Text` to `Path` through a temporary in the same directory and a
 /// rename, so a reader never sees a half-written file.
 bool writeAtomically(const std::string &Path, const std::string &Text) {
@@ -168,13 +183,13 @@ int pk::driver::run(const clang::tooling::CompilationDatabase &DB,
       llvm::errs() << "pkc: error: no such file: " << F << "\n";
       return UsageError;
     }
-    Inputs.insert(absolute(F));
+    Inputs.insert(entryIdentity(F));
   }
 
   // Plan the outputs first: refuse to overwrite an input or to write two
   // outputs to one path.
   std::map<std::string, std::vector<std::string>> OutputsOf;
-  std::set<std::string> AllOutputs;
+  std::set<std::string> AllOutputs, Identities;
   for (const std::string &F : Files) {
     llvm::SmallString<256> Base(Opts.OutDir);
     path::append(Base, path::stem(F));
@@ -187,12 +202,13 @@ int pk::driver::run(const clang::tooling::CompilationDatabase &DB,
       Outs.push_back(Stem + ".pk.h");
     }
     for (const std::string &O : Outs) {
-      if (Inputs.count(O)) {
+      if (Inputs.count(entryIdentity(O))) {
         llvm::errs() << "pkc: error: output " << O
                      << " would overwrite an input\n";
         return UsageError;
       }
-      if (!AllOutputs.insert(O).second) {
+      if (!AllOutputs.insert(O).second ||
+          !Identities.insert(entryIdentity(O)).second) {
         llvm::errs() << "pkc: error: two inputs would both write " << O << "\n";
         return UsageError;
       }
