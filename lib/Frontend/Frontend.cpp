@@ -35,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 using namespace clang;
@@ -80,7 +81,7 @@ public:
 
 private:
   void compileKernel(FunctionDecl *FD, ASTContext &Ctx, Reporter &Rep,
-                     bool ClangErrors);
+                     bool ClangErrors, const std::string &Symbol);
   void reportUserDiag(const ir::UserDiag &D, const FunctionDecl *FD,
                       Reporter &Rep);
   std::vector<std::string> dependencies(const SourceManager &SM) const;
@@ -112,19 +113,59 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
 
   KernelFinder Finder;
   Finder.TraverseDecl(Ctx.getTranslationUnitDecl());
+  std::vector<FunctionDecl *> Kernels;
   for (FunctionDecl *FD : Finder.Found) {
     SourceLocation L = SM.getExpansionLoc(FD->getLocation());
     if (!SM.isWrittenInMainFile(L)) {
+      // The .pk.cpp includes the same header, so this definition is what
+      // the program runs: eagerly, without a CUDA launcher.
       Rep.warning(rule::IncludedKernel, FD->getLocation(),
-                  ("kernel in an included file is not compiled; pass " +
-                   SM.getFilename(L) + " to pkc")
-                      .str());
+                  "the kernel '" + FD->getNameAsString() +
+                      "' is defined in an included file, which pkc does "
+                      "not rewrite: it runs eagerly and gets no CUDA "
+                      "launcher");
+      Rep.note(FD->getLocation(),
+               "define it in the file given to pkc, and only declare it in "
+               "the header");
       continue;
     }
+    Kernels.push_back(FD);
+  }
+  // The CUDA code names a kernel's launcher pk::cuda::<name> and its
+  // __global__ functions pk_<name>_g<N>, without the namespace: kernels of
+  // one file that share a name get distinct __global__ names, and two whose
+  // launchers would be the same function are an error.
+  std::map<std::string, std::vector<FunctionDecl *>> ByName;
+  std::set<std::string> Names;
+  for (FunctionDecl *FD : Kernels)
+    Names.insert(FD->getNameAsString());
+  for (FunctionDecl *FD : Kernels) {
     ++Result.NumKernels;
     if (FD->isInvalidDecl())
       continue;
-    compileKernel(FD, Ctx, Rep, ClangErrors);
+    std::string Name = FD->getNameAsString();
+    std::vector<FunctionDecl *> &Same = ByName[Name];
+    const FunctionDecl *Clash = nullptr;
+    for (const FunctionDecl *Prev : Same)
+      if (Ctx.hasSameType(Prev->getType(), FD->getType()))
+        Clash = Prev;
+    if (Clash) {
+      Rep.error(rule::Unsupported, FD->getLocation(), SourceRange(),
+                "the kernels '" + Clash->getQualifiedNameAsString() +
+                    "' and '" + FD->getQualifiedNameAsString() +
+                    "' would have the same CUDA launcher pk::cuda::" + Name +
+                    " (launchers are named without the kernel's namespace)",
+                "rename one of them", Clash->getLocation());
+      continue;
+    }
+    std::string Symbol;
+    if (!Same.empty())
+      for (unsigned N = Same.size() + 1; Symbol.empty() || Names.count(Symbol);
+           ++N)
+        Symbol = Name + "_" + std::to_string(N);
+    Names.insert(Symbol);
+    Same.push_back(FD);
+    compileKernel(FD, Ctx, Rep, ClangErrors, Symbol);
   }
 
   Result.Dependencies = dependencies(SM);
@@ -144,7 +185,8 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
 }
 
 void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
-                                   Reporter &Rep, bool ClangErrors) {
+                                   Reporter &Rep, bool ClangErrors,
+                                   const std::string &Symbol) {
   SourceManager &SM = Ctx.getSourceManager();
   std::string Name = FD->getNameAsString();
   if (FD->isTemplated()) {
@@ -179,6 +221,7 @@ void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
   ir::Function F;
   F.Name = Name;
   F.QualifiedName = FD->getQualifiedNameAsString();
+  F.Symbol = Symbol;
   if (OptionalFileEntryRef FE = SM.getFileEntryRefForID(SM.getMainFileID()))
     F.File = FE->getName().str();
   F.Loc = makeSrcLoc(FD->getLocation(), SM);

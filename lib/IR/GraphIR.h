@@ -222,6 +222,10 @@ struct Guard {
 struct Function {
   std::string Name;          ///< unqualified, e.g. "rmsnorm"
   std::string QualifiedName; ///< e.g. "ns::rmsnorm"
+  /// Names the generated CUDA kernels (pk_<Symbol>_g<N>) when another kernel
+  /// of the same file has the same Name (overloads, other namespaces); empty
+  /// means Name.
+  std::string Symbol;
   std::string File;          ///< main source file, for comments
   SrcLoc Loc;
   std::vector<Param> Params; ///< in signature order

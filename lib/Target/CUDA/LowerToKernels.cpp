@@ -73,7 +73,8 @@ public:
     for (size_t I = 0; I < Plan.Nests.size(); ++I)
       K.Nests.push_back(lowerNest(
           Plan.Loops->Nests[I], Plan.Nests[I],
-          fmt::format("pk_{}_g{}", F.Name, Plan.Loops->Nests[I].Group)));
+          fmt::format("pk_{}_g{}", F.Symbol.empty() ? F.Name : F.Symbol,
+                      Plan.Loops->Nests[I].Group)));
     return K;
   }
 
