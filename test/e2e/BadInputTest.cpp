@@ -31,8 +31,8 @@ using namespace bad_input;
 /// as `(e / sum(e, -1, keepdims))[4, 5] to y[3, 5]`). One exception:
 /// attention's k with a wrong key count shows as the last extent of the
 /// scores s or of the probabilities against v's,
-/// `(e / sum(e, -1, keepdims))[2, 3, 4] and v[2, 3, 4]` (pinned in
-/// MessagesNameKernelRefsAndShapes).
+/// `(e / sum(e, -1, keepdims))[2, 3, 4] and v[2, 3, 4] (inner extents 4 and
+/// 3)` (pinned in MessagesNameKernelRefsAndShapes).
 bool namesRefOrShape(const Case &C, size_t Ref,
                      const std::vector<int64_t> &Shape,
                      const std::string &Message) {
@@ -198,7 +198,8 @@ TEST(BadInput, MessagesNameKernelRefsAndShapes) {
       {"sgemm",
        "b",
        {5, 5},
-       "sgemm: matmul: the inner extents differ between a[3, 4] and b[5, 5]"},
+       "sgemm: matmul: the inner extents differ between a[3, 4] and b[5, 5] "
+       "(inner extents 4 and 5)"},
       {"sgemm",
        "a",
        {4, 4},
@@ -218,7 +219,7 @@ TEST(BadInput, MessagesNameKernelRefsAndShapes) {
        "w",
        {5, 5},
        "batched_matmul_shared: matmul: the inner extents differ between a[2, "
-       "3, 4] and w[5, 5]"},
+       "3, 4] and w[5, 5] (inner extents 4 and 5)"},
       {"attention_causal",
        "v",
        {3, 3, 4},
@@ -228,7 +229,7 @@ TEST(BadInput, MessagesNameKernelRefsAndShapes) {
        "k",
        {2, 4, 4},
        "attention_causal: matmul: the inner extents differ between (e / sum(e, "
-       "-1, keepdims))[2, 3, 4] and v[2, 3, 4]"},
+       "-1, keepdims))[2, 3, 4] and v[2, 3, 4] (inner extents 4 and 3)"},
   };
   std::vector<std::string> Seen;
   for (const Pinned &P : Pins) {

@@ -167,13 +167,20 @@ void target::emitGuards(const Function &F, std::string &Out,
     }
     std::string Tail =
         G.K == Guard::Fits ? fmt::format(" (axis {})", G.Axis) : "";
+    std::string TailArg = stringLiteral(Tail);
+    // A matmul: both shapes may print alike when a label is a computed
+    // value whose inner extent comes from another ref; name the two extents.
+    if (G.K == Guard::Equal && G.NodeA != G.NodeB)
+      TailArg = fmt::format("(\" (inner extents \" + std::to_string({}) + "
+                            "\" and \" + std::to_string({}) + \")\").c_str()",
+                            A, B);
     Out += fmt::format("{}if (!({})) // line {}\n", Indent, Cond, G.Loc.Line);
     Out += fmt::format("{}  pk::rt::shape_fail({}, {}, {}, {}, {}, {}, {}, "
                        "{});\n",
                        Indent, stringLiteral(F.Name), stringLiteral(What),
                        stringLiteral(labelOf(F, NA)), shapeList(F, NA.Sh),
                        stringLiteral(Rel), stringLiteral(LabelB),
-                       Rel.empty() ? "{}" : ShapeB, stringLiteral(Tail));
+                       Rel.empty() ? "{}" : ShapeB, TailArg);
   }
 }
 
