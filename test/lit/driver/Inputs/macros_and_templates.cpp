@@ -53,6 +53,10 @@ PK_KERNEL void under_if(In<float> x, Out<float> y) { y[_] = x[_] * 4.0f; }
 
 template <class T> T not_a_kernel_template(T V) { return V + T(1); }
 
+namespace {
+PK_KERNEL void file_local(In<float> x, Out<float> y) { y[_] = x[_] - 1.0f; }
+} // namespace
+
 #ifdef PK_TEST_MAIN
 #include <cstdio>
 int main() {
@@ -72,6 +76,8 @@ int main() {
   expect("repeat", {4, 5, 6});
   under_if(X, Y);
   expect("under_if", {2, 4, 6});
+  file_local(X, Y);
+  expect("file_local", {0, 1, 2});
   Accumulator<int> A;
   A.add(cube(2));
   A.add(not_a_kernel_template(1));
