@@ -8,6 +8,7 @@
 #include "Driver/Driver.h"
 
 #include "clang/Tooling/CommonOptionsParser.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -68,7 +69,15 @@ static cl::opt<std::string>
             cl::desc("Write a Make-style depfile of the outputs' inputs"),
             cl::value_desc("file"), cl::cat(PkcCategory));
 
+/// `pkc --version`: pk's own version first (what a bug report needs), then
+/// the Clang it was built against, whose parser decides what it accepts.
+static void printVersion(raw_ostream &OS) {
+  OS << "pkc (pk) version " PK_VERSION "\n"
+     << "  built with Clang/LLVM " LLVM_VERSION_STRING "\n";
+}
+
 int main(int Argc, const char **Argv) {
+  cl::SetVersionPrinter(printVersion);
   auto Parser = clang::tooling::CommonOptionsParser::create(
       Argc, Argv, PkcCategory, cl::OneOrMore,
       "pkc: compiles PK_KERNEL functions into fused C++ loops and CUDA "
