@@ -92,6 +92,8 @@ private:
   RunState &State;
   /// Kernel body (braces included) -> its replacement.
   std::vector<std::pair<SourceRange, std::string>> Replacements;
+  /// Where `PK_CPU_DISPATCH ` goes: before each compiled kernel's return type.
+  std::vector<SourceLocation> DispatchMarks;
 };
 
 std::string absolutePath(llvm::StringRef Name, const FileManager &FM) {
@@ -177,6 +179,8 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
   Rewriter RW(SM, Ctx.getLangOpts());
   for (const auto &[Range, Body] : Replacements)
     RW.ReplaceText(Range, Body);
+  for (SourceLocation L : DispatchMarks)
+    RW.InsertTextBefore(L, "PK_CPU_DISPATCH ");
   FileID Main = SM.getMainFileID();
   if (const RewriteBuffer *RB = RW.getRewriteBufferFor(Main))
     Result.Rewritten = std::string(RB->begin(), RB->end());
@@ -241,6 +245,12 @@ void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
     return;
   }
   Replacements.emplace_back(Body->getSourceRange(), std::move(R.CppBody));
+  // One clone per x86-64 level, picked at load time (<pk/dispatch.h>). A
+  // return type spelled by a macro is left alone: the kernel is then compiled
+  // once, for the file's flags, which is still correct.
+  SourceLocation Ret = FD->getReturnTypeSourceRange().getBegin();
+  if (Ret.isValid() && Ret.isFileID() && SM.isWrittenInMainFile(Ret))
+    DispatchMarks.push_back(Ret);
 }
 
 void KernelConsumer::reportUserDiag(const ir::UserDiag &D,

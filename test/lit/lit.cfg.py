@@ -10,11 +10,14 @@
 #   %cxx        the host C++ compiler;  %cxxflags: -std=c++20 -I<pk include> + OpenMP
 #   %clangxx    clang++ from llvm_tools_dir (tests that use it say
 #               `REQUIRES: clangxx`)
+# Features: nvcc, pkc, clangxx, and gcc-x86_64-linux when %cxx is g++ targeting
+# x86-64 Linux (the compiler <pk/dispatch.h> makes CPU clones with).
 #   %nvcc       nvcc (tests that use it say `REQUIRES: nvcc`)
 #   %nvccflags  -std=c++17 -I<pk include> -arch=sm_<newest configured arch>
 #   %pk_src / %pk_bin / %pk_include   the source dir, the build dir, include/
 # FileCheck, not and count come from llvm_tools_dir, which is put on PATH.
 import os
+import subprocess
 
 import lit.formats
 
@@ -57,3 +60,17 @@ if config.pkc:
     config.available_features.add('pkc')
 if os.path.exists(clangxx):
     config.available_features.add('clangxx')
+
+
+def cxx_macros():
+    try:
+        out = subprocess.run([config.cxx, '-dM', '-E', '-x', 'c++', os.devnull],
+                             capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split()[1] for line in out.splitlines() if line.startswith('#define ')}
+
+macros = cxx_macros()
+if ('__GNUC__' in macros and '__clang__' not in macros and '__x86_64__' in macros
+        and '__linux__' in macros):
+    config.available_features.add('gcc-x86_64-linux')
