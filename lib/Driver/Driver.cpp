@@ -215,6 +215,16 @@ int pk::driver::run(const clang::tooling::CompilationDatabase &DB,
     }
     OutputsOf[absolute(F)] = Outs;
   }
+  // The depfile is an output too.
+  if (!Opts.DepFile.empty()) {
+    std::string D = entryIdentity(Opts.DepFile);
+    if (Inputs.count(D) || Identities.count(D)) {
+      llvm::errs() << "pkc: error: the depfile " << Opts.DepFile
+                   << " would overwrite "
+                   << (Inputs.count(D) ? "an input" : "an output") << "\n";
+      return UsageError;
+    }
+  }
 
   std::vector<FileOutputs> Compiled;
   ExitCode Exit = compileAll(DB, Files, Opts, /*FS=*/nullptr, llvm::outs(),
