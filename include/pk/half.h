@@ -25,13 +25,21 @@
 #include <cstring>
 #include <type_traits>
 
+// The conversions run inside generated `omp simd` loops, which vectorise only
+// if every call in them is inlined; g++ stops inlining in large kernels.
+#if defined(__GNUC__) || defined(__clang__)
+#define PK_FP16_INLINE inline __attribute__((always_inline))
+#else
+#define PK_FP16_INLINE inline
+#endif
+
 namespace pk {
 
 namespace fp16 {
 
 // __builtin_bit_cast (g++ 11, clang 9) keeps the conversion loops free of
 // memory temporaries, which g++ would not vectorise; memcpy elsewhere.
-inline uint32_t floatBits(float F) {
+PK_FP16_INLINE uint32_t floatBits(float F) {
 #if defined(__GNUC__) || defined(__clang__)
   return __builtin_bit_cast(uint32_t, F);
 #else
@@ -41,7 +49,7 @@ inline uint32_t floatBits(float F) {
 #endif
 }
 
-inline float bitsFloat(uint32_t U) {
+PK_FP16_INLINE float bitsFloat(uint32_t U) {
 #if defined(__GNUC__) || defined(__clang__)
   return __builtin_bit_cast(float, U);
 #else
@@ -54,13 +62,13 @@ inline float bitsFloat(uint32_t U) {
 /// C ? A : B with masks instead of a branch: g++ will not if-convert a
 /// ternary whose arms contain float operations (they could trap), so the
 /// selects are integer arithmetic and the loops vectorise.
-inline uint32_t select(bool C, uint32_t A, uint32_t B) {
+PK_FP16_INLINE uint32_t select(bool C, uint32_t A, uint32_t B) {
   const uint32_t M = 0u - static_cast<uint32_t>(C);
   return (A & M) | (B & ~M);
 }
 
 /// binary16 bits -> float (exact: every half is a float).
-inline float halfToFloat(uint16_t H) {
+PK_FP16_INLINE float halfToFloat(uint16_t H) {
   const uint32_t Sign = static_cast<uint32_t>(H & 0x8000u) << 16;
   const uint32_t Mag = H & 0x7fffu; // exponent and mantissa
   // Normal numbers: move the 10 mantissa bits to the top of float's 23 and
@@ -68,17 +76,30 @@ inline float halfToFloat(uint16_t H) {
   const uint32_t Normal = (Mag << 13) + ((127u - 15u) << 23);
   // Infinity and NaN (exponent 31): float's exponent 255, mantissa kept.
   const uint32_t Special = (Mag << 13) | 0x7f800000u;
-  // Zero and subnormals: the value is Mag * 2^-24; the int -> float
-  // conversion is exact (Mag < 1024) and so is the scaling.
-  const uint32_t Sub = floatBits(static_cast<float>(static_cast<int32_t>(Mag)) *
-                                 5.9604644775390625e-8f /* 2^-24 */);
+  // Zero and subnormals: the value is Mag * 2^-24. Integer operations only
+  // (g++ treats an int -> float conversion or a float multiply as possibly
+  // trapping and then will not vectorise a loop that also has a select,
+  // e.g. a max): normalise Mag so that its leading one is bit 10, by shifts
+  // of 8, 4, 2, 1 and 1 (binary search), then the value is 1.f *
+  // 2^(-14 - Shift).
+  uint32_t M = Mag, Shift = 1;
+  Shift += select(M < 0x4u, 8u, 0u);
+  M = select(M < 0x4u, M << 8, M);
+  Shift += select(M < 0x40u, 4u, 0u);
+  M = select(M < 0x40u, M << 4, M);
+  Shift += select(M < 0x100u, 2u, 0u);
+  M = select(M < 0x100u, M << 2, M);
+  Shift += select(M < 0x200u, 1u, 0u);
+  M = select(M < 0x200u, M << 1, M);
+  const uint32_t Sub =
+      select(Mag == 0, 0u, ((113u - Shift) << 23) | ((M << 1 & 0x3ffu) << 13));
   const uint32_t Exp = Mag >> 10;
   const uint32_t R = select(Exp == 0, Sub, select(Exp == 31, Special, Normal));
   return bitsFloat(Sign | R);
 }
 
 /// float -> binary16 bits, rounding to nearest even.
-inline uint16_t floatToHalf(float F) {
+PK_FP16_INLINE uint16_t floatToHalf(float F) {
   const uint32_t U = floatBits(F);
   const uint32_t Sign = (U >> 16) & 0x8000u;
   const uint32_t A = U & 0x7fffffffu;
@@ -105,13 +126,13 @@ inline uint16_t floatToHalf(float F) {
 }
 
 /// bfloat16 bits -> float (exact).
-inline float bfloat16ToFloat(uint16_t H) {
+PK_FP16_INLINE float bfloat16ToFloat(uint16_t H) {
   return bitsFloat(static_cast<uint32_t>(H) << 16);
 }
 
 /// float -> bfloat16 bits, rounding to nearest even. Overflow reaches
 /// infinity through the carry (as for half above).
-inline uint16_t floatToBfloat16(float F) {
+PK_FP16_INLINE uint16_t floatToBfloat16(float F) {
   const uint32_t U = floatBits(F);
   const uint32_t Rounded = (U + 0x7fffu + ((U >> 16) & 1u)) >> 16;
   // NaN: quiet, with the top 7 mantissa bits (not rounded: rounding could
@@ -119,6 +140,15 @@ inline uint16_t floatToBfloat16(float F) {
   const uint32_t Nan = (U >> 16) | 0x0040u;
   return static_cast<uint16_t>(
       select((U & 0x7fffffffu) > 0x7f800000u, Nan, Rounded));
+}
+
+/// A float rounded to the nearest half or bfloat16 (what cast<pk::half>
+/// computes: the value stays a float).
+PK_FP16_INLINE float roundToHalf(float F) {
+  return halfToFloat(floatToHalf(F));
+}
+PK_FP16_INLINE float roundToBfloat16(float F) {
+  return bfloat16ToFloat(floatToBfloat16(F));
 }
 
 } // namespace fp16
@@ -165,8 +195,10 @@ static_assert(sizeof(half) == 2 && alignof(half) == 2);
 static_assert(sizeof(bfloat16) == 2 && alignof(bfloat16) == 2);
 
 /// The float value of a 16-bit element (what a load in generated code does).
-inline float to_float(half H) { return fp16::halfToFloat(H.bits()); }
-inline float to_float(bfloat16 H) { return fp16::bfloat16ToFloat(H.bits()); }
+PK_FP16_INLINE float to_float(half H) { return fp16::halfToFloat(H.bits()); }
+PK_FP16_INLINE float to_float(bfloat16 H) {
+  return fp16::bfloat16ToFloat(H.bits());
+}
 
 /// The type kernels compute a ref's elements in: float for the 16-bit
 /// storage types, the element type itself otherwise.
