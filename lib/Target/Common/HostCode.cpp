@@ -2,6 +2,8 @@
 
 #include "Target/Common/HostCode.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <fmt/args.h>
 #include <fmt/format.h>
 
@@ -94,6 +96,9 @@ std::string target::literal(DType T, double FloatValue, int64_t IntValue) {
       Text += ".0";
     return Text + Suffix;
   }
+  case DType::F16:
+  case DType::BF16:
+    llvm_unreachable("a value never has a storage-only dtype");
   }
   return "0";
 }

@@ -53,3 +53,10 @@ PK_KERNEL void h_layernorm(In<pk::half, 2> x, In<pk::bfloat16> w,
   y[_] = d * rsqrt(var + eps) * w[_] + b[_];
   mu_out[_] = squeeze(mu, -1);
 }
+
+// A matrix product of half and bfloat16 operands (converted while packed or
+// staged; the products are summed in float) with a bias epilogue.
+PK_KERNEL void h_matmul_bias(In<pk::half, 2> a, In<pk::bfloat16, 2> b,
+                             In<pk::half, 1> bias, Out<pk::half, 2> c) {
+  c[_] = matmul(a[_], b[_]) + bias[_];
+}
