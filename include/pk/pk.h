@@ -186,8 +186,10 @@ template <class S> std::string scalarLabel(S V) {
 /// and a label naming it in ShapeError messages. `ref[_]` returns one; every
 /// op returns a new one.
 template <class T> class Array {
-  static_assert(detail::IsElement<T>, "pk::Array<T>: T must be float, double, "
-                                      "int32_t, int64_t or bool");
+  static_assert(detail::IsElement<T>,
+                "pk::Array<T>: T must be float, double, int32_t, int64_t or "
+                "bool (pk::half and pk::bfloat16 are storage types: their "
+                "refs read as Array<float>)");
 
 public:
   using element_type = T;

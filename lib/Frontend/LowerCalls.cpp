@@ -124,9 +124,7 @@ Val Lowering::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
     if (TA && TA->size() >= 1 && TA->get(0).getKind() == TemplateArgument::Type)
       if (std::optional<DType> S = storage16DType(TA->get(0).getAsType())) {
         NodeId In = castTo(*V, *R, E);
-        return Val::value(buildOp(*S == DType::F16 ? ir::OpCode::RoundF16
-                                                   : ir::OpCode::RoundBF16,
-                                  {In}, *R, *R, E));
+        return Val::value(buildOp(ir::roundToStorageOp(*S), {In}, *R, *R, E));
       }
     return Val::value(castTo(*V, *R, E));
   }

@@ -240,10 +240,9 @@ void Lowering::storeRef(unsigned P, NodeId V, const Expr *At) {
   S.Stored = Stored;
   // A later read of a 16-bit ref sees the rounded value, as in eager mode
   // (the store converts; DCE drops this when nothing reads it).
-  if (T == DType::F16 || T == DType::BF16)
+  if (ir::isStorageOnly(T))
     S.Stored =
-        buildOp(T == DType::F16 ? ir::OpCode::RoundF16 : ir::OpCode::RoundBF16,
-                {Stored}, DType::F32, DType::F32, At);
+        buildOp(ir::roundToStorageOp(T), {Stored}, DType::F32, DType::F32, At);
 }
 
 //===----------------------------------------------------------------------===//

@@ -66,6 +66,11 @@ const OpInfo *pk::ir::lookupOpBySource(llvm::StringRef Source) {
   return It == BySource.end() ? nullptr : It->second;
 }
 
+OpCode pk::ir::roundToStorageOp(DType T) {
+  assert(isStorageOnly(T) && "only the 16-bit types round");
+  return T == DType::F16 ? OpCode::RoundF16 : OpCode::RoundBF16;
+}
+
 llvm::StringRef pk::ir::reduceKindName(ReduceKind K) {
   switch (K) {
   case ReduceKind::Sum:

@@ -101,6 +101,11 @@ llvm::ArrayRef<OpInfo> allOps();
 /// "where", ... Returns nullptr when the name is not an elementwise op.
 const OpInfo *lookupOpBySource(llvm::StringRef Source);
 
+/// The op that rounds an f32 value to the storage-only dtype T and back
+/// (round_f16 for F16, round_bf16 for BF16): cast<pk::half> and the value a
+/// 16-bit ref holds after a store. T must be storage-only.
+OpCode roundToStorageOp(DType T);
+
 //===----------------------------------------------------------------------===//
 // Source locations
 //===----------------------------------------------------------------------===//

@@ -56,6 +56,8 @@ TEST(DTypeTable, EveryRowIsConsistent) {
   EXPECT_EQ(dtypeCppName(DType::BF16), "pk::bfloat16");
   EXPECT_EQ(dtypeInfo(DType::F16).CudaStorage, "__half");
   EXPECT_FALSE(isFloat(DType::F16));
+  EXPECT_EQ(roundToStorageOp(DType::F16), OpCode::RoundF16);
+  EXPECT_EQ(roundToStorageOp(DType::BF16), OpCode::RoundBF16);
 }
 
 TEST(GraphIR, SixteenBitRefsLoadFloatAndStoreTheirType) {
