@@ -70,10 +70,17 @@ void h_matmul_bias(pk::In<pk::half, 2> a, pk::In<pk::bfloat16, 2> b,
 namespace {
 
 using Shape2 = std::pair<int64_t, int64_t>;
+#ifndef PK_HALF_SMALL_SHAPES
 const int64_t Sizes[] = {0, 1, 3, 17, 1000, 1001, 4097, 65537, 1000003};
 const Shape2 Shapes[] = {{0, 5},    {1, 1},     {1, 7},    {3, 17},
                          {17, 3},   {5, 1000},  {4, 1001}, {1, 4097},
                          {33, 129}, {300, 257}, {2, 7001}};
+#else
+// Under ASan + UBSan: odd and tail shapes, no large ones.
+const int64_t Sizes[] = {0, 1, 3, 17, 1001, 4097};
+const Shape2 Shapes[] = {{0, 5},  {1, 1},    {3, 17},
+                         {17, 3}, {4, 1001}, {33, 129}};
+#endif
 constexpr double U = 0x1p-24; // float's unit roundoff
 
 template <class T>
