@@ -15,7 +15,8 @@
 // that `out[_]` returns, which *is* an Array<T>) and, where noted, C++
 // arithmetic scalars; at least one operand must be an array (scalar with
 // scalar is plain C++). Element types of arrays: float, double, int32_t,
-// int64_t, bool.
+// int64_t, bool. Refs may also hold pk::half and pk::bfloat16 (<pk/half.h>):
+// `ref[_]` reads them as Array<float>, a store rounds to the 16-bit type.
 //
 // Promotion (the frontend follows these rules):
 //   array  with array : the C++ usual arithmetic conversions of the element
@@ -85,6 +86,10 @@ template <class T> constexpr const char *typeName() {
     return "int64_t";
   else if constexpr (std::is_same_v<T, bool>)
     return "bool";
+  else if constexpr (std::is_same_v<T, half>)
+    return "pk::half";
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return "pk::bfloat16";
   else
     return "?";
 }
@@ -181,8 +186,10 @@ template <class S> std::string scalarLabel(S V) {
 /// and a label naming it in ShapeError messages. `ref[_]` returns one; every
 /// op returns a new one.
 template <class T> class Array {
-  static_assert(detail::IsElement<T>, "pk::Array<T>: T must be float, double, "
-                                      "int32_t, int64_t or bool");
+  static_assert(detail::IsElement<T>,
+                "pk::Array<T>: T must be float, double, int32_t, int64_t or "
+                "bool (pk::half and pk::bfloat16 are storage types: their "
+                "refs read as Array<float>)");
 
 public:
   using element_type = T;
@@ -308,7 +315,7 @@ namespace detail {
 template <class X> struct ArrayElem {};
 template <class T> struct ArrayElem<Array<T>> { using type = T; };
 template <class T, int R> struct ArrayElem<WholeProxy<T, R>> {
-  using type = T;
+  using type = ComputeType<T>;
 };
 
 /// pk::Array<T> or the WholeProxy<T, R> of `out[_]`.
@@ -604,31 +611,63 @@ std::string refLabel(const char *Kind, const RefBase<T, R> &Ref) {
 template <size_t R> Shape toShape(const std::array<int64_t, R> &E) {
   return Shape(E.begin(), E.end());
 }
+
+/// The value of a ref's elements: a copy, converted to float for the 16-bit
+/// storage types.
+template <class T>
+Array<ComputeType<T>> readRef(const T *P, Shape S, std::string Label) {
+  if constexpr (IsStorage16<T>) {
+    Array<float> A(std::move(S), Uninit{}, std::move(Label));
+    float *D = A.data();
+    const int64_t N = A.size();
+    for (int64_t I = 0; I < N; ++I)
+      D[I] = to_float(P[I]);
+    return A;
+  } else {
+    return Array<T>(std::move(S), P, std::move(Label));
+  }
+}
+
+/// A value converted to the element type T of a ref it is stored into. The
+/// 16-bit types convert from float (rounding to nearest even), so a double
+/// is rounded to float first, as the compiled code does.
+template <class T, class S> T storeAs(S V) {
+  if constexpr (IsStorage16<T>)
+    return T(static_cast<float>(V));
+  else
+    return static_cast<T>(V);
+}
 } // namespace detail
 
-/// What `out[_]` returns for an Out or InOut: an Array<T> holding a copy of
-/// the ref's current content (so it reads like any value, and a local
-/// `auto t = out[_];` is a snapshot), plus the ref to store into.
+/// What `out[_]` returns for an Out or InOut: an Array<ComputeType<T>>
+/// holding a copy of the ref's current content (so it reads like any value,
+/// and a local `auto t = out[_];` is a snapshot), plus the ref to store into.
+/// A pk::half or pk::bfloat16 ref reads as Array<float>.
 ///
 /// - `out[_] = v;` (assignment to the temporary) stores v, an array or a
 ///   scalar, broadcast one way to the ref's shape and converted to T
-///   (static_cast). ShapeError "cannot broadcast v[...] to out[...]" when it
-///   does not fit (also when v's rank exceeds R).
+///   (detail::storeAs: static_cast, or for the 16-bit types a conversion to
+///   float, then to T rounding to nearest even). ShapeError "cannot
+///   broadcast v[...] to out[...]" when it does not fit (also when v's rank
+///   exceeds R).
 /// - On a named local (`auto t = out[_]; t = t * 2;`) assignment replaces
 ///   the local's value and stores nothing, like any other local.
-template <class T, int R> class WholeProxy : public Array<T> {
+template <class T, int R> class WholeProxy : public Array<ComputeType<T>> {
+  using Value = Array<ComputeType<T>>;
+
 public:
   WholeProxy(T *P, const typename detail::RefBase<T, R>::Shape &E,
              std::string Label)
-      : Array<T>(detail::toShape(E), P, std::move(Label)), Ptr(P) {}
+      : Value(detail::readRef(P, detail::toShape(E), std::move(Label))),
+        Ptr(P) {}
   WholeProxy(const WholeProxy &) = default;
   WholeProxy(WholeProxy &&) = default;
   ~WholeProxy() = default;
 
   /// Value semantics on a local.
   WholeProxy &operator=(const WholeProxy &) & = default;
-  WholeProxy &operator=(const Array<T> &V) & {
-    Array<T>::operator=(V);
+  WholeProxy &operator=(const Value &V) & {
+    Value::operator=(V);
     return *this;
   }
 
@@ -638,7 +677,7 @@ public:
   void operator=(const V &Val) && {
     const int64_t N = this->size();
     if constexpr (detail::Scalar<V>) {
-      const T X = static_cast<T>(Val);
+      const T X = detail::storeAs<T>(Val);
       for (int64_t I = 0; I < N; ++I)
         Ptr[I] = X;
     } else {
@@ -649,7 +688,7 @@ public:
       T *Dst = Ptr;
       detail::forEachIndex<1>(this->shape(), {&A.shape()},
                               [&](int64_t I, const int64_t *Off) {
-                                Dst[I] = static_cast<T>(Src[Off[0]]);
+                                Dst[I] = detail::storeAs<T>(Src[Off[0]]);
                               });
     }
   }
@@ -660,9 +699,9 @@ private:
 
 template <class T, int R>
 template <class W, class>
-Array<T> In<T, R>::operator[](W) const {
-  return Array<T>(detail::toShape(this->shape()), Ptr,
-                  detail::refLabel("In", *this));
+Array<ComputeType<T>> In<T, R>::operator[](W) const {
+  return detail::readRef(Ptr, detail::toShape(this->shape()),
+                         detail::refLabel("In", *this));
 }
 
 template <class T, int R, class Self>
@@ -905,13 +944,23 @@ requires(detail::ArrayLike<M> &&detail::Operand<A> &&detail::Operand<B>)
 
 /// cast<U>(v): each element static_cast to U (float to integer truncates;
 /// out-of-range values are undefined as in C++; to bool is `!= 0`).
+/// cast<pk::half> and cast<pk::bfloat16> round each element to the 16-bit
+/// type (through float, to nearest even) and give a float array: values
+/// always compute in float, so this is how a kernel models storing an
+/// intermediate in 16 bits.
 template <class U, class X>
-requires detail::ArrayLike<X> Array<U> cast(const X &V) {
-  static_assert(detail::IsElement<U>, "pk: cast<U> needs U in float, double, "
-                                      "int32_t, int64_t, bool");
-  return detail::map<U>(
-      std::string("cast<") + detail::typeName<U>() + ">",
-      [](auto E) { return static_cast<U>(E); }, V);
+requires detail::ArrayLike<X> Array<ComputeType<U>> cast(const X &V) {
+  static_assert(detail::IsElement<U> || IsStorage16<U>,
+                "pk: cast<U> needs U in float, double, int32_t, int64_t, "
+                "bool, pk::half, pk::bfloat16");
+  if constexpr (IsStorage16<U>)
+    return detail::map<float>(
+        std::string("cast<") + detail::typeName<U>() + ">",
+        [](auto E) { return static_cast<float>(U(static_cast<float>(E))); }, V);
+  else
+    return detail::map<U>(
+        std::string("cast<") + detail::typeName<U>() + ">",
+        [](auto E) { return static_cast<U>(E); }, V);
 }
 
 //===----------------------------------------------------------------------===//

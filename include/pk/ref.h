@@ -8,6 +8,8 @@
 #ifndef PK_REF_H
 #define PK_REF_H
 
+#include <pk/half.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -120,9 +122,10 @@ public:
     return C;
   }
   const T *data() const { return Ptr; }
-  /// Eager read of the whole array (defined in pk.h).
+  /// Eager read of the whole array (defined in pk.h); 16-bit elements are
+  /// read as float.
   template <class W, class = typename detail::OnlyWhole<W>::type>
-  Array<T> operator[](W) const;
+  Array<ComputeType<T>> operator[](W) const;
 
 private:
   const T *Ptr = nullptr;

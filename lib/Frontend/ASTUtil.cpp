@@ -88,6 +88,14 @@ std::optional<ir::DType> pk::frontend::scalarDType(QualType T,
   return std::nullopt;
 }
 
+std::optional<ir::DType> pk::frontend::storage16DType(QualType T) {
+  if (isPkClass(T, "half"))
+    return ir::DType::F16;
+  if (isPkClass(T, "bfloat16"))
+    return ir::DType::BF16;
+  return std::nullopt;
+}
+
 /// Template argument \p I of a specialization of the pk class \p Name.
 static const TemplateArgument *pkTemplateArg(QualType T, llvm::StringRef Name,
                                              unsigned I) {
@@ -117,6 +125,8 @@ std::optional<ir::DType> pk::frontend::valueDType(QualType T,
 std::optional<ir::DType> pk::frontend::elementDType(QualType T,
                                                     const ASTContext &Ctx) {
   T = T.getCanonicalType().getUnqualifiedType();
+  if (std::optional<ir::DType> S = storage16DType(T))
+    return S;
   const auto *BT = dyn_cast<BuiltinType>(T.getTypePtr());
   if (!BT)
     return std::nullopt;

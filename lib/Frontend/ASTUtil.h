@@ -50,8 +50,12 @@ bool isArithmeticScalar(clang::QualType T);
 std::optional<ir::DType> valueDType(clang::QualType T,
                                     const clang::ASTContext &Ctx);
 
+/// F16 for pk::half, BF16 for pk::bfloat16, else nullopt.
+std::optional<ir::DType> storage16DType(clang::QualType T);
+
 /// The exact element types a ref may have: float, double, int32_t, int64_t,
-/// bool (any signed 32/64-bit integer type spelling is accepted).
+/// bool (any signed 32/64-bit integer type spelling is accepted), pk::half
+/// and pk::bfloat16.
 std::optional<ir::DType> elementDType(clang::QualType T,
                                       const clang::ASTContext &Ctx);
 

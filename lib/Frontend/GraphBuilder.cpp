@@ -375,7 +375,8 @@ bool Lowering::bindParams() {
       if (!E) {
         Reject("the element type '" + R->Element.getAsString() +
                    "' of parameter '" + Name + "' is not supported",
-               "use float, double, int32_t, int64_t or bool");
+               "use float, double, int32_t, int64_t, bool, pk::half or "
+               "pk::bfloat16");
         continue;
       }
       unsigned P =
@@ -399,6 +400,18 @@ bool Lowering::bindParams() {
       Val V = Val::make(Val::LazyScalar);
       V.Param = P;
       frame().Env[PVD] = V;
+      continue;
+    }
+    if (storage16DType(T)) {
+      // 16-bit types are storage for refs; values compute in float, so a
+      // 16-bit scalar would only be widened at entry. Saying so keeps the
+      // kernel's signature honest about what it computes with.
+      Reject("the scalar parameter '" + Name + "' has the 16-bit type '" +
+                 T.getAsString() +
+                 "'; pk::half and pk::bfloat16 are storage "
+                 "types for refs, values compute in float",
+             "take the scalar as 'float " + Name +
+                 "' (callers' 16-bit values convert to float implicitly)");
       continue;
     }
     if (T->isAnyPointerType())

@@ -118,6 +118,14 @@ Val Lowering::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
     std::optional<NodeId> V = Arg0();
     if (!V || !R)
       return Val::invalid();
+    // cast<pk::half>/cast<pk::bfloat16> give a float value rounded to the
+    // 16-bit type (R is f32, the eager result's element type).
+    const TemplateArgumentList *TA = FD->getTemplateSpecializationArgs();
+    if (TA && TA->size() >= 1 && TA->get(0).getKind() == TemplateArgument::Type)
+      if (std::optional<DType> S = storage16DType(TA->get(0).getAsType())) {
+        NodeId In = castTo(*V, *R, E);
+        return Val::value(buildOp(ir::roundToStorageOp(*S), {In}, *R, *R, E));
+      }
     return Val::value(castTo(*V, *R, E));
   }
 

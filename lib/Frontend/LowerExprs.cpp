@@ -232,11 +232,17 @@ Val Lowering::readRef(unsigned P, const Expr *At) {
 
 void Lowering::storeRef(unsigned P, NodeId V, const Expr *At) {
   RefState &S = Refs[P];
-  NodeId Stored = castTo(V, param(P).Type, At);
+  const DType T = param(P).Type;
+  NodeId Stored = castTo(V, ir::computeType(T), At);
   B.store(P, Stored, makeSrcLoc(At->getBeginLoc(), SM));
   S.Written = true;
-  S.Stored = Stored;
   S.Current.reset();
+  S.Stored = Stored;
+  // A later read of a 16-bit ref sees the rounded value, as in eager mode
+  // (the store converts; DCE drops this when nothing reads it).
+  if (ir::isStorageOnly(T))
+    S.Stored =
+        buildOp(ir::roundToStorageOp(T), {Stored}, DType::F32, DType::F32, At);
 }
 
 //===----------------------------------------------------------------------===//

@@ -8,55 +8,32 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
 #include <cmath>
 
 using namespace pk::ir;
 
-llvm::StringRef pk::ir::dtypeName(DType T) {
-  switch (T) {
-  case DType::Bool:
-    return "bool";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  }
-  llvm_unreachable("bad dtype");
+static const DTypeInfo DTypeTable[] = {
+#define PK_DTYPE(Code, Name, Cpp, Bytes, Compute, CpuStorage, CpuLoad,         \
+                 CpuStore, CudaStorage, CudaLoad, CudaStore, CudaHeader)       \
+  {DType::Code, Name,     Cpp,         Bytes,    DType::Compute, CpuStorage,   \
+   CpuLoad,     CpuStore, CudaStorage, CudaLoad, CudaStore,      CudaHeader},
+#include "IR/DTypes.def"
+};
+
+const DTypeInfo &pk::ir::dtypeInfo(DType T) {
+  const DTypeInfo &Info = DTypeTable[static_cast<unsigned>(T)];
+  assert(Info.Code == T && "DTypes.def rows out of order");
+  return Info;
 }
 
-llvm::StringRef pk::ir::dtypeCppName(DType T) {
-  switch (T) {
-  case DType::Bool:
-    return "bool";
-  case DType::I32:
-    return "int32_t";
-  case DType::I64:
-    return "int64_t";
-  case DType::F32:
-    return "float";
-  case DType::F64:
-    return "double";
-  }
-  llvm_unreachable("bad dtype");
-}
+llvm::ArrayRef<DTypeInfo> pk::ir::allDTypes() { return DTypeTable; }
 
-unsigned pk::ir::dtypeBytes(DType T) {
-  switch (T) {
-  case DType::Bool:
-    return 1;
-  case DType::I32:
-  case DType::F32:
-    return 4;
-  case DType::I64:
-  case DType::F64:
-    return 8;
-  }
-  llvm_unreachable("bad dtype");
-}
+llvm::StringRef pk::ir::dtypeName(DType T) { return dtypeInfo(T).Name; }
+llvm::StringRef pk::ir::dtypeCppName(DType T) { return dtypeInfo(T).Cpp; }
+unsigned pk::ir::dtypeBytes(DType T) { return dtypeInfo(T).Bytes; }
+DType pk::ir::computeType(DType T) { return dtypeInfo(T).Compute; }
+bool pk::ir::isStorageOnly(DType T) { return computeType(T) != T; }
 
 bool pk::ir::isFloat(DType T) { return T == DType::F32 || T == DType::F64; }
 bool pk::ir::isInteger(DType T) { return T == DType::I32 || T == DType::I64; }
@@ -87,6 +64,11 @@ const OpInfo *pk::ir::lookupOpBySource(llvm::StringRef Source) {
   }();
   auto It = BySource.find(Source);
   return It == BySource.end() ? nullptr : It->second;
+}
+
+OpCode pk::ir::roundToStorageOp(DType T) {
+  assert(isStorageOnly(T) && "only the 16-bit types round");
+  return T == DType::F16 ? OpCode::RoundF16 : OpCode::RoundBF16;
 }
 
 llvm::StringRef pk::ir::reduceKindName(ReduceKind K) {
@@ -372,7 +354,8 @@ NodeId Builder::constInt(int64_t V, DType T, bool Weak, SrcLoc Loc) {
 
 NodeId Builder::load(unsigned Param, SrcLoc Loc) {
   Node N(NodeKind::Load);
-  N.Type = F.Params[Param].Type;
+  // A 16-bit ref's elements are read as float: storage is not compute.
+  N.Type = computeType(F.Params[Param].Type);
   N.Param = Param;
   N.Name = F.Params[Param].Name;
   N.Label = N.Name;
@@ -696,6 +679,9 @@ std::string pk::ir::verify(const Function &F) {
       if (F.Nodes[O].isStore())
         return fmt::format("%{} uses store %{} as a value", I, O);
     }
+    if (!N.isStore() && isStorageOnly(N.Type))
+      return fmt::format("%{} has the storage-only dtype {}", I,
+                         dtypeName(N.Type));
     auto ExpectOperands = [&](size_t Count) -> std::string {
       if (N.Operands.size() != Count)
         return fmt::format("%{} has {} operands, expected {}", I,

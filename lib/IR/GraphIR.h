@@ -31,14 +31,43 @@ namespace pk::ir {
 // Element types
 //===----------------------------------------------------------------------===//
 
-enum class DType : uint8_t { Bool, I32, I64, F32, F64 };
+/// The element types (DTypes.def). F16 and BF16 are storage-only: refs have
+/// them, values never (a load gives F32, a store converts).
+enum class DType : uint8_t {
+#define PK_DTYPE(Code, ...) Code,
+#include "DTypes.def"
+};
 
-/// "bool", "i32", "i64", "f32", "f64" as printed in the IR.
+struct DTypeInfo {
+  DType Code;
+  llvm::StringRef Name;        ///< printed in the IR: "f32", "f16", ...
+  llvm::StringRef Cpp;         ///< "float", "pk::half", ...
+  unsigned Bytes;              ///< of one element (bool: 1)
+  DType Compute;               ///< the dtype of a loaded value
+  llvm::StringRef CpuStorage;  ///< pointee type in generated C++
+  llvm::StringRef CpuLoad;     ///< fmt template over {0}: the element
+  llvm::StringRef CpuStore;    ///< fmt template over {0}: a Compute value
+  llvm::StringRef CudaStorage; ///< pointee type in CUDA kernels
+  llvm::StringRef CudaLoad;
+  llvm::StringRef CudaStore;
+  llvm::StringRef CudaHeader; ///< declares CudaStorage ("" for none)
+};
+
+const DTypeInfo &dtypeInfo(DType T);
+llvm::ArrayRef<DTypeInfo> allDTypes();
+
+/// "bool", "i32", "i64", "f32", "f64", "f16", "bf16" as printed in the IR.
 llvm::StringRef dtypeName(DType T);
-/// The C++ spelling: "bool", "int32_t", "int64_t", "float", "double".
+/// The C++ spelling: "bool", "int32_t", "int64_t", "float", "double",
+/// "pk::half", "pk::bfloat16".
 llvm::StringRef dtypeCppName(DType T);
 /// Bytes of one element (bool: 1).
 unsigned dtypeBytes(DType T);
+/// The dtype values loaded from a ref of dtype T have (F32 for F16, BF16).
+DType computeType(DType T);
+/// F16, BF16: a ref may have it, a value may not.
+bool isStorageOnly(DType T);
+/// F32 or F64: the float dtypes of values.
 bool isFloat(DType T);
 bool isInteger(DType T); // I32 or I64 (not bool)
 
@@ -71,6 +100,11 @@ llvm::ArrayRef<OpInfo> allOps();
 /// Looks an op up by its kernel-language spelling: "exp", "+", "unary-",
 /// "where", ... Returns nullptr when the name is not an elementwise op.
 const OpInfo *lookupOpBySource(llvm::StringRef Source);
+
+/// The op that rounds an f32 value to the storage-only dtype T and back
+/// (round_f16 for F16, round_bf16 for BF16): cast<pk::half> and the value a
+/// 16-bit ref holds after a store. T must be storage-only.
+OpCode roundToStorageOp(DType T);
 
 //===----------------------------------------------------------------------===//
 // Source locations

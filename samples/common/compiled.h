@@ -36,6 +36,11 @@ void add_rmsnorm(pk::InOut<float, 2> h, pk::In<float, 2> x, pk::In<float> w,
                  pk::Out<float, 2> y, float eps);
 void sum_all(pk::In<float, 2> x, pk::Out<float, 0> total);
 
+// 16-bit storage, float compute.
+void rmsnorm_bf16(pk::In<pk::bfloat16, 2> x, pk::In<pk::bfloat16, 1> w,
+                  pk::Out<pk::bfloat16, 2> y, float eps);
+void softmax_half(pk::In<pk::half, 2> x, pk::Out<pk::half, 2> y);
+
 // Matrix products.
 void sgemm(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
 void linear_bias_gelu(pk::In<float, 2> x, pk::In<float, 2> w,

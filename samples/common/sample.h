@@ -120,6 +120,70 @@ inline bool agree_rel(const char *What, const std::vector<float> &Eager,
   return true;
 }
 
+/// Converts floats to a 16-bit storage type (pk::half, pk::bfloat16),
+/// rounding to nearest even.
+template <class T> std::vector<T> to16(const std::vector<float> &V) {
+  std::vector<T> R;
+  R.reserve(V.size());
+  for (float X : V)
+    R.push_back(T(X));
+  return R;
+}
+
+/// The floats that 16-bit elements hold.
+template <class T> std::vector<float> to_floats(const std::vector<T> &V) {
+  return std::vector<float>(V.begin(), V.end());
+}
+
+/// Distance in units in the last place of the 16-bit type between two
+/// elements (0 when equal, also for two NaNs).
+template <class T> int64_t ulp_distance16(T A, T B) {
+  auto Ordered = [](T X) {
+    int64_t Mag = X.bits() & 0x7fff;
+    return (X.bits() & 0x8000) ? -Mag : Mag;
+  };
+  bool NanA = std::isnan(static_cast<float>(A)),
+       NanB = std::isnan(static_cast<float>(B));
+  if (NanA || NanB)
+    return NanA && NanB ? 0 : INT64_MAX;
+  int64_t D = Ordered(A) - Ordered(B);
+  return D < 0 ? -D : D;
+}
+
+/// Compares 16-bit eager and compiled results in units of the 16-bit type's
+/// last place. Both compute in float (eager sums in double) and round once
+/// at the store, so their float results differ by far less than a 16-bit
+/// ulp and the stored elements are equal or, when the float results fall
+/// on either side of a rounding boundary, neighbours: MaxUlp = 1.
+template <class T>
+bool agree16(const char *What, const std::vector<T> &Eager,
+             const std::vector<T> &Compiled, int64_t MaxUlp) {
+  int64_t Worst = 0;
+  size_t WorstAt = 0, Equal = 0;
+  for (size_t I = 0; I < Eager.size(); ++I) {
+    int64_t D = ulp_distance16(Eager[I], Compiled[I]);
+    Equal += D == 0;
+    if (D > Worst) {
+      Worst = D;
+      WorstAt = I;
+    }
+  }
+  if (Worst > MaxUlp) {
+    std::printf("  MISMATCH in %s at %zu: eager %.6g, compiled %.6g (%lld "
+                "ulp > %lld)\n",
+                What, WorstAt, static_cast<float>(Eager[WorstAt]),
+                static_cast<float>(Compiled[WorstAt]),
+                static_cast<long long>(Worst), static_cast<long long>(MaxUlp));
+    return false;
+  }
+  std::printf("  %s: eager and compiled agree (max %lld ulp of the 16-bit "
+              "type, tolerance %lld; %.2f%% bit-identical)\n",
+              What, static_cast<long long>(Worst),
+              static_cast<long long>(MaxUlp),
+              Eager.empty() ? 100.0 : 100.0 * Equal / Eager.size());
+  return true;
+}
+
 /// The absolute tolerance of a float matmul with inner extent K whose inputs
 /// are uniform in [-1, 1] (the matmul samples). Each output is a sum of K
 /// products of magnitude <= 1 (typical size sqrt(K) / 3, about 9 at K = 768).

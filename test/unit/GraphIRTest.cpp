@@ -41,6 +41,43 @@ TEST(OpTable, EveryRowIsConsistent) {
   EXPECT_EQ(opInfo(OpCode::Sqrt).Cost, OpCost::Cheap);
 }
 
+TEST(DTypeTable, EveryRowIsConsistent) {
+  for (const DTypeInfo &I : allDTypes()) {
+    EXPECT_EQ(&dtypeInfo(I.Code), &I) << I.Name.str();
+    // A compute type computes in itself; only the 16-bit types are
+    // storage-only, and they compute in float.
+    EXPECT_EQ(computeType(I.Compute), I.Compute) << I.Name.str();
+    EXPECT_EQ(isStorageOnly(I.Code), I.Bytes == 2) << I.Name.str();
+    for (llvm::StringRef S : {I.CpuLoad, I.CpuStore, I.CudaLoad, I.CudaStore})
+      EXPECT_NE(S.find("{0}"), llvm::StringRef::npos) << I.Name.str();
+  }
+  EXPECT_EQ(computeType(DType::F16), DType::F32);
+  EXPECT_EQ(computeType(DType::BF16), DType::F32);
+  EXPECT_EQ(dtypeCppName(DType::BF16), "pk::bfloat16");
+  EXPECT_EQ(dtypeInfo(DType::F16).CudaStorage, "__half");
+  EXPECT_FALSE(isFloat(DType::F16));
+  EXPECT_EQ(roundToStorageOp(DType::F16), OpCode::RoundF16);
+  EXPECT_EQ(roundToStorageOp(DType::BF16), OpCode::RoundBF16);
+}
+
+TEST(GraphIR, SixteenBitRefsLoadFloatAndStoreTheirType) {
+  Function F;
+  F.Name = "k";
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F16, 1);
+  unsigned Y = B.addParam("y", ParamKind::Out, DType::BF16, 1);
+  NodeId L = B.load(X);
+  EXPECT_EQ(F.node(L).Type, DType::F32);
+  NodeId R = B.elementwise(OpCode::RoundF16, {L}, DType::F32);
+  B.store(Y, R);
+  EXPECT_EQ(verify(F), "");
+  std::string Text = printed(F);
+  EXPECT_NE(Text.find("round_f16"), std::string::npos) << Text;
+  // A value of a storage-only dtype is a compiler bug.
+  F.node(L).Type = DType::F16;
+  EXPECT_NE(verify(F).find("storage-only dtype f16"), std::string::npos);
+}
+
 TEST(Extents, HashConsingAndBroadcastSimplification) {
   Function F;
   Builder B(F);

@@ -98,11 +98,16 @@ private:
         ReadAndWritten |= T.Param == S.Param && T.K != S.K &&
                           (T.K == Stmt::Load || T.K == Stmt::Store);
       const Param &Pr = F.Params[S.Param];
-      bool Const = Pr.Kind == ParamKind::In;
-      Out += fmt::format("{}{}{} *{}{} = {}.data();\n", Indent,
-                         Const ? "const " : "", dtypeCppName(Pr.Type),
+      const char *Const = Pr.Kind == ParamKind::In ? "const " : "";
+      // The 16-bit types are accessed as their bits (DTypes.def).
+      std::string Storage = storageType(Pr.Type, Backend::Cpu);
+      std::string Data = Pr.Name + ".data()";
+      if (Storage != dtypeCppName(Pr.Type))
+        Data =
+            fmt::format("reinterpret_cast<{}{} *>({})", Const, Storage, Data);
+      Out += fmt::format("{}{}{} *{}{} = {};\n", Indent, Const, Storage,
                          ReadAndWritten ? "" : "__restrict ",
-                         pointerVar(F, S.Param), Pr.Name);
+                         pointerVar(F, S.Param), Data);
     }
   }
 
@@ -177,8 +182,12 @@ private:
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     std::vector<unsigned> Rows = rowAxes(N);
-    Out +=
-        fmt::format("{}const int64_t pk_n = {};\n", Indent, indexedWork(F, N));
+    // The work decides between threads and one thread; a schedule that
+    // never uses threads (a full reduction) would leave it unused, which
+    // -Wall -Wextra -Werror rejects.
+    if (Cur->MinWorkForThreads > 0)
+      Out += fmt::format("{}const int64_t pk_n = {};\n", Indent,
+                         indexedWork(F, N));
     if (N.isReduction())
       Out += fmt::format("{}// Per row: {} phase{} over axis {}.\n", Indent,
                          N.numPhases(), N.numPhases() == 1 ? "" : "s",

@@ -13,6 +13,7 @@
 #include "Target/CUDA/EmitCuda.h"
 #include "Target/Common/HostCode.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Path.h"
 
 #include <fmt/format.h>
@@ -323,6 +324,18 @@ public:
   cuda::KernelText run() {
     cuda::KernelText T;
     T.Declaration = signature(F, true) + ";\n";
+    // A 16-bit ref's pointer is passed to the kernels as the CUDA type of
+    // the same layout (DTypes.def), which this checks at compile time.
+    for (const Param &Pr : F.Params) {
+      const DTypeInfo &Info = dtypeInfo(Pr.Type);
+      if (!Pr.isRef() || Info.CudaHeader.empty())
+        continue;
+      T.Prelude.push_back(fmt::format("#include <{}>", Info.CudaHeader));
+      T.Prelude.push_back(fmt::format(
+          "static_assert(sizeof({0}) == sizeof({1}) && alignof({0}) == "
+          "alignof({1}),\n              \"{1} is passed to kernels as {0}\");",
+          Info.CudaStorage, Info.Cpp));
+    }
     std::string &L = T.Launcher;
     L += signature(F, false) + " {\n";
     L += "  // Shape guards, checked on the host before any launch.\n";
@@ -464,6 +477,21 @@ std::string pk::cuda::cudaFile(llvm::StringRef Source,
       "rebuild.\n// CUDA kernels and their host launchers "
       "(pk::cuda::<kernel>).\n#include <pk/cuda.h>\n\n#include \"{}\"\n\n",
       Source, HeaderName);
+  // Headers first, then the checks that use them; each line once.
+  std::vector<std::string> Includes, Checks;
+  for (const KernelText &K : Kernels)
+    for (const std::string &Line : K.Prelude) {
+      auto &To =
+          llvm::StringRef(Line).starts_with("#include") ? Includes : Checks;
+      if (!llvm::is_contained(To, Line))
+        To.push_back(Line);
+    }
+  for (const std::string &Line : Includes)
+    Out += Line + "\n";
+  for (const std::string &Line : Checks)
+    Out += Line + "\n";
+  if (!Includes.empty() || !Checks.empty())
+    Out += "\n";
   Out += "namespace {\n\n";
   for (const KernelText &K : Kernels)
     Out += K.Kernels;

@@ -5,6 +5,7 @@
 #include "IR/KernelIR.h"
 
 #include <string>
+#include <vector>
 
 namespace pk::cuda {
 
@@ -13,6 +14,9 @@ struct KernelText {
   std::string Kernels;     ///< `__global__` functions, one per loop nest
   std::string Launcher;    ///< `void <name>(refs..., CUstream_st *)` body
   std::string Declaration; ///< the launcher's declaration for the .pk.h
+  /// Lines the file needs before the kernels (the 16-bit types' headers
+  /// and layout checks); cudaFile prints each distinct line once.
+  std::vector<std::string> Prelude;
 };
 
 /// Prints the Kernel IR of a kernel as CUDA, and its host launcher: the

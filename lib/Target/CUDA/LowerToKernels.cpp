@@ -128,11 +128,17 @@ private:
     }
     for (unsigned R : Refs) {
       const Param &Pr = F.Params[R];
-      K.Params.push_back({fmt::format("{}{} *__restrict__",
-                                      Pr.Kind == ParamKind::In ? "const " : "",
-                                      dtypeCppName(Pr.Type)),
+      const char *Const = Pr.Kind == ParamKind::In ? "const " : "";
+      const std::string Storage = storageType(Pr.Type, Backend::Cuda);
+      K.Params.push_back({fmt::format("{}{} *__restrict__", Const, Storage),
                           pointerVar(F, R)});
-      Args.push_back(Pr.Name + ".data()");
+      // pk::half and pk::bfloat16 reach the kernels as __half and
+      // __nv_bfloat16 (the .pk.cu checks that their layouts agree).
+      if (Storage == dtypeCppName(Pr.Type))
+        Args.push_back(Pr.Name + ".data()");
+      else
+        Args.push_back(fmt::format("reinterpret_cast<{}{} *>({}.data())", Const,
+                                   Storage, Pr.Name));
     }
     // Every ref's extents, not only those of the refs the nest touches: a
     // loop bound may be a broadcast of extents of refs read elsewhere

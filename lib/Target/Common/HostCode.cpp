@@ -2,6 +2,8 @@
 
 #include "Target/Common/HostCode.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <fmt/args.h>
 #include <fmt/format.h>
 
@@ -94,6 +96,9 @@ std::string target::literal(DType T, double FloatValue, int64_t IntValue) {
       Text += ".0";
     return Text + Suffix;
   }
+  case DType::F16:
+  case DType::BF16:
+    llvm_unreachable("a value never has a storage-only dtype");
   }
   return "0";
 }
@@ -293,6 +298,31 @@ static llvm::StringRef spelling(const OpInfo &Info, target::Backend B,
   return T == DType::F64 ? Info.CudaF64 : Info.CudaF32;
 }
 
+/// Applies a DTypes.def conversion template to one operand.
+static std::string convert(llvm::StringRef Template, const std::string &X) {
+  return fmt::format(
+      fmt::runtime(std::string_view(Template.data(), Template.size())), X);
+}
+
+std::string target::storageType(DType T, Backend B) {
+  const DTypeInfo &Info = dtypeInfo(T);
+  return (B == Backend::Cpu ? Info.CpuStorage : Info.CudaStorage).str();
+}
+
+std::string target::loadValue(DType T, Backend B, const std::string &Elem) {
+  const DTypeInfo &Info = dtypeInfo(T);
+  return convert(B == Backend::Cpu ? Info.CpuLoad : Info.CudaLoad, Elem);
+}
+
+std::string target::storeValue(DType T, DType ValueType, Backend B,
+                               const std::string &Value) {
+  const DTypeInfo &Info = dtypeInfo(T);
+  std::string V = Value;
+  if (ValueType != Info.Compute)
+    V = fmt::format("static_cast<{}>({})", dtypeCppName(Info.Compute), V);
+  return convert(B == Backend::Cpu ? Info.CpuStore : Info.CudaStore, V);
+}
+
 std::string target::applyOp(OpCode Op, Backend B, DType T,
                             llvm::ArrayRef<std::string> Args) {
   fmt::dynamic_format_arg_store<fmt::format_context> Store;
@@ -330,8 +360,11 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
   case Stmt::Reduce:
     break;
   case Stmt::Load:
-    Out += fmt::format("{}const {} {} = {}[{}];\n", Indent, Ty, S.Name,
-                       target::pointerVar(F, S.Param), Index(S));
+    Out += fmt::format(
+        "{}const {} {} = {};\n", Indent, Ty, S.Name,
+        loadValue(
+            F.Params[S.Param].Type, B,
+            fmt::format("{}[{}]", target::pointerVar(F, S.Param), Index(S))));
     break;
   case Stmt::Index:
     Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
@@ -353,11 +386,9 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
                        S.Name, Ty, valueRef(N, S.Args[0]));
     break;
   case Stmt::Store: {
-    DType RefTy = F.Params[S.Param].Type;
-    const Stmt &V = N.Body[S.Args[0]];
-    std::string Value = valueRef(N, S.Args[0]);
-    if (V.Type != RefTy)
-      Value = fmt::format("static_cast<{}>({})", dtypeCppName(RefTy), Value);
+    std::string Value =
+        storeValue(F.Params[S.Param].Type, N.Body[S.Args[0]].Type, B,
+                   valueRef(N, S.Args[0]));
     Out += fmt::format("{}{}[{}] = {};\n", Indent,
                        target::pointerVar(F, S.Param), Index(S), Value);
     break;

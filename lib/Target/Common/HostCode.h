@@ -62,6 +62,19 @@ std::string fuseCondition(const ir::Function &F, const loop::Nest &N);
 std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
                          const loop::Stmt &Load);
 
+/// The pointee type of a ref's pointer in the backend's code (DTypes.def):
+/// the element type, except `uint16_t` (C++) and `__half` /
+/// `__nv_bfloat16` (CUDA) for the 16-bit storage types.
+std::string storageType(ir::DType T, Backend B);
+/// The value of the element `Elem` of a ref of dtype `T`: `Elem` itself, or
+/// its conversion to float for the 16-bit types.
+std::string loadValue(ir::DType T, Backend B, const std::string &Elem);
+/// `Value`, of dtype `ValueType`, converted for a store into a ref of dtype
+/// `T`: a static_cast where the types differ; the 16-bit types round from
+/// float (a double is converted to float first, as the eager header does).
+std::string storeValue(ir::DType T, ir::DType ValueType, Backend B,
+                       const std::string &Value);
+
 /// `Op` applied to `Args` in the backend's spelling for dtype `T` (the op
 /// table's C++ or CUDA column).
 std::string applyOp(ir::OpCode Op, Backend B, ir::DType T,
