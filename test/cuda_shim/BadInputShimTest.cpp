@@ -23,6 +23,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace {
 
@@ -85,6 +87,23 @@ private:
   std::vector<size_t> Sizes;
 };
 
+/// A ref's buffer as floats: a 16-bit ref's elements are the first half of
+/// its float buffer's bytes (the rest is sentinel, compared as 16-bit values
+/// too). Outputs rounded to 16 bits may differ by one ulp of the 16-bit type
+/// (up to 2^-7 relative for bfloat16), hence 2^-7 of the largest element for
+/// 16-bit refs below.
+std::vector<float> asFloats(const std::vector<float> &Buf, Elem E) {
+  if (E == Elem::F32)
+    return Buf;
+  std::vector<uint16_t> Bits(Buf.size() * 2);
+  std::memcpy(Bits.data(), Buf.data(), Buf.size() * sizeof(float));
+  std::vector<float> Out;
+  for (uint16_t B : Bits)
+    Out.push_back(E == Elem::F16 ? pk::fp16::halfToFloat(B)
+                                 : pk::fp16::bfloat16ToFloat(B));
+  return Out;
+}
+
 class BadInputCuda : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -118,12 +137,14 @@ TEST_F(BadInputCuda, ValidShapesRunAndAgreeWithTheCpuKernels) {
     ASSERT_TRUE(Got.ok()) << C.Kernel << ": " << Got.Message;
     const Buffers Out = Dev.host(Start);
     for (size_t R = 0; R < C.Refs.size(); ++R) {
-      const std::vector<float> &E = Cpu.Data[R], &G = Out.Data[R];
+      const std::vector<float> E = asFloats(Cpu.Data[R], C.Refs[R].E),
+                               G = asFloats(Out.Data[R], C.Refs[R].E);
       float Max = 0;
       for (float V : E)
         Max = std::max(Max, std::fabs(V));
       for (size_t J = 0; J < E.size(); ++J)
-        if (!(std::fabs(E[J] - G[J]) <= 1e-5f + 1e-4f * Max)) {
+        if (!(std::fabs(E[J] - G[J]) <=
+              1e-5f + (C.Refs[R].E == Elem::F32 ? 1e-4f : 0x1p-7f) * Max)) {
           ADD_FAILURE() << C.Kernel << ": " << C.Refs[R].Name << " element "
                         << J << ": cpu " << E[J] << ", cuda " << G[J];
           break;

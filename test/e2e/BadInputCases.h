@@ -39,7 +39,9 @@ namespace eager {
 #include "logsumexp/logsumexp.cpp"
 #include "relu_where/relu_where.cpp"
 #include "rmsnorm/rmsnorm.cpp"
+#include "rmsnorm_bf16/rmsnorm_bf16.cpp"
 #include "softmax/softmax.cpp"
+#include "softmax_half/softmax_half.cpp"
 #include "sum_all/sum_all.cpp"
 } // namespace eager
 // linear_bias_gelu defines its own gelu_tanh, as gelu does.
@@ -70,7 +72,9 @@ namespace eager_mm {
 #include "matmul.pk.h"
 #include "relu_where.pk.h"
 #include "rmsnorm.pk.h"
+#include "rmsnorm_bf16.pk.h"
 #include "softmax.pk.h"
+#include "softmax_half.pk.h"
 #include "sum_all.pk.h"
 #endif
 
@@ -78,11 +82,15 @@ namespace {
 namespace bad_input {
 
 enum class Kind { In, Out, InOut };
+/// The element type of a ref. The buffers hold floats; a 16-bit ref views
+/// the first half of its buffer's bytes.
+enum class Elem { F32, F16, BF16 };
 
 struct RefSpec {
   std::string Name;
   Kind K;
   std::vector<int64_t> Shape; ///< a valid shape
+  Elem E = Elem::F32;
 };
 
 /// The refs of one call: a pointer and extents each.
@@ -97,14 +105,14 @@ struct Args {
       E[A] = Shape[I][A];
     return E;
   }
-  template <int R> pk::In<float, R> in(int I) const {
-    return {Ptr[I], ext<R>(I)};
+  template <int R, class T = float> pk::In<T, R> in(int I) const {
+    return {reinterpret_cast<T *>(Ptr[I]), ext<R>(I)};
   }
-  template <int R> pk::Out<float, R> out(int I) const {
-    return {Ptr[I], ext<R>(I)};
+  template <int R, class T = float> pk::Out<T, R> out(int I) const {
+    return {reinterpret_cast<T *>(Ptr[I]), ext<R>(I)};
   }
-  template <int R> pk::InOut<float, R> inout(int I) const {
-    return {Ptr[I], ext<R>(I)};
+  template <int R, class T = float> pk::InOut<T, R> inout(int I) const {
+    return {reinterpret_cast<T *>(Ptr[I]), ext<R>(I)};
   }
 };
 
@@ -211,6 +219,16 @@ inline const std::vector<Case> &cases() {
         {"o", O, {2, 3, 4}}},
        PK_CALL(eager_mm, attention_causal, A.in<3>(0), A.in<3>(1), A.in<3>(2),
                A.out<3>(3), 0.5f)},
+      {"rmsnorm_bf16",
+       {{"x", I, {3, 5}, Elem::BF16},
+        {"w", I, {5}, Elem::BF16},
+        {"y", O, {3, 5}, Elem::BF16}},
+       PK_CALL(eager, rmsnorm_bf16, A.in<2, pk::bfloat16>(0),
+               A.in<1, pk::bfloat16>(1), A.out<2, pk::bfloat16>(2), 1e-6f)},
+      {"softmax_half",
+       {{"x", I, {3, 5}, Elem::F16}, {"y", O, {3, 5}, Elem::F16}},
+       PK_CALL(eager, softmax_half, A.in<2, pk::half>(0),
+               A.out<2, pk::half>(1))},
   };
   return Cases;
 }

@@ -164,6 +164,22 @@ TEST(BadInput, MessagesNameKernelRefsAndShapes) {
        "softmax: cannot broadcast (e / sum(e, -1, keepdims))[4, 5] to y[3, 5] "
        "(axis -2)"},
       {"softmax", "x", {3, 0}, "softmax: max of an empty axis (-1) of x[3, 0]"},
+      {"rmsnorm_bf16",
+       "w",
+       {6},
+       "rmsnorm_bf16: cannot broadcast w[6] against (x[_] * rsqrt(ms + "
+       "eps))[3, "
+       "5] (axis -1)"},
+      {"softmax_half",
+       "x",
+       {4, 5},
+       "softmax_half: cannot broadcast (e / sum(e, -1, keepdims))[4, 5] to "
+       "y[3, "
+       "5] (axis -2)"},
+      {"softmax_half",
+       "x",
+       {3, 0},
+       "softmax_half: max of an empty axis (-1) of x[3, 0]"},
       {"layernorm",
        "w",
        {6},
