@@ -274,6 +274,25 @@ struct Buffers {
   }
 };
 
+/// Calls F(W, Other, Bufs) for every written ref W and every other ref of
+/// C: Bufs are fresh buffers in which Other's is large enough to hold W's, so
+/// the caller can point W at Other (an exact alias) and check the AliasError.
+template <class Fn> void forEachAliasingPair(const Case &C, Fn &&F) {
+  const size_t N = C.Refs.size();
+  for (size_t W = 0; W < N; ++W) {
+    if (C.Refs[W].K == Kind::In)
+      continue;
+    for (size_t Other = 0; Other < N; ++Other) {
+      if (Other == W)
+        continue;
+      Buffers Bufs(C);
+      if (Bufs.Data[Other].size() < Bufs.Data[W].size())
+        Bufs.Data[Other].resize(Bufs.Data[W].size(), 0.5f);
+      F(W, Other, Bufs);
+    }
+  }
+}
+
 inline std::vector<std::vector<int64_t>> validShapes(const Case &C) {
   std::vector<std::vector<int64_t>> S;
   for (const RefSpec &R : C.Refs)

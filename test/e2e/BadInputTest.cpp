@@ -274,40 +274,29 @@ TEST(BadInput, MessagesNameKernelRefsAndShapes) {
 
 TEST(BadInput, AliasingRefsRaiseAliasErrorBeforeAnyWrite) {
   int Checked = 0;
-  for (const Case &C : cases()) {
-    const size_t N = C.Refs.size();
-    for (size_t W = 0; W < N; ++W) {
-      if (C.Refs[W].K == Kind::In)
-        continue;
-      for (size_t Other = 0; Other < N; ++Other) {
-        if (Other == W)
-          continue;
-        // W starts where Other starts; the buffer holds either.
-        Buffers Bufs(C);
-        if (Bufs.Data[Other].size() < Bufs.Data[W].size())
-          Bufs.Data[Other].resize(Bufs.Data[W].size(), 0.5f);
-        Args A = Bufs.args(validShapes(C));
-        A.Ptr[W] = A.Ptr[Other];
-        const Buffers Before = Bufs;
-        const Outcome Got = run(C, A, Version::Cpu);
-        // Reported as "<first written of the two> overlaps <the other>".
-        size_t First = std::min(W, Other), Second = std::max(W, Other);
-        if (C.Refs[First].K == Kind::In)
-          std::swap(First, Second);
-        const std::string Want =
-            C.Kernel + ": " + C.Refs[First].Name + " overlaps " +
-            C.Refs[Second].Name +
-            " in memory; refs may not alias (an in-place update is one "
-            "InOut ref)";
-        const std::string What =
-            C.Kernel + ": " + C.Refs[W].Name + " at " + C.Refs[Other].Name;
-        EXPECT_TRUE(Got.Alias) << What << ": " << Got.Message;
-        EXPECT_EQ(Got.Message, Want) << What;
-        EXPECT_TRUE(Bufs.sameBytes(Before)) << What << ": a buffer was written";
-        ++Checked;
-      }
-    }
-  }
+  for (const Case &C : cases())
+    forEachAliasingPair(C, [&](size_t W, size_t Other, Buffers &Bufs) {
+      // W starts where Other starts; the buffer holds either.
+      Args A = Bufs.args(validShapes(C));
+      A.Ptr[W] = A.Ptr[Other];
+      const Buffers Before = Bufs;
+      const Outcome Got = run(C, A, Version::Cpu);
+      // Reported as "<first written of the two> overlaps <the other>".
+      size_t First = std::min(W, Other), Second = std::max(W, Other);
+      if (C.Refs[First].K == Kind::In)
+        std::swap(First, Second);
+      const std::string Want =
+          C.Kernel + ": " + C.Refs[First].Name + " overlaps " +
+          C.Refs[Second].Name +
+          " in memory; refs may not alias (an in-place update is one "
+          "InOut ref)";
+      const std::string What =
+          C.Kernel + ": " + C.Refs[W].Name + " at " + C.Refs[Other].Name;
+      EXPECT_TRUE(Got.Alias) << What << ": " << Got.Message;
+      EXPECT_EQ(Got.Message, Want) << What;
+      EXPECT_TRUE(Bufs.sameBytes(Before)) << What << ": a buffer was written";
+      ++Checked;
+    });
   EXPECT_GT(Checked, 50);
 }
 
