@@ -300,8 +300,21 @@ TEST(LowerToLoops, RowReductionRunsInPhases) {
             std::string::npos)
       << Body;
   EXPECT_NE(Body.find("pk_lanes_sum[pk_l] += "), std::string::npos);
-  EXPECT_NE(Body.find("pk_acc_sum = pk_acc_sum + pk_lanes_sum[pk_l];"),
+  // Combined pairwise: a tree, not a chain through every lane.
+  EXPECT_NE(Body.find("pk_lanes_sum[pk_l] = pk_lanes_sum[pk_l] + "
+                      "pk_lanes_sum[pk_l + pk_w];"),
+            std::string::npos)
+      << Body;
+  EXPECT_NE(Body.find("const float pk_acc_sum = pk_lanes_sum[0];"),
             std::string::npos);
+  // The max loop (cheap) keeps 64 lanes in flight, the sum loop (an exp per
+  // element) 16.
+  EXPECT_NE(Body.find("float pk_lanes_max[64];"), std::string::npos);
+  EXPECT_NE(Body.find("float pk_lanes_sum[16];"), std::string::npos);
+  // The sum loop, the last phase with a reduction, brings the next row's x in
+  // for the next max loop.
+  EXPECT_NE(Body.find("PK_PREFETCH(pk_x_next + pk_blk);"), std::string::npos)
+      << Body;
 }
 
 TEST(LowerToLoops, InOutUpdatedInAReductionGroupIsWrittenLast) {

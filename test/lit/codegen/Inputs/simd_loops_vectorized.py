@@ -5,7 +5,8 @@ usage: simd_loops_vectorized.py <file.pk.cpp> <compiler remarks>
 g++ (-fopt-info-vec-optimized) reports `<file>:<line>:<col>: optimized: loop
 vectorized` at the first line of the loop body, clang (-Rpass=loop-vectorize)
 `<file>:<line>:<col>: remark: vectorized loop` near the pragma: a remark on
-the pragma's line or one of the next three counts for that loop. Prints how
+the pragma's line, the loop's line or any line of the loop's body (up to its
+closing brace; a simd loop has no loop inside) counts for that loop. Prints how
 many simd loops there are and exits 1 listing those not vectorised, except
 in the fallback copies for a broadcast along the vectorised axis ("general
 strides": a run-time stride of 0 or 1, rare, where g++ may keep scalar code).
@@ -30,7 +31,17 @@ def in_fallback(n):
             return False
     return False
 
-missing = [n for n in simd if not any(n + k in done for k in range(4))]
+def loop_lines(n):
+    """The pragma's line through the line of the loop's closing brace."""
+    depth, opened = 0, False
+    for i in range(n, len(lines)):  # lines[n] is the line after the pragma
+        depth += lines[i].count('{') - lines[i].count('}')
+        opened = opened or '{' in lines[i]
+        if opened and depth <= 0:
+            return range(n, i + 2)
+    return range(n, n + 4)
+
+missing = [n for n in simd if not any(k in done for k in loop_lines(n))]
 tolerated = [n for n in missing if in_fallback(n)]
 missing = [n for n in missing if n not in tolerated]
 if missing:
