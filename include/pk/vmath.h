@@ -1,9 +1,9 @@
 //===- pk/vmath.h - Branch-free, vectorisable elementary functions -------===//
 //
-// pk::vm::{exp, exp2, expm1, log, log2, log1p, tanh, erf, sin, cos, sigmoid,
-// pow, rsqrt} for float and double. The generated CPU code calls these
-// instead of <cmath> inside `#pragma omp simd` loops: libm calls do not
-// vectorise without -ffast-math, these do (g++ >= 12 and clang++ >= 19,
+// pk::vm::{exp, exp_nonpos, exp2, expm1, log, log2, log1p, tanh, erf, sin,
+// cos, sigmoid, pow, rsqrt} for float and double. The generated CPU code
+// calls these instead of <cmath> inside `#pragma omp simd` loops: libm calls
+// do not vectorise without -ffast-math, these do (g++ >= 12 and clang++ >= 19,
 // -O2 -fopenmp-simd, SSE2 or AVX2/FMA, no fast-math flag needed).
 //
 // How the code stays vectorisable:
@@ -605,24 +605,36 @@ PK_VM_INLINE double erfD(double X) {
 // Public functions. float and double overloads.
 // =============================================================================
 
-/// e^x.
-PK_VM_INLINE float exp(float X) {
+/// e^x for x <= 0 (or NaN): exp without the overflow clamp, the same bits
+/// as exp there. pkc calls it for exp(v - max(v)) (softmax, logsumexp),
+/// where v <= max(v) makes the argument <= 0; the clamp was 15% of such a
+/// loop. (Also exact up to 88.8 / 710: the clamp only keeps larger x from
+/// leaving ldexp2's range.)
+PK_VM_INLINE float exp_nonpos(float X) {
   using namespace detail;
-  X = sel(gt(X, 88.8f), 88.8f, X);
   X = sel(lt(X, -104.0f), -104.0f, X);
   const float T = X * FLog2e + FShift;
   const float K = T - FShift;
   const float R = (X - K * FLn2Hi) - K * FLn2Lo;
   return ldexp2(1.0f + expm1Red(R), bits(T) - bits(FShift));
 }
-PK_VM_INLINE double exp(double X) {
+PK_VM_INLINE double exp_nonpos(double X) {
   using namespace detail;
-  X = sel(gt(X, 710.0), 710.0, X);
   X = sel(lt(X, -746.0), -746.0, X);
   const double T = X * DLog2e + DShift;
   const double K = T - DShift;
   const double R = (X - K * DLn2Hi) - K * DLn2Lo;
   return ldexp2(1.0 + expm1Red(R), bits(T) - bits(DShift));
+}
+
+/// e^x.
+PK_VM_INLINE float exp(float X) {
+  X = detail::sel(detail::gt(X, 88.8f), 88.8f, X);
+  return exp_nonpos(X);
+}
+PK_VM_INLINE double exp(double X) {
+  X = detail::sel(detail::gt(X, 710.0), 710.0, X);
+  return exp_nonpos(X);
 }
 
 /// 2^x.

@@ -568,4 +568,58 @@ TEST(Vmath, ExactValues) {
   EXPECT_EQ(pk::vm::exp(-104.0f), 0.0f);
 }
 
+// exp_nonpos is exp without the overflow clamp: pkc calls it where the
+// argument is <= 0 (exp(x - max(x))), so it must give exp's bits there (and
+// for NaN), -0 and denormals included, and on to 88.8 where only the clamp
+// differs. Vectorised loops, as pkc uses it.
+void checkExpNonposIsExp(uint64_t Begin, uint64_t End, uint64_t Step) {
+  constexpr int N = 4096;
+  std::vector<float> X(N), A(N), B(N);
+  for (uint64_t Start = Begin; Start < End; Start += Step * N) {
+    for (int I = 0; I < N; ++I) {
+      uint32_t U = uint32_t(std::min(Start + uint64_t(I) * Step, End - 1));
+      std::memcpy(&X[I], &U, sizeof U);
+    }
+#pragma omp simd
+    for (int I = 0; I < N; ++I) {
+      A[I] = pk::vm::exp(X[I]);
+      B[I] = pk::vm::exp_nonpos(X[I]);
+    }
+    for (int I = 0; I < N; ++I)
+      if (std::memcmp(&A[I], &B[I], sizeof(float)) != 0 &&
+          !(std::isnan(A[I]) && std::isnan(B[I]))) {
+        ADD_FAILURE() << "exp_nonpos(" << X[I] << ") = " << B[I]
+                      << ", exp gives " << A[I];
+        return;
+      }
+  }
+}
+
+TEST(Vmath, ExpNonposIsExpUpTo88) {
+  // The floats with the sign bit set (-0 to -inf and negative NaNs), then
+  // +0 to 88.8: every one with PK_VMATH_EXHAUSTIVE=1, else a prime stride.
+  uint64_t Step = exhaustive() ? 1 : 9973;
+  checkExpNonposIsExp(uint64_t(1) << 31, uint64_t(1) << 32, Step);
+  float Top = 88.8f;
+  uint32_t TopBits;
+  std::memcpy(&TopBits, &Top, sizeof Top);
+  checkExpNonposIsExp(0, uint64_t(TopBits) + 1, Step);
+  for (float V : {-0.0f, 0.0f, 1.0f, 88.7f, -1e-45f, -87.5f, -103.9f, -104.0f,
+                  -1e30f, -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()}) {
+    float A = pk::vm::exp(V), B = pk::vm::exp_nonpos(V);
+    EXPECT_TRUE(std::memcmp(&A, &B, sizeof A) == 0 ||
+                (std::isnan(A) && std::isnan(B)))
+        << V;
+  }
+  for (double V : {-0.0, 0.0, 1.0, 709.7, -4.9e-324, -708.5, -745.0, -746.0,
+                   -1e300, -std::numeric_limits<double>::infinity(),
+                   std::numeric_limits<double>::quiet_NaN()}) {
+    double A = pk::vm::exp(V), B = pk::vm::exp_nonpos(V);
+    EXPECT_TRUE(std::memcmp(&A, &B, sizeof A) == 0 ||
+                (std::isnan(A) && std::isnan(B)))
+        << V;
+  }
+}
+
 } // namespace

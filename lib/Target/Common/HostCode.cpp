@@ -349,6 +349,19 @@ std::string target::valueRef(const Nest &N, unsigned I) {
   return S.Name;
 }
 
+/// True when value I is `v - m` with m this nest's max reduction of v: v is
+/// at most its row's max, so `v - m <= 0` (or NaN), and exp can skip its
+/// overflow clamp (pk::vm::exp_nonpos, the same bits as exp there). This is
+/// softmax's and logsumexp's exp(x - max(x)); the clamp was 15% of the loop.
+static bool isMinusItsRowMax(const Nest &N, unsigned I) {
+  const Stmt &Sub = N.Body[I];
+  if (Sub.K != Stmt::Apply || Sub.Op != OpCode::Sub || Sub.Args.size() != 2)
+    return false;
+  const Stmt &M = N.Body[Sub.Args[1]];
+  return M.K == Stmt::Reduce && M.Reduction == ReduceKind::Max &&
+         M.Args.size() == 1 && M.Args[0] == Sub.Args[0];
+}
+
 void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
                       target::Backend B,
                       const std::function<std::string(const Stmt &)> &Index,
@@ -376,6 +389,9 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
     for (unsigned I = 0; I < S.Args.size(); ++I)
       Args.push_back(valueRef(N, S.Args[I]));
     llvm::StringRef Spelling = spelling(Info, B, S.Type);
+    if (B == Backend::Cpu && S.Op == OpCode::Exp &&
+        isMinusItsRowMax(N, S.Args[0]))
+      Spelling = "pk::vm::exp_nonpos({0})";
     Out += fmt::format(
         "{}const {} {} = {};\n", Indent, Ty, S.Name,
         fmt::vformat(fmt::string_view(Spelling.data(), Spelling.size()), Args));
