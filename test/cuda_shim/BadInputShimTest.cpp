@@ -195,13 +195,11 @@ TEST_F(BadInputCuda, AliasingRefsRaiseTheCpuKernelsAliasErrorBeforeAnyLaunch) {
   int Checked = 0;
   for (const Case &C : cases())
     forEachAliasingPair(C, [&](size_t W, size_t Other, Buffers &Host) {
-      Args CpuArgs = Host.args(validShapes(C));
-      CpuArgs.Ptr[W] = CpuArgs.Ptr[Other];
       const Buffers Before = Host;
-      const Outcome Want = run(C, CpuArgs, Version::Cpu);
+      const Outcome Want =
+          run(C, aliasedArgs(Host, C, W, Other), Version::Cpu);
       DeviceBuffers Dev(Before);
-      Args A = Dev.args(validShapes(C));
-      A.Ptr[W] = A.Ptr[Other];
+      const Args A = aliasedArgs(Dev, C, W, Other);
       const uint64_t Launched = launches();
       const Outcome Got = run(C, A, Version::Cuda);
       const std::string What =

@@ -274,9 +274,6 @@ struct Buffers {
   }
 };
 
-/// Calls F(W, Other, Bufs) for every written ref W and every other ref of
-/// C: Bufs are fresh buffers in which Other's is large enough to hold W's, so
-/// the caller can point W at Other (an exact alias) and check the AliasError.
 template <class Fn> void forEachAliasingPair(const Case &C, Fn &&F) {
   const size_t N = C.Refs.size();
   for (size_t W = 0; W < N; ++W) {
@@ -299,6 +296,19 @@ inline std::vector<std::vector<int64_t>> validShapes(const Case &C) {
     S.push_back(R.Shape);
   return S;
 }
+
+/// C's valid-shape arguments over Bufs (host Buffers or the shim's device
+/// copies) with ref W pointing where ref Other starts.
+template <class BufferSet>
+Args aliasedArgs(BufferSet &Bufs, const Case &C, size_t W, size_t Other) {
+  Args A = Bufs.args(validShapes(C));
+  A.Ptr[W] = A.Ptr[Other];
+  return A;
+}
+
+/// Calls F(W, Other, Bufs) for every written ref W and every other ref of
+/// C: Bufs are fresh buffers in which Other's is large enough to hold W's, so
+/// the caller can point W at Other (an exact alias) and check the AliasError.
 
 inline std::string shapeStr(const std::vector<int64_t> &S) {
   std::string Out = "[";

@@ -277,8 +277,7 @@ TEST(BadInput, AliasingRefsRaiseAliasErrorBeforeAnyWrite) {
   for (const Case &C : cases())
     forEachAliasingPair(C, [&](size_t W, size_t Other, Buffers &Bufs) {
       // W starts where Other starts; the buffer holds either.
-      Args A = Bufs.args(validShapes(C));
-      A.Ptr[W] = A.Ptr[Other];
+      const Args A = aliasedArgs(Bufs, C, W, Other);
       const Buffers Before = Bufs;
       const Outcome Got = run(C, A, Version::Cpu);
       // Reported as "<first written of the two> overlaps <the other>".
