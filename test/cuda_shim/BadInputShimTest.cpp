@@ -196,8 +196,7 @@ TEST_F(BadInputCuda, AliasingRefsRaiseTheCpuKernelsAliasErrorBeforeAnyLaunch) {
   for (const Case &C : cases())
     forEachAliasingPair(C, [&](size_t W, size_t Other, Buffers &Host) {
       const Buffers Before = Host;
-      const Outcome Want =
-          run(C, aliasedArgs(Host, C, W, Other), Version::Cpu);
+      const Outcome Want = run(C, aliasedArgs(Host, C, W, Other), Version::Cpu);
       DeviceBuffers Dev(Before);
       const Args A = aliasedArgs(Dev, C, W, Other);
       const uint64_t Launched = launches();
