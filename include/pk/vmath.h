@@ -953,6 +953,127 @@ PK_VM_INLINE double sqrt(double X) {
   return sel(gt(X, 0.0) & ~isinf_(X), S, Special);
 }
 
+// =============================================================================
+// Fused flavour: exp with explicit fused multiply-adds.
+// =============================================================================
+//
+// The generated CPU kernels are compiled with fp-contract=off so that user
+// arithmetic gives the same bits on every CPU (<pk/dispatch.h>); that also
+// keeps the compiler from fusing the steps of these functions, which is
+// 20-30% of an exp-bound loop. The fused versions spell the fused steps out
+// (__builtin_fma), so they are fused whatever fp-contract says. They are only
+// fast where the code is compiled for FMA (x86-64-v3 and v4, the dispatch
+// clones that pk::rt::run_cpu picks them for): elsewhere each step is a libm
+// call. Their results differ from the plain ones in the last bit for some x
+// and meet the same bounds (docs/vmath.md, test/unit/VmathTest.cpp).
+
+namespace detail {
+
+PK_VM_INLINE float fmadd(float A, float B, float C) {
+  return __builtin_fmaf(A, B, C);
+}
+PK_VM_INLINE double fmadd(double A, double B, double C) {
+  return __builtin_fma(A, B, C);
+}
+
+/// expPoly by Horner's rule, one fused step per coefficient.
+PK_VM_INLINE float expPolyFused(float R) {
+  float P = fmadd(R, 0x1.a072c0p-13f, 0x1.6d42cap-10f);
+  P = fmadd(R, P, 0x1.11114cp-7f);
+  P = fmadd(R, P, 0x1.5554eap-5f);
+  P = fmadd(R, P, 0x1.555556p-3f);
+  return fmadd(R, P, 0x1.0p-1f);
+}
+PK_VM_INLINE double expPolyFused(double R) {
+  double P = fmadd(R, 0x1.1f19f4e1760fcp-29, 0x1.af4db8a8c3dc6p-26);
+  P = fmadd(R, P, 0x1.27e510da1d8dfp-22);
+  P = fmadd(R, P, 0x1.71de024b41060p-19);
+  P = fmadd(R, P, 0x1.a01a019062695p-16);
+  P = fmadd(R, P, 0x1.a01a01abdf014p-13);
+  P = fmadd(R, P, 0x1.6c16c16c1a073p-10);
+  P = fmadd(R, P, 0x1.11111111100eep-7);
+  P = fmadd(R, P, 0x1.555555555554ep-5);
+  P = fmadd(R, P, 0x1.5555555555557p-3);
+  return fmadd(R, P, 0x1.0p-1);
+}
+
+} // namespace detail
+
+namespace fused {
+
+/// exp_nonpos with fused steps: the reduction x - k ln2 and the polynomial.
+PK_VM_INLINE float exp_nonpos(float X) {
+  using namespace detail;
+  X = sel(lt(X, -104.0f), -104.0f, X);
+  const float T = fmadd(X, FLog2e, FShift);
+  const float K = T - FShift;
+  const float R = fmadd(-K, FLn2Lo, fmadd(-K, FLn2Hi, X));
+  const float E = fmadd(R * R, expPolyFused(R), R); // e^r - 1
+  return ldexp2(1.0f + E, bits(T) - bits(FShift));
+}
+PK_VM_INLINE double exp_nonpos(double X) {
+  using namespace detail;
+  X = sel(lt(X, -746.0), -746.0, X);
+  const double T = fmadd(X, DLog2e, DShift);
+  const double K = T - DShift;
+  const double R = fmadd(-K, DLn2Lo, fmadd(-K, DLn2Hi, X));
+  const double E = fmadd(R * R, expPolyFused(R), R);
+  return ldexp2(1.0 + E, bits(T) - bits(DShift));
+}
+
+/// exp with fused steps.
+PK_VM_INLINE float exp(float X) {
+  return exp_nonpos(detail::sel(detail::gt(X, 88.8f), 88.8f, X));
+}
+PK_VM_INLINE double exp(double X) {
+  return exp_nonpos(detail::sel(detail::gt(X, 710.0), 710.0, X));
+}
+
+} // namespace fused
+
+// =============================================================================
+// Flavours: the functions as static members, so that a kernel body written
+// once (a template over the flavour) can be instantiated with either.
+// =============================================================================
+
+/// The functions above, for any CPU.
+struct Plain {
+#define PK_VM_MEMBER(Name)                                                     \
+  template <class T> PK_VM_INLINE T Name(T X) { return vm::Name(X); }
+  PK_VM_MEMBER(exp)
+  PK_VM_MEMBER(exp_nonpos)
+  PK_VM_MEMBER(exp2)
+  PK_VM_MEMBER(expm1)
+  PK_VM_MEMBER(log)
+  PK_VM_MEMBER(log2)
+  PK_VM_MEMBER(log1p)
+  PK_VM_MEMBER(tanh)
+  PK_VM_MEMBER(erf)
+  PK_VM_MEMBER(sin)
+  PK_VM_MEMBER(cos)
+  PK_VM_MEMBER(sigmoid)
+  PK_VM_MEMBER(rsqrt)
+  PK_VM_MEMBER(sqrt)
+#undef PK_VM_MEMBER
+  template <class T> PK_VM_INLINE T pow(T X, T Y) { return vm::pow(X, Y); }
+};
+
+/// The fused versions where there is one (exp, exp_nonpos), else Plain's.
+/// Only for code compiled for FMA (see "Fused flavour" above).
+struct Fused : Plain {
+  template <class T> PK_VM_INLINE T exp(T X) { return fused::exp(X); }
+  template <class T> PK_VM_INLINE T exp_nonpos(T X) {
+    return fused::exp_nonpos(X);
+  }
+};
+
+/// The flavour for code compiled once, for the file's own flags.
+#if PK_VM_HAVE_FMA
+using Native = Fused;
+#else
+using Native = Plain;
+#endif
+
 } // namespace pk::vm
 
 #undef PK_VM_INLINE
