@@ -1,17 +1,21 @@
 //===- pk/dispatch.h - One kernel, several x86-64 levels -----------------===//
 //
-// pkc writes `PK_CPU_DISPATCH` in front of every kernel it compiles. With g++
-// on x86-64 Linux it asks for three clones of the kernel (GCC's
-// `target_clones`): x86-64-v4 (AVX-512), x86-64-v3 (AVX2) and the flags the
-// file is compiled with; the dynamic loader's resolver picks the best one the
-// CPU runs, once. Its OpenMP regions are cloned with it. NumPy, PyTorch and
-// XLA choose their loops at run time the same way, so a default build (SSE2)
-// no longer runs pk's loops at a quarter of the machine's vector width.
+// pkc writes each kernel's compiled body as `template <class pk_vm>
+// PK_CPU_DISPATCH static void pk_<kernel>_cpu(...)`, and the kernel calls it
+// through pk::rt::run_cpu (below). With g++ on x86-64 Linux PK_CPU_DISPATCH
+// asks for three clones (GCC's `target_clones`): x86-64-v4 (AVX-512),
+// x86-64-v3 (AVX2) and the flags the file is compiled with; the dynamic
+// loader's resolver picks the best one the CPU runs, once. Its OpenMP regions
+// are cloned with it. NumPy, PyTorch and XLA choose their loops at run time
+// the same way, so a default build (SSE2) no longer runs pk's loops at a
+// quarter of the machine's vector width.
 //
 // Floating-point contraction is off in the clones (`fp-contract=off`): x86-64
 // v3 and v4 have FMA, and contracting `a * b + c` into one rounding would make
 // the results depend on which CPU runs the kernel. Every clone computes the
-// same bits as the baseline and as the eager reference.
+// kernel's arithmetic with the same bits as the baseline and as the eager
+// reference. pk::vm's own multiply-adds are fused by hand instead, in the
+// pk::vm::Fused flavour that run_cpu picks for the v3/v4 clones.
 //
 // It expands to nothing, and the kernel is compiled once for the file's
 // flags, when:
@@ -28,6 +32,8 @@
 
 #ifndef PK_DISPATCH_H
 #define PK_DISPATCH_H
+
+#include <pk/vmath.h>
 
 // __GLIBC__ comes from the C library's own headers.
 #if defined(__linux__) && __has_include(<features.h>)
@@ -52,5 +58,39 @@
 #define PK_CPU_DISPATCH_CLONES 0
 #define PK_CPU_DISPATCH
 #endif
+
+namespace pk::rt {
+
+/// Calls `Body(Flavour{})` with the flavour of pk::vm for this CPU; pkc's
+/// kernels call their compiled body this way (`[&](auto pk_vm) {
+/// pk_<name>_cpu<decltype(pk_vm)>(...); }`).
+///
+/// With the clones, pk::vm::Fused on CPUs whose clone has FMA (x86-64-v3 or
+/// v4: the loader picks it), else pk::vm::Plain. Fused fuses pk::vm's own
+/// multiply-adds (exp, exp_nonpos) by hand, which the clones' fp-contract=off
+/// does not do; the kernel's own arithmetic is the same on every CPU either
+/// way. Without the clones, the flavour for the file's flags
+/// (pk::vm::Native). Only the instances called are compiled: a Fused
+/// instance is never compiled for a baseline-only build.
+template <class BodyFn> inline void run_cpu(BodyFn &&Body) {
+#if PK_CPU_DISPATCH_CLONES && !PK_VM_HAVE_FMA
+  // The clones are v4, v3 (when the file is not built for AVX2) and the
+  // file's flags: Fused only where one of the first two runs.
+  __builtin_cpu_init();
+#if defined(__AVX2__)
+  const bool Fma = __builtin_cpu_supports("x86-64-v4");
+#else
+  const bool Fma = __builtin_cpu_supports("x86-64-v3");
+#endif
+  if (Fma)
+    Body(vm::Fused{});
+  else
+    Body(vm::Plain{});
+#else
+  Body(vm::Native{});
+#endif
+}
+
+} // namespace pk::rt
 
 #endif // PK_DISPATCH_H

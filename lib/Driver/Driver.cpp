@@ -141,6 +141,7 @@ ExitCode compileAll(const clang::tooling::CompilationDatabase &DB,
         KernelArtifacts A = compileKernel(F, PO);
         frontend::KernelResult R;
         R.Diags = std::move(A.Diags);
+        R.CppTemplate = std::move(A.CppTemplate);
         R.CppBody = std::move(A.CppBody);
         if (R.Diags.empty())
           CudaOf[absolute(F.File)].push_back(std::move(A.Cuda));

@@ -127,10 +127,14 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
 
   {
     StageScope T(Opts, "emitCpp");
-    A.CppBody = cpu::emitKernelBody(Schedule);
+    cpu::KernelCpp Cpp = cpu::emitKernel(Schedule);
+    A.CppTemplate = std::move(Cpp.Template);
+    A.CppBody = std::move(Cpp.Body);
   }
   if (Opts.Emit == EmitStage::Cpp)
-    *Opts.Out << "// " << F.QualifiedName << "\n" << A.CppBody << "\n";
+    *Opts.Out << "// " << F.QualifiedName << "\n"
+              << A.CppTemplate << "// the body of " << F.Name << "\n"
+              << A.CppBody << "\n";
 
   kernel::Program Kernels;
   {

@@ -46,6 +46,9 @@ struct PipelineOptions {
 
 /// Everything pkc produces for one kernel.
 struct KernelArtifacts {
+  /// The .pk.cpp's text for the kernel (cpu::KernelCpp): the compiled body
+  /// as a template, inserted before the kernel, and the kernel's new body.
+  std::string CppTemplate;
   std::string CppBody;
   cuda::KernelText Cuda;
   /// Errors in the user's kernel; when not empty nothing else is valid.

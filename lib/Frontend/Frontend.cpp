@@ -65,6 +65,61 @@ public:
   std::vector<FunctionDecl *> Found;
 };
 
+/// Where text can go in front of the kernel's declaration: before its
+/// attributes (`PK_KERNEL`, a written `[[...]]` or `__attribute__((...))`),
+/// its specifiers, and an `extern "C"` without braces. In the main file.
+SourceLocation declarationStart(const FunctionDecl *FD,
+                                const SourceManager &SM);
+
+/// declarationStart, moved up over the `//` comment lines right above the
+/// declaration (they describe the kernel, and stay with it).
+SourceLocation aboveLeadingComment(const FunctionDecl *FD,
+                                   const SourceManager &SM) {
+  SourceLocation Begin = declarationStart(FD, SM);
+  llvm::StringRef Before =
+      SM.getBufferData(SM.getFileID(Begin)).take_front(SM.getFileOffset(Begin));
+  size_t LineStart = Before.rfind('\n') + 1; // 0 when there is none
+  if (!Before.drop_front(LineStart).trim().empty())
+    return Begin; // something else precedes it on its line
+  size_t Start = LineStart;
+  while (Start > 0) {
+    size_t Prev = Before.take_front(Start - 1).rfind('\n') + 1;
+    if (!Before.slice(Prev, Start).ltrim().starts_with("//"))
+      break;
+    Start = Prev;
+  }
+  return Begin.getLocWithOffset(-int(Before.size() - Start));
+}
+
+SourceLocation declarationStart(const FunctionDecl *FD,
+                                const SourceManager &SM) {
+  SourceLocation Begin = SM.getExpansionLoc(FD->getBeginLoc());
+  for (const Attr *A : FD->attrs()) {
+    if (A->isImplicit() || A->getRange().getBegin().isInvalid())
+      continue;
+    SourceLocation L = SM.getExpansionLoc(A->getRange().getBegin());
+    if (SM.getFileID(L) == SM.getFileID(Begin) &&
+        SM.isBeforeInTranslationUnit(L, Begin))
+      Begin = L;
+  }
+  if (const auto *LS = dyn_cast<LinkageSpecDecl>(FD->getLexicalDeclContext()))
+    if (!LS->hasBraces())
+      Begin = SM.getExpansionLoc(LS->getExternLoc());
+  // A written attribute's range starts at its name, after `[[` or
+  // `__attribute__((`.
+  llvm::StringRef Before =
+      SM.getBufferData(SM.getFileID(Begin)).take_front(SM.getFileOffset(Begin));
+  llvm::StringRef Trimmed = Before.rtrim();
+  if (Trimmed.consume_back("[["))
+    return Begin.getLocWithOffset(-int(Before.size() - Trimmed.size()));
+  llvm::StringRef Gnu = "__attribute__";
+  if (Trimmed.consume_back("((") && Trimmed.rtrim().ends_with(Gnu)) {
+    Trimmed = Trimmed.rtrim().drop_back(Gnu.size());
+    return Begin.getLocWithOffset(-int(Before.size() - Trimmed.size()));
+  }
+  return Begin;
+}
+
 /// What one run of the action leaves behind.
 struct RunState {
   unsigned Runs = 0;
@@ -92,8 +147,8 @@ private:
   RunState &State;
   /// Kernel body (braces included) -> its replacement.
   std::vector<std::pair<SourceRange, std::string>> Replacements;
-  /// Where `PK_CPU_DISPATCH ` goes: before each compiled kernel's return type.
-  std::vector<SourceLocation> DispatchMarks;
+  /// Text inserted before a kernel: its compiled body as a template.
+  std::vector<std::pair<SourceLocation, std::string>> Insertions;
 };
 
 std::string absolutePath(llvm::StringRef Name, const FileManager &FM) {
@@ -179,8 +234,8 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
   Rewriter RW(SM, Ctx.getLangOpts());
   for (const auto &[Range, Body] : Replacements)
     RW.ReplaceText(Range, Body);
-  for (SourceLocation L : DispatchMarks)
-    RW.InsertTextBefore(L, "PK_CPU_DISPATCH ");
+  for (const auto &[Loc, Text] : Insertions)
+    RW.InsertTextBefore(Loc, Text);
   FileID Main = SM.getMainFileID();
   if (const RewriteBuffer *RB = RW.getRewriteBufferFor(Main))
     Result.Rewritten = std::string(RB->begin(), RB->end());
@@ -245,12 +300,12 @@ void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
     return;
   }
   Replacements.emplace_back(Body->getSourceRange(), std::move(R.CppBody));
-  // One clone per x86-64 level, picked at load time (<pk/dispatch.h>). A
-  // return type spelled by a macro is left alone: the kernel is then compiled
-  // once, for the file's flags, which is still correct.
-  SourceLocation Ret = FD->getReturnTypeSourceRange().getBegin();
-  if (Ret.isValid() && Ret.isFileID() && SM.isWrittenInMainFile(Ret))
-    DispatchMarks.push_back(Ret);
+  // A template cannot have C linkage.
+  std::string Template = std::move(R.CppTemplate);
+  if (FD->isInExternCContext())
+    Template = "extern \"C++\" {\n" + llvm::StringRef(Template).rtrim().str() +
+               "\n} // extern \"C++\"\n\n";
+  Insertions.emplace_back(aboveLeadingComment(FD, SM), std::move(Template));
 }
 
 void KernelConsumer::reportUserDiag(const ir::UserDiag &D,

@@ -29,6 +29,9 @@ namespace pk::frontend {
 
 /// What the pipeline returns for one kernel.
 struct KernelResult {
+  /// Inserted before the kernel's declaration (its attributes and
+  /// specifiers included). Ignored when Diags is not empty.
+  std::string CppTemplate;
   /// Replacement for the kernel's body, braces included. Ignored when Diags
   /// is not empty.
   std::string CppBody;

@@ -650,3 +650,52 @@ private:
 std::string pk::cpu::emitKernelBody(const tile::Program &S) {
   return CppEmitter(S).run();
 }
+
+namespace {
+
+/// Whether Body calls a function that pk::vm::Fused does not take from
+/// pk::vm::Plain (include/pk/vmath.h): only then do the two instances
+/// differ, and only then is the body compiled twice.
+bool callsFusedFunction(llvm::StringRef Body) {
+  for (llvm::StringRef Fn : {"pk_vm::exp(", "pk_vm::exp_nonpos("})
+    if (Body.contains(Fn))
+      return true;
+  return false;
+}
+
+} // namespace
+
+pk::cpu::KernelCpp pk::cpu::emitKernel(const tile::Program &S) {
+  const Function &F = *S.Loops->F;
+  const std::string Impl =
+      fmt::format("pk_{}_cpu", F.Symbol.empty() ? F.Name : F.Symbol);
+  std::vector<std::string> Params, Args;
+  for (const Param &P : F.Params) {
+    Params.push_back(fmt::format("{} {}", paramType(P), P.Name));
+    Args.push_back(P.Name);
+  }
+  const std::string Body = CppEmitter(S).run();
+  KernelCpp K;
+  K.Template = fmt::format(
+      "// The compiled body of '{0}' (pkc), for either flavour of pk::vm;\n"
+      "// PK_CPU_DISPATCH clones it per x86-64 level (<pk/dispatch.h>).\n"
+      "template <class pk_vm>\n"
+      "PK_CPU_DISPATCH static void {1}({2}) {3}\n\n",
+      F.Name, Impl, fmt::join(Params, ", "), Body);
+  if (callsFusedFunction(Body))
+    K.Body = fmt::format("{{\n"
+                         "  // {0} with the pk::vm flavour for this CPU "
+                         "(<pk/dispatch.h>).\n"
+                         "  pk::rt::run_cpu([&](auto pk_vm) {{ "
+                         "{0}<decltype(pk_vm)>({1}); }});\n"
+                         "}}",
+                         Impl, fmt::join(Args, ", "));
+  else
+    K.Body = fmt::format("{{\n"
+                         "  // No pk::vm function here has a fused version: "
+                         "one instance.\n"
+                         "  {0}<pk::vm::Plain>({1});\n"
+                         "}}",
+                         Impl, fmt::join(Args, ", "));
+  return K;
+}

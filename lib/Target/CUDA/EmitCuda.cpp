@@ -27,15 +27,6 @@ using namespace pk::target;
 
 namespace {
 
-std::string paramType(const Param &P) {
-  if (!P.isRef())
-    return dtypeCppName(P.Type).str();
-  const char *Kind = P.Kind == ParamKind::In    ? "In"
-                     : P.Kind == ParamKind::Out ? "Out"
-                                                : "InOut";
-  return fmt::format("pk::{}<{}, {}>", Kind, dtypeCppName(P.Type), P.Rank);
-}
-
 std::string signature(const Function &F, bool WithDefault) {
   std::vector<std::string> Parts;
   for (const Param &P : F.Params)

@@ -304,6 +304,15 @@ static std::string convert(llvm::StringRef Template, const std::string &X) {
       fmt::runtime(std::string_view(Template.data(), Template.size())), X);
 }
 
+std::string target::paramType(const Param &P) {
+  if (!P.isRef())
+    return dtypeCppName(P.Type).str();
+  const char *Kind = P.Kind == ParamKind::In    ? "In"
+                     : P.Kind == ParamKind::Out ? "Out"
+                                                : "InOut";
+  return fmt::format("pk::{}<{}, {}>", Kind, dtypeCppName(P.Type), P.Rank);
+}
+
 std::string target::storageType(DType T, Backend B) {
   const DTypeInfo &Info = dtypeInfo(T);
   return (B == Backend::Cpu ? Info.CpuStorage : Info.CudaStorage).str();
@@ -391,7 +400,7 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
     llvm::StringRef Spelling = spelling(Info, B, S.Type);
     if (B == Backend::Cpu && S.Op == OpCode::Exp &&
         isMinusItsRowMax(N, S.Args[0]))
-      Spelling = "pk::vm::exp_nonpos({0})";
+      Spelling = "pk_vm::exp_nonpos({0})";
     Out += fmt::format(
         "{}const {} {} = {};\n", Indent, Ty, S.Name,
         fmt::vformat(fmt::string_view(Spelling.data(), Spelling.size()), Args));

@@ -62,6 +62,10 @@ std::string fuseCondition(const ir::Function &F, const loop::Nest &N);
 std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
                          const loop::Stmt &Load);
 
+/// The C++ type of a kernel parameter as pkc writes it in declarations:
+/// `pk::In<float, 2>`, `pk::Out<double, 1>`, or the scalar's type.
+std::string paramType(const ir::Param &P);
+
 /// The pointee type of a ref's pointer in the backend's code (DTypes.def):
 /// the element type, except `uint16_t` (C++) and `__half` /
 /// `__nv_bfloat16` (CUDA) for the 16-bit storage types.

@@ -24,3 +24,16 @@ PK_KERNEL void declared_first(In<float> x, Out<float> y) {
 
 // Keeps with_static referenced (-Werror=unused-function).
 void use_static(In<float> x, Out<float> y) { with_static(x, y); }
+
+// C linkage: the template inserted before each is C++ (extern "C++").
+extern "C" PK_KERNEL void c_linkage(In<float> x, Out<float> y) {
+  y[_] = x[_] + 1.0f;
+}
+extern "C" {
+PK_KERNEL void c_block(In<float> x, Out<float> y) { y[_] = x[_] + 2.0f; }
+}
+
+// Another attribute written first: the template goes before it.
+[[maybe_unused]] PK_KERNEL void attribute_first(In<float> x, Out<float> y) {
+  y[_] = -x[_];
+}
