@@ -10,9 +10,13 @@
 //
 // Exhaustive float sweep (every bit pattern; ~1-1.5 min per function):
 //   PK_VMATH_EXHAUSTIVE=1 ./pk-unit-tests --gtest_filter='Vmath*'
-// (narrow it with e.g. --gtest_filter='Vmath/Float.Sweep/tanh'); it also multiplies
-// the double and pow sample counts by 50-80.
-// Set PK_VMATH_VERBOSE=1 to print the measured max ulp of every test.
+// (narrow it with e.g. --gtest_filter='Vmath/Float.Sweep/tanh'); it also
+// multiplies the double and pow sample counts by 50-80. Set PK_VMATH_VERBOSE=1
+// to print the measured max ulp of every test.
+//
+// pk::vm::fused (exp, exp_nonpos with explicit FMA steps) is tested the same
+// way ("fused_exp", "Fused" in the test names), called from wrappers compiled
+// for AVX2+FMA; those tests are skipped on CPUs without FMA and off x86-64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,6 +118,75 @@ struct Worst {
   }
 };
 
+// --- flavours under test -----------------------------------------------------
+//
+// pk::vm::Fused is meant for the x86-64-v3/v4 dispatch clones (elsewhere its
+// __builtin_fma steps are libm calls), so the tests call it through FmaFused,
+// whose functions are compiled for AVX2+FMA whatever this file's flags, and
+// skip where the CPU (or the compiler) cannot run them.
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PK_TEST_FMA __attribute__((target("avx2,fma")))
+bool haveFma() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#else
+#define PK_TEST_FMA
+bool haveFma() { return false; }
+#endif
+constexpr const char *NoFma =
+    "pk::vm::fused needs an x86-64 CPU with AVX2 and FMA (GCC or Clang)";
+
+/// exp and exp_nonpos of flavour Fl over X[0, N) into A and B in a
+/// vectorised loop (as pkc's kernels call them), compiled for the target of
+/// the function it is inlined into.
+template <class Fl>
+[[gnu::always_inline]] inline void simdExpAndNonpos(const float *X, float *A,
+                                                    float *B, int N) {
+#pragma omp simd
+  for (int I = 0; I < N; ++I) {
+    A[I] = Fl::exp(X[I]);
+    B[I] = Fl::exp_nonpos(X[I]);
+  }
+}
+
+/// pk::vm::Plain and checkExpNonposIsExp's loop for it.
+struct PlainVm : pk::vm::Plain {
+  static void expAndNonpos(const float *X, float *A, float *B, int N) {
+    simdExpAndNonpos<pk::vm::Plain>(X, A, B, N);
+  }
+};
+
+/// pk::vm::Fused's functions (and the loop), compiled for AVX2+FMA: call them
+/// only if haveFma().
+struct FmaFused {
+  PK_TEST_FMA static float exp(float X) { return pk::vm::Fused::exp(X); }
+  PK_TEST_FMA static double exp(double X) { return pk::vm::Fused::exp(X); }
+  PK_TEST_FMA static float exp_nonpos(float X) {
+    return pk::vm::Fused::exp_nonpos(X);
+  }
+  PK_TEST_FMA static double exp_nonpos(double X) {
+    return pk::vm::Fused::exp_nonpos(X);
+  }
+  PK_TEST_FMA static void expAndNonpos(const float *X, float *A, float *B,
+                                       int N) {
+    simdExpAndNonpos<pk::vm::Fused>(X, A, B, N);
+  }
+};
+
+/// Cases and fused_exp's: the plain exp's case (bound, windows, ranges) for
+/// FmaFused::exp.
+template <class Case> std::vector<Case> withFusedExp(std::vector<Case> Cases) {
+  Case C = *std::find_if(Cases.begin(), Cases.end(), [](const Case &K) {
+    return std::strcmp(K.Name, "exp") == 0;
+  });
+  C.Name = "fused_exp";
+  C.Fn = FmaFused::exp;
+  C.NeedsFma = true;
+  Cases.push_back(C);
+  return Cases;
+}
+
 // --- float sweeps -------------------------------------------------------------
 
 using FloatFn = float (*)(float);
@@ -127,6 +200,7 @@ struct FloatCase {
   std::vector<std::pair<float, float>> Dense; // every pattern in [lo, hi]
   // the bound holds for |x| < InRange (everywhere, infinities included, if inf)
   float InRange = std::numeric_limits<float>::infinity();
+  bool NeedsFma = false; // Fn is compiled for FMA: skip without it
 };
 
 /// Evaluates Fn over Xs in a vectorisable loop (the code path the generated
@@ -217,7 +291,7 @@ double refCos(double X) { return std::cos(X); }
 
 // Documented bounds (docs/vmath.md). The float sin/cos bound holds for
 // |x| < 2^30 (Cody-Waite reduction exact there); beyond, |result| <= 1.
-std::vector<FloatCase> floatCases() {
+std::vector<FloatCase> plainFloatCases() {
   using P = std::pair<float, float>;
   return {
       {"exp", [](float X) { return pk::vm::exp(X); }, refExp, 1,
@@ -246,12 +320,17 @@ std::vector<FloatCase> floatCases() {
        {P(0.25f, 4.0f), P(0.0f, 0x1p-120f)}},
   };
 }
+std::vector<FloatCase> floatCases() { return withFusedExp(plainFloatCases()); }
 
 class Float : public ::testing::TestWithParam<FloatCase> {};
 // Test names (and ctest's) show the function, not the bytes of the case.
 void PrintTo(const FloatCase &C, std::ostream *OS) { *OS << C.Name; }
 
-TEST_P(Float, Sweep) { sweepFloat(GetParam()); }
+TEST_P(Float, Sweep) {
+  if (GetParam().NeedsFma && !haveFma())
+    GTEST_SKIP() << NoFma;
+  sweepFloat(GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Vmath, Float, ::testing::ValuesIn(floatCases()),
                          [](const auto &I) { return std::string(I.param.Name); });
 
@@ -267,6 +346,7 @@ struct DoubleCase {
   double Bound;
   std::vector<std::pair<double, double>> Ranges; // uniform in each
   double InRange = std::numeric_limits<double>::infinity();
+  bool NeedsFma = false;
 };
 
 void sampleDouble(const DoubleCase &C) {
@@ -325,7 +405,7 @@ long double lErf(long double X) { return std::erf(X); }
 long double lSin(long double X) { return std::sin(X); }
 long double lCos(long double X) { return std::cos(X); }
 
-std::vector<DoubleCase> doubleCases() {
+std::vector<DoubleCase> plainDoubleCases() {
   using P = std::pair<double, double>;
   return {
       {"exp", [](double X) { return pk::vm::exp(X); }, lExp, 2,
@@ -354,11 +434,18 @@ std::vector<DoubleCase> doubleCases() {
        {P(0, 4), P(0, 1e-300), P(1e300, 1e308)}},
   };
 }
+std::vector<DoubleCase> doubleCases() {
+  return withFusedExp(plainDoubleCases());
+}
 
 class Double : public ::testing::TestWithParam<DoubleCase> {};
 void PrintTo(const DoubleCase &C, std::ostream *OS) { *OS << C.Name; }
 
-TEST_P(Double, Random) { sampleDouble(GetParam()); }
+TEST_P(Double, Random) {
+  if (GetParam().NeedsFma && !haveFma())
+    GTEST_SKIP() << NoFma;
+  sampleDouble(GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Vmath, Double, ::testing::ValuesIn(doubleCases()),
                          [](const auto &I) { return std::string(I.param.Name); });
 
@@ -495,30 +582,17 @@ template <class T> std::vector<T> specials() {
   return V;
 }
 
-template <class T> void checkSpecials() {
-  struct Fn {
-    const char *Name;
-    std::function<T(T)> Vm, Libm;
-  };
-  const std::vector<Fn> Fns = {
-      {"exp", [](T X) { return pk::vm::exp(X); }, [](T X) { return std::exp(X); }},
-      {"exp2", [](T X) { return pk::vm::exp2(X); }, [](T X) { return std::exp2(X); }},
-      {"expm1", [](T X) { return pk::vm::expm1(X); }, [](T X) { return std::expm1(X); }},
-      {"log", [](T X) { return pk::vm::log(X); }, [](T X) { return std::log(X); }},
-      {"log2", [](T X) { return pk::vm::log2(X); }, [](T X) { return std::log2(X); }},
-      {"log1p", [](T X) { return pk::vm::log1p(X); }, [](T X) { return std::log1p(X); }},
-      {"tanh", [](T X) { return pk::vm::tanh(X); }, [](T X) { return std::tanh(X); }},
-      {"erf", [](T X) { return pk::vm::erf(X); }, [](T X) { return std::erf(X); }},
-      {"sin", [](T X) { return pk::vm::sin(X); }, [](T X) { return std::sin(X); }},
-      {"cos", [](T X) { return pk::vm::cos(X); }, [](T X) { return std::cos(X); }},
-      {"sigmoid", [](T X) { return pk::vm::sigmoid(X); },
-       [](T X) { return T(1) / (T(1) + std::exp(-X)); }},
-      {"rsqrt", [](T X) { return pk::vm::rsqrt(X); },
-       [](T X) { return T(1) / std::sqrt(X); }},
-  };
-  for (const Fn &F : Fns)
+template <class T> struct SpecialFn {
+  const char *Name;
+  std::function<T(T)> Vm, Want;
+};
+
+/// Same class and sign as Want's for specials<T>(), within MaxUlp of it.
+template <class T>
+void expectSpecials(const std::vector<SpecialFn<T>> &Fns, double MaxUlp) {
+  for (const SpecialFn<T> &F : Fns)
     for (T X : specials<T>()) {
-      const T Got = F.Vm(X), Want = F.Libm(X);
+      const T Got = F.Vm(X), Want = F.Want(X);
       if (std::isnan(Want)) {
         EXPECT_TRUE(std::isnan(Got)) << F.Name << "(" << X << ") = " << Got;
         continue;
@@ -534,14 +608,60 @@ template <class T> void checkSpecials() {
             << F.Name << "(" << X << ") = " << Got << ", want " << Want;
       }
       if (!HugeArg) {
-        EXPECT_LE(ulpErr(Got, Wide<T>(Want)), 4.0)
+        EXPECT_LE(ulpErr(Got, Wide<T>(Want)), MaxUlp)
             << F.Name << "(" << X << ") = " << Got << ", want " << Want;
       }
     }
 }
 
+/// Every pk::vm function against C's (computed in T).
+template <class T> void checkSpecials() {
+  using Fn = SpecialFn<T>;
+  const std::vector<Fn> Fns = {
+      {"exp", [](T X) { return pk::vm::exp(X); },
+       [](T X) { return std::exp(X); }},
+      {"exp2", [](T X) { return pk::vm::exp2(X); },
+       [](T X) { return std::exp2(X); }},
+      {"expm1", [](T X) { return pk::vm::expm1(X); },
+       [](T X) { return std::expm1(X); }},
+      {"log", [](T X) { return pk::vm::log(X); },
+       [](T X) { return std::log(X); }},
+      {"log2", [](T X) { return pk::vm::log2(X); },
+       [](T X) { return std::log2(X); }},
+      {"log1p", [](T X) { return pk::vm::log1p(X); },
+       [](T X) { return std::log1p(X); }},
+      {"tanh", [](T X) { return pk::vm::tanh(X); },
+       [](T X) { return std::tanh(X); }},
+      {"erf", [](T X) { return pk::vm::erf(X); },
+       [](T X) { return std::erf(X); }},
+      {"sin", [](T X) { return pk::vm::sin(X); },
+       [](T X) { return std::sin(X); }},
+      {"cos", [](T X) { return pk::vm::cos(X); },
+       [](T X) { return std::cos(X); }},
+      {"sigmoid", [](T X) { return pk::vm::sigmoid(X); },
+       [](T X) { return T(1) / (T(1) + std::exp(-X)); }},
+      {"rsqrt", [](T X) { return pk::vm::rsqrt(X); },
+       [](T X) { return T(1) / std::sqrt(X); }},
+  };
+  expectSpecials(Fns, 4);
+}
+
 TEST(Vmath, SpecialValuesFloat) { checkSpecials<float>(); }
 TEST(Vmath, SpecialValuesDouble) { checkSpecials<double>(); }
+
+/// The fused exp against the plain one.
+template <class T> std::vector<SpecialFn<T>> fusedSpecialFns() {
+  return {{"fused_exp", [](T X) { return FmaFused::exp(X); },
+           [](T X) { return pk::vm::exp(X); }}};
+}
+
+// The fused exp gives the plain exp's bits for the special values.
+TEST(Vmath, FusedSpecialValues) {
+  if (!haveFma())
+    GTEST_SKIP() << NoFma;
+  expectSpecials(fusedSpecialFns<float>(), 0);
+  expectSpecials(fusedSpecialFns<double>(), 0);
+}
 
 // Exact results C guarantees and pk relies on.
 TEST(Vmath, ExactValues) {
@@ -572,6 +692,7 @@ TEST(Vmath, ExactValues) {
 // argument is <= 0 (exp(x - max(x))), so it must give exp's bits there (and
 // for NaN), -0 and denormals included, and on to 88.8 where only the clamp
 // differs. Vectorised loops, as pkc uses it.
+template <class Fl>
 void checkExpNonposIsExp(uint64_t Begin, uint64_t End, uint64_t Step) {
   constexpr int N = 4096;
   std::vector<float> X(N), A(N), B(N);
@@ -580,11 +701,7 @@ void checkExpNonposIsExp(uint64_t Begin, uint64_t End, uint64_t Step) {
       uint32_t U = uint32_t(std::min(Start + uint64_t(I) * Step, End - 1));
       std::memcpy(&X[I], &U, sizeof U);
     }
-#pragma omp simd
-    for (int I = 0; I < N; ++I) {
-      A[I] = pk::vm::exp(X[I]);
-      B[I] = pk::vm::exp_nonpos(X[I]);
-    }
+    Fl::expAndNonpos(X.data(), A.data(), B.data(), N);
     for (int I = 0; I < N; ++I)
       if (std::memcmp(&A[I], &B[I], sizeof(float)) != 0 &&
           !(std::isnan(A[I]) && std::isnan(B[I]))) {
@@ -596,30 +713,52 @@ void checkExpNonposIsExp(uint64_t Begin, uint64_t End, uint64_t Step) {
 }
 
 /// The same bits (or both NaN) for each of Values, -inf and NaN.
-template <class T> void expectExpNonposIsExp(std::vector<T> Values) {
+template <class Fl, class T> void expectExpNonposIsExp(std::vector<T> Values) {
   Values.push_back(-std::numeric_limits<T>::infinity());
   Values.push_back(std::numeric_limits<T>::quiet_NaN());
   for (T V : Values) {
-    T A = pk::vm::exp(V), B = pk::vm::exp_nonpos(V);
-    EXPECT_TRUE(std::memcmp(&A, &B, sizeof A) == 0 ||
-                (std::isnan(A) && std::isnan(B)))
-        << V;
+    T A = Fl::exp(V), B = Fl::exp_nonpos(V);
+    if (std::memcmp(&A, &B, sizeof A) != 0 &&
+        !(std::isnan(A) && std::isnan(B))) {
+      ADD_FAILURE() << "exp_nonpos(" << V << ") = " << B << ", exp gives " << A;
+      return;
+    }
   }
 }
 
-TEST(Vmath, ExpNonposIsExpUpTo88) {
+template <class Fl> void checkExpNonposIsExpUpTo88() {
   // The floats with the sign bit set (-0 to -inf and negative NaNs), then
   // +0 to 88.8: every one with PK_VMATH_EXHAUSTIVE=1, else a prime stride.
   uint64_t Step = exhaustive() ? 1 : 9973;
-  checkExpNonposIsExp(uint64_t(1) << 31, uint64_t(1) << 32, Step);
+  checkExpNonposIsExp<Fl>(uint64_t(1) << 31, uint64_t(1) << 32, Step);
   float Top = 88.8f;
   uint32_t TopBits;
   std::memcpy(&TopBits, &Top, sizeof Top);
-  checkExpNonposIsExp(0, uint64_t(TopBits) + 1, Step);
-  expectExpNonposIsExp<float>({-0.0f, 0.0f, 1.0f, 88.7f, -1e-45f, -87.5f,
-                               -103.9f, -104.0f, -1e30f});
-  expectExpNonposIsExp<double>({-0.0, 0.0, 1.0, 709.7, -4.9e-324, -708.5,
-                                -745.0, -746.0, -1e300});
+  checkExpNonposIsExp<Fl>(0, uint64_t(TopBits) + 1, Step);
+  expectExpNonposIsExp<Fl, float>(
+      {-0.0f, 0.0f, 1.0f, 88.7f, -1e-45f, -87.5f, -103.9f, -104.0f, -1e30f});
+  // doubles: these, then random ones in [-750, 710] and with the sign bit set
+  std::vector<double> D = {-0.0,   0.0,    1.0,    709.7, -4.9e-324,
+                           -708.5, -745.0, -746.0, -1e300};
+  std::mt19937_64 Rng(3);
+  std::uniform_real_distribution<double> Near(-750, 710);
+  std::uniform_int_distribution<uint64_t> Neg(uint64_t(1) << 63);
+  for (int I = 0; I < (exhaustive() ? 10000000 : 100000); ++I) {
+    const uint64_t U = Neg(Rng);
+    double X;
+    std::memcpy(&X, &U, sizeof X);
+    D.push_back(X);
+    D.push_back(Near(Rng));
+  }
+  expectExpNonposIsExp<Fl>(D);
+}
+
+TEST(Vmath, ExpNonposIsExpUpTo88) { checkExpNonposIsExpUpTo88<PlainVm>(); }
+
+TEST(Vmath, FusedExpNonposIsExpUpTo88) {
+  if (!haveFma())
+    GTEST_SKIP() << NoFma;
+  checkExpNonposIsExpUpTo88<FmaFused>();
 }
 
 } // namespace
