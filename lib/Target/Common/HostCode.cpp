@@ -809,22 +809,18 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
           if (S.K != Stmt::Reduce)
             continue;
           DType T = accumulatorType(N, S);
-          // Combined pairwise (a tree of depth log2(Lanes), vectorised)
-          // rather than in one chain through every lane.
-          std::string Lane = fmt::format("pk_lanes_{}[pk_l]", S.Name);
-          std::string Other = fmt::format("pk_lanes_{}[pk_l + pk_w]", S.Name);
-          std::string Combine =
-              S.Reduction == ReduceKind::Max
-                  ? fmt::format("pk::scalar::maximum({}, {})", Lane, Other)
-              : S.Reduction == ReduceKind::Min
-                  ? fmt::format("pk::scalar::minimum({}, {})", Lane, Other)
-                  : fmt::format("{} + {}", Lane, Other);
-          Out += fmt::format("{}for (int pk_w = {}; pk_w > 0; pk_w /= 2)\n"
-                             "{}  for (int pk_l = 0; pk_l < pk_w; ++pk_l)\n"
-                             "{}    {} = {};\n",
-                             Indent, Lanes / 2, Indent, Indent, Lane, Combine);
-          Out += fmt::format("{}const {} {} = pk_lanes_{}[0];\n", Indent,
-                             dtypeCppName(T), accumulatorVar(S), S.Name);
+          // Combined pairwise (a tree of depth log2(Lanes)) rather than in
+          // one chain through every lane.
+          std::string Combine = S.Reduction == ReduceKind::Max
+                                    ? "pk::scalar::maximum(pk_a, pk_b)"
+                                : S.Reduction == ReduceKind::Min
+                                    ? "pk::scalar::minimum(pk_a, pk_b)"
+                                    : "pk_a + pk_b";
+          Out += fmt::format(
+              "{0}const {1} {2} = pk::rt::combine_lanes<{3}>(pk_lanes_{4}, "
+              "[]({1} pk_a, {1} pk_b) {{ return {5}; }});\n",
+              Indent, dtypeCppName(T), accumulatorVar(S), Lanes, S.Name,
+              Combine);
         }
       } else {
         for (unsigned R : Mine) {
