@@ -302,9 +302,8 @@ TEST(LowerToLoops, RowReductionRunsInPhases) {
   EXPECT_NE(Body.find("pk_lanes_sum[pk_l] += "), std::string::npos);
   // Combined pairwise (pk::rt::combine_lanes: a tree, not a chain through
   // every lane; RuntimeTest checks its order).
-  EXPECT_NE(Body.find("const float pk_acc_sum = "
-                      "pk::rt::combine_lanes<16>(pk_lanes_sum, [](float pk_a, "
-                      "float pk_b) { return pk_a + pk_b; });"),
+  EXPECT_NE(Body.find("const float pk_acc_sum = pk::rt::combine_lanes<16>("
+                      "pk_lanes_sum, pk::rt::sum_op{});"),
             std::string::npos)
       << Body;
   // The max loop (cheap) keeps 64 lanes in flight, the sum loop (an exp per

@@ -52,9 +52,8 @@ template <int N> void expectSameFloatSum(unsigned Seed) {
   for (float &V : Lanes)
     V = std::ldexp(Rng() % 2 ? 1.0f : -1.0f, int(Exp(Rng))) * 1.37f;
   std::vector<float> Copy = Lanes;
-  const auto Add = [](float A, float B) { return A + B; };
-  const float Got = pk::rt::combine_lanes<N>(Copy.data(), Add);
-  const float Want = loopTree(Lanes, Add);
+  const float Got = pk::rt::combine_lanes<N>(Copy.data(), pk::rt::sum_op{});
+  const float Want = loopTree(Lanes, pk::rt::sum_op{});
   EXPECT_EQ(std::memcmp(&Got, &Want, sizeof Got), 0)
       << "seed " << Seed << ": " << Got << " vs " << Want;
 }
@@ -63,6 +62,30 @@ TEST(Runtime, CombineLanesSumsInTheLoopTreesOrder) {
   for (unsigned Seed = 0; Seed < 200; ++Seed) {
     expectSameFloatSum<16>(Seed);
     expectSameFloatSum<64>(Seed);
+  }
+}
+
+// max/min of signed zeros and NaNs depend on the order too (NumPy's
+// maximum keeps its first operand when they compare equal or it is NaN).
+TEST(Runtime, CombineLanesMaxMinKeepTheLoopTreesZerosAndNaNs) {
+  std::mt19937 Rng(7);
+  const float Values[] = {0.0f,  -0.0f,          1.0f,
+                          -1.0f, std::nanf("1"), -std::nanf("2")};
+  for (int Trial = 0; Trial < 500; ++Trial) {
+    std::vector<float> Lanes(64);
+    for (float &V : Lanes)
+      V = Values[Rng() % (Trial % 2 ? 6 : 4)];
+    for (bool Max : {true, false}) {
+      std::vector<float> Copy = Lanes;
+      const float Got =
+          Max ? pk::rt::combine_lanes<64>(Copy.data(), pk::rt::max_op{})
+              : pk::rt::combine_lanes<64>(Copy.data(), pk::rt::min_op{});
+      const float Want = Max ? loopTree(Lanes, pk::rt::max_op{})
+                             : loopTree(Lanes, pk::rt::min_op{});
+      EXPECT_EQ(std::memcmp(&Got, &Want, sizeof Got), 0)
+          << "trial " << Trial << (Max ? " max: " : " min: ") << Got << " vs "
+          << Want;
+    }
   }
 }
 

@@ -811,16 +811,13 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
           DType T = accumulatorType(N, S);
           // Combined pairwise (a tree of depth log2(Lanes)) rather than in
           // one chain through every lane.
-          std::string Combine = S.Reduction == ReduceKind::Max
-                                    ? "pk::scalar::maximum(pk_a, pk_b)"
-                                : S.Reduction == ReduceKind::Min
-                                    ? "pk::scalar::minimum(pk_a, pk_b)"
-                                    : "pk_a + pk_b";
-          Out += fmt::format(
-              "{0}const {1} {2} = pk::rt::combine_lanes<{3}>(pk_lanes_{4}, "
-              "[]({1} pk_a, {1} pk_b) {{ return {5}; }});\n",
-              Indent, dtypeCppName(T), accumulatorVar(S), Lanes, S.Name,
-              Combine);
+          const char *Combine = S.Reduction == ReduceKind::Max   ? "max_op"
+                                : S.Reduction == ReduceKind::Min ? "min_op"
+                                                                 : "sum_op";
+          Out += fmt::format("{}const {} {} = pk::rt::combine_lanes<{}>("
+                             "pk_lanes_{}, pk::rt::{}{{}});\n",
+                             Indent, dtypeCppName(T), accumulatorVar(S), Lanes,
+                             S.Name, Combine);
         }
       } else {
         for (unsigned R : Mine) {
