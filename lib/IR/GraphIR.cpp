@@ -43,9 +43,10 @@ bool pk::ir::isInteger(DType T) { return T == DType::I32 || T == DType::I64; }
 //===----------------------------------------------------------------------===//
 
 static const OpInfo OpTable[] = {
-#define PK_OP(Code, Name, Source, Arity, Result, Cpp, CudaF32, CudaF64, Cost)  \
-  {OpCode::Code, Name,    Source,  Arity,       ResultRule::Result,            \
-   Cpp,          CudaF32, CudaF64, OpCost::Cost},
+#define PK_OP(Code, Name, Source, Arity, Result, Cpp, CppScalar, CudaF32,      \
+              CudaF64, Cost)                                                   \
+  {OpCode::Code, Name,      Source,  Arity,   ResultRule::Result,              \
+   Cpp,          CppScalar, CudaF32, CudaF64, OpCost::Cost},
 #include "IR/Ops.def"
 };
 

@@ -90,6 +90,7 @@ struct OpInfo {
   unsigned Arity;
   ResultRule Result;
   llvm::StringRef Cpp;     ///< fmt template over {0} {1} {2}
+  llvm::StringRef CppScalar; ///< for a value computed once per row
   llvm::StringRef CudaF32; ///< CUDA spelling for float/integer/bool results
   llvm::StringRef CudaF64; ///< CUDA spelling for double results
   OpCost Cost;             ///< Costly: worth buffering over recomputing

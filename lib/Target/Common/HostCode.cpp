@@ -290,11 +290,12 @@ std::string target::stridedIndex(const Function &F, const Nest &N,
   return fmt::format("{}", fmt::join(Terms, " + "));
 }
 
-/// The op's spelling for the backend and result dtype.
-static llvm::StringRef spelling(const OpInfo &Info, target::Backend B,
-                                DType T) {
+/// The op's spelling for the backend and result dtype (and, in C++, for a
+/// value computed once per row).
+static llvm::StringRef spelling(const OpInfo &Info, target::Backend B, DType T,
+                                bool PerRow = false) {
   if (B == target::Backend::Cpu)
-    return Info.Cpp;
+    return PerRow ? Info.CppScalar : Info.Cpp;
   return T == DType::F64 ? Info.CudaF64 : Info.CudaF32;
 }
 
@@ -374,7 +375,7 @@ static bool isMinusItsRowMax(const Nest &N, unsigned I) {
 void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
                       target::Backend B,
                       const std::function<std::string(const Stmt &)> &Index,
-                      std::string &Out, llvm::StringRef Indent) {
+                      std::string &Out, llvm::StringRef Indent, bool PerRow) {
   llvm::StringRef Ty = dtypeCppName(S.Type);
   switch (S.K) {
   case Stmt::Const:
@@ -397,8 +398,8 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
     fmt::dynamic_format_arg_store<fmt::format_context> Args;
     for (unsigned I = 0; I < S.Args.size(); ++I)
       Args.push_back(valueRef(N, S.Args[I]));
-    llvm::StringRef Spelling = spelling(Info, B, S.Type);
-    if (B == Backend::Cpu && S.Op == OpCode::Exp &&
+    llvm::StringRef Spelling = spelling(Info, B, S.Type, PerRow);
+    if (B == Backend::Cpu && !PerRow && S.Op == OpCode::Exp &&
         isMinusItsRowMax(N, S.Args[0]))
       Spelling = "pk_vm::exp_nonpos({0})";
     Out += fmt::format(
@@ -583,10 +584,11 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
       if (S.K == Stmt::Reduce && S.LoopExtents.size() == 1)
         PrefetchPhase = std::max(PrefetchPhase, S.Phase);
   for (unsigned P = 0; P <= Last; ++P) {
-    // Row values (and row stores) that are ready in this phase.
+    // Row values (and row stores) that are ready in this phase: once per
+    // row, outside the vector loops.
     for (const Stmt &S : N.Body)
       if (!S.Inner && S.K != Stmt::Reduce && S.Phase == P)
-        emitStmt(F, N, S, B, Index, Out, Indent);
+        emitStmt(F, N, S, B, Index, Out, Indent, /*PerRow=*/true);
     // The inner loops of this phase, one per distinct set of extents.
     std::vector<unsigned> Roots;
     for (unsigned I = 0; I < N.Body.size(); ++I) {

@@ -89,11 +89,12 @@ std::string indexValue(const ir::Function &F, const loop::Stmt &Index);
 /// A reference to a statement's value: literals inline, others by name.
 std::string valueRef(const loop::Nest &N, unsigned I);
 /// Prints one statement (not Reduce, which needs a loop around it);
-/// `Index` gives the element index of a load or store.
+/// `Index` gives the element index of a load or store. `PerRow`: it runs
+/// once per row, outside the vector loops (C++: the ops' CppScalar spelling).
 void emitStmt(const ir::Function &F, const loop::Nest &N, const loop::Stmt &S,
               Backend B,
               const std::function<std::string(const loop::Stmt &)> &Index,
-              std::string &Out, llvm::StringRef Indent);
+              std::string &Out, llvm::StringRef Indent, bool PerRow = false);
 
 /// Prints the nest's statements, one per line. `Index` gives the element
 /// index of a load or store ("pk_i" for flat loops).
