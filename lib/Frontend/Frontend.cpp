@@ -69,29 +69,6 @@ public:
 /// attributes (`PK_KERNEL`, a written `[[...]]` or `__attribute__((...))`),
 /// its specifiers, and an `extern "C"` without braces. In the main file.
 SourceLocation declarationStart(const FunctionDecl *FD,
-                                const SourceManager &SM);
-
-/// declarationStart, moved up over the `//` comment lines right above the
-/// declaration (they describe the kernel, and stay with it).
-SourceLocation aboveLeadingComment(const FunctionDecl *FD,
-                                   const SourceManager &SM) {
-  SourceLocation Begin = declarationStart(FD, SM);
-  llvm::StringRef Before =
-      SM.getBufferData(SM.getFileID(Begin)).take_front(SM.getFileOffset(Begin));
-  size_t LineStart = Before.rfind('\n') + 1; // 0 when there is none
-  if (!Before.drop_front(LineStart).trim().empty())
-    return Begin; // something else precedes it on its line
-  size_t Start = LineStart;
-  while (Start > 0) {
-    size_t Prev = Before.take_front(Start - 1).rfind('\n') + 1;
-    if (!Before.slice(Prev, Start).ltrim().starts_with("//"))
-      break;
-    Start = Prev;
-  }
-  return Begin.getLocWithOffset(-int(Before.size() - Start));
-}
-
-SourceLocation declarationStart(const FunctionDecl *FD,
                                 const SourceManager &SM) {
   SourceLocation Begin = SM.getExpansionLoc(FD->getBeginLoc());
   for (const Attr *A : FD->attrs()) {
@@ -118,6 +95,26 @@ SourceLocation declarationStart(const FunctionDecl *FD,
     return Begin.getLocWithOffset(-int(Before.size() - Trimmed.size()));
   }
   return Begin;
+}
+
+/// declarationStart, moved up over the `//` comment lines right above the
+/// declaration (they describe the kernel, and stay with it).
+SourceLocation aboveLeadingComment(const FunctionDecl *FD,
+                                   const SourceManager &SM) {
+  SourceLocation Begin = declarationStart(FD, SM);
+  llvm::StringRef Before =
+      SM.getBufferData(SM.getFileID(Begin)).take_front(SM.getFileOffset(Begin));
+  size_t LineStart = Before.rfind('\n') + 1; // 0 when there is none
+  if (!Before.drop_front(LineStart).trim().empty())
+    return Begin; // something else precedes it on its line
+  size_t Start = LineStart;
+  while (Start > 0) {
+    size_t Prev = Before.take_front(Start - 1).rfind('\n') + 1;
+    if (!Before.slice(Prev, Start).ltrim().starts_with("//"))
+      break;
+    Start = Prev;
+  }
+  return Begin.getLocWithOffset(-int(Before.size() - Start));
 }
 
 /// What one run of the action leaves behind.
