@@ -11,6 +11,7 @@
 #include <pk/dispatch.h>
 #include <pk/ref.h>
 #include <pk/scalar.h>
+#include <pk/stream.h>
 
 #include <cstdint>
 #include <initializer_list>

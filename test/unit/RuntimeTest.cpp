@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -90,3 +92,109 @@ TEST(Runtime, CombineLanesMaxMinKeepTheLoopTreesZerosAndNaNs) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Streaming stores (<pk/stream.h>)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Streams rows of every length up to 3 chunks, at every element offset
+/// within a cache line, the way generated loops do (chunks from
+/// stream_chunk), and checks every element and the guard bytes either side.
+template <class T> void expectStreamedRowsExact() {
+  const int64_t PerLine = 64 / int64_t(sizeof(T));
+  const int64_t MaxLen = 3 * pk::rt::kStreamChunk<T> + PerLine + 1;
+  std::vector<T> Row(static_cast<size_t>(MaxLen));
+  for (int64_t I = 0; I < MaxLen; ++I)
+    Row[I] = static_cast<T>(I % 251 + 1);
+  // 64-byte aligned storage with room for the guards.
+  std::vector<T> Memory(static_cast<size_t>(MaxLen + 4 * PerLine));
+  auto Base = reinterpret_cast<uintptr_t>(Memory.data());
+  T *Aligned = Memory.data() + ((64 - Base % 64) % 64) / sizeof(T) + PerLine;
+  for (int64_t Offset = 0; Offset < PerLine; ++Offset) {
+    for (int64_t Len = 0; Len <= MaxLen; Len += Len < 2 * PerLine ? 1 : 7) {
+      std::fill(Memory.begin(), Memory.end(), static_cast<T>(0));
+      T *Dst = Aligned + Offset;
+      alignas(64) T Buffer[pk::rt::kStreamChunk<T>];
+      int64_t Chunks = 0;
+      for (int64_t C = 0, N = 0; C < Len; C += N, ++Chunks) {
+        N = pk::rt::stream_chunk(Dst + C, Len - C);
+        ASSERT_GE(N, 1);
+        ASSERT_LE(N, pk::rt::kStreamChunk<T>);
+        // Every chunk but the last ends at a line boundary.
+        if (C + N < Len)
+          ASSERT_EQ(reinterpret_cast<uintptr_t>(Dst + C + N) % 64, 0u);
+        std::copy(Row.begin() + C, Row.begin() + C + N, Buffer);
+        pk::rt::stream_store(Dst + C, Buffer, N);
+      }
+      pk::rt::stream_fence();
+      ASSERT_LE(Chunks, Len / (pk::rt::kStreamChunk<T> - PerLine) + 2);
+      for (T *P = Memory.data(); P < Memory.data() + Memory.size(); ++P) {
+        int64_t I = P - Dst;
+        T Want = I >= 0 && I < Len ? Row[I] : static_cast<T>(0);
+        ASSERT_EQ(*P, Want)
+            << "offset " << Offset << ", length " << Len << ", element " << I;
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST(Stream, RowsOfEveryLengthAndAlignmentFloat) {
+  expectStreamedRowsExact<float>();
+}
+TEST(Stream, RowsOfEveryLengthAndAlignmentDouble) {
+  expectStreamedRowsExact<double>();
+}
+TEST(Stream, RowsOfEveryLengthAndAlignment16Bit) {
+  expectStreamedRowsExact<uint16_t>();
+}
+TEST(Stream, RowsOfEveryLengthAndAlignmentBytes) {
+  expectStreamedRowsExact<uint8_t>();
+}
+
+TEST(Stream, ThresholdDecidesAndCanBeSet) {
+  const int64_t Saved = pk::rt::stream_threshold();
+  pk::rt::set_stream_threshold(1000);
+  if (PK_HAS_STREAM_STORES) {
+    EXPECT_EQ(pk::rt::stream_threshold(), 1000);
+    EXPECT_TRUE(pk::rt::stream_stores(1000));
+    EXPECT_FALSE(pk::rt::stream_stores(999));
+    pk::rt::set_stream_threshold(0);
+    EXPECT_FALSE(pk::rt::stream_stores(0)) << "nothing to stream";
+    EXPECT_TRUE(pk::rt::stream_stores(1));
+    pk::rt::set_stream_threshold(-1);
+    EXPECT_EQ(pk::rt::stream_threshold(), pk::rt::kNeverStream);
+  }
+  if (!PK_HAS_STREAM_STORES) {
+    pk::rt::set_stream_threshold(0);
+    EXPECT_FALSE(pk::rt::stream_stores(int64_t(1) << 40));
+  }
+  pk::rt::set_stream_threshold(Saved);
+}
+
+TEST(Stream, ThresholdFromTheEnvironment) {
+  if (!PK_HAS_STREAM_STORES)
+    GTEST_SKIP() << "no streaming stores on this target";
+  const char *Saved = std::getenv("PK_STREAM_THRESHOLD");
+  std::string Old = Saved ? Saved : "";
+  setenv("PK_STREAM_THRESHOLD", "12345", 1);
+  EXPECT_EQ(pk::rt::detail::default_stream_threshold(), 12345);
+  setenv("PK_STREAM_THRESHOLD", "never", 1);
+  EXPECT_EQ(pk::rt::detail::default_stream_threshold(), pk::rt::kNeverStream);
+  // Anything else is reported and ignored: the cache decides.
+  unsetenv("PK_STREAM_THRESHOLD");
+  const int64_t FromCache = pk::rt::detail::default_stream_threshold();
+  setenv("PK_STREAM_THRESHOLD", "12 MiB", 1);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(pk::rt::detail::default_stream_threshold(), FromCache);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find(
+                "ignoring PK_STREAM_THRESHOLD=12 MiB"),
+            std::string::npos);
+  if (Saved)
+    setenv("PK_STREAM_THRESHOLD", Old.c_str(), 1);
+  else
+    unsetenv("PK_STREAM_THRESHOLD");
+}
