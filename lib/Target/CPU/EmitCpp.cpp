@@ -244,17 +244,44 @@ private:
           Body(-1, In + "  ");
           Out += In + "}\n";
         };
+    // Outputs larger than the cache are written with streaming stores
+    // (pk/stream.h), by the threaded loops with unit strides: a call that
+    // big always has the work for threads.
+    std::vector<unsigned> Streamable;
+    if (N.isReduction() && !Rows.empty() && Cur->MinWorkForThreads > 0 &&
+        Cur->Kind != tile::LoopKind::Columns)
+      Streamable = streamableStores(F, N);
+    if (!Streamable.empty()) {
+      std::vector<std::string> Bytes;
+      for (unsigned I : Streamable) {
+        const ir::Param &P = F.Params[N.Body[I].Param];
+        Bytes.push_back(fmt::format("{}.size() * int64_t(sizeof({}))", P.Name,
+                                    storageType(P.Type, Backend::Cpu)));
+      }
+      Out +=
+          fmt::format("{}const bool pk_stream = pk::rt::stream_stores({});\n",
+                      Indent, fmt::join(Bytes, " + "));
+    }
     auto Loops = [&](bool Threaded, const std::string &Outer) {
       Versions(Outer, [&](int UnitAxis, const std::string &In) {
+        const bool Stream = Threaded && UnitAxis >= 0 && !Streamable.empty();
         std::string Pad = In;
+        if (Stream) {
+          // `nowait`: each thread fences its streaming stores before the
+          // barrier that ends the region.
+          Out += fmt::format("#pragma omp parallel\n{}{{\n", In);
+          Pad += "  ";
+        }
         for (size_t K = 0; K < Rows.size(); ++K) {
           bool Innermost = K + 1 == Rows.size() && !N.isReduction();
-          if (K == 0 && Threaded)
+          std::string Collapse = Rows.size() > 1 && N.isReduction()
+                                     ? fmt::format(" collapse({})", Rows.size())
+                                     : "";
+          if (K == 0 && Stream)
+            Out += fmt::format("#pragma omp for{} nowait\n", Collapse);
+          else if (K == 0 && Threaded)
             Out += fmt::format("#pragma omp parallel for{}{}\n",
-                               Innermost ? " simd" : "",
-                               Rows.size() > 1 && N.isReduction()
-                                   ? fmt::format(" collapse({})", Rows.size())
-                                   : "");
+                               Innermost ? " simd" : "", Collapse);
           else if (Innermost)
             Out += "#pragma omp simd\n";
           Out +=
@@ -263,11 +290,16 @@ private:
                           extentExpr(F, N.Domain[Rows[K]]), indexVar(Rows[K]));
           Pad += "  ";
         }
-        emitRowBody(F, N, Backend::Cpu, Out, Pad, Cur->RowBuffers, UnitAxis);
+        emitRowBody(F, N, Backend::Cpu, Out, Pad, Cur->RowBuffers, UnitAxis,
+                    Stream);
         for (size_t K = Rows.size(); K-- > 0;) {
           Pad.resize(Pad.size() - 2);
           Out += Pad + "}\n";
         }
+        if (Stream)
+          Out += fmt::format("{}  if (pk_stream)\n{}    "
+                             "pk::rt::stream_fence();\n{}}}\n",
+                             In, In, In);
       });
     };
     if (Rows.empty()) {

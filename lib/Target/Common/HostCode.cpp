@@ -540,10 +540,57 @@ std::string target::accumulatorInit(const Stmt &S, DType T) {
 
 std::string target::accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
 
+std::vector<unsigned> target::streamableStores(const Function &F,
+                                               const Nest &N) {
+  std::vector<unsigned> Stores;
+  if (N.ReduceAxes.size() != 1 || N.ReduceAxes[0] + 1 != N.Domain.size() ||
+      rowAxes(N).empty())
+    return Stores;
+  const int Axis = static_cast<int>(N.ReduceAxes[0]);
+  for (unsigned I = 0; I < N.Body.size(); ++I) {
+    const Stmt &S = N.Body[I];
+    if (S.K != Stmt::Store || !S.Inner || S.LoopExtents.size() != 1 ||
+        !llvm::is_contained(S.Dims, Axis))
+      continue;
+    bool Shared = llvm::any_of(N.Body, [&](const Stmt &O) {
+      bool SameRef = (O.K == Stmt::Load || O.K == Stmt::Store) &&
+                     O.Param == S.Param && &O != &S;
+      bool ReducedInItsLoop = O.K == Stmt::Reduce && O.Phase == S.Phase &&
+                              O.LoopExtents == S.LoopExtents;
+      return SameRef || ReducedInItsLoop;
+    });
+    if (!Shared)
+      Stores.push_back(I);
+  }
+  return Stores;
+}
+
+/// The element index of a store with the unit-stride axis at `At`.
+static std::string indexAlongUnitAxis(const Function &F, const Stmt &S,
+                                      int UnitAxis, llvm::StringRef At) {
+  std::vector<std::string> Terms;
+  for (size_t K = 0; K < S.Dims.size(); ++K) {
+    if (S.Dims[K] < 0)
+      continue;
+    if (S.Dims[K] == UnitAxis)
+      Terms.push_back(At.str());
+    else
+      Terms.push_back(fmt::format("{} * {}", target::indexVar(S.Dims[K]),
+                                  target::strideVar(F, S.Param, K)));
+  }
+  return fmt::format("{}", fmt::join(Terms, " + "));
+}
+
 void target::emitRowBody(const Function &F, const Nest &N, Backend B,
                          std::string &Out, const std::string &Indent,
-                         llvm::ArrayRef<unsigned> RowBuffers, int UnitAxis) {
+                         llvm::ArrayRef<unsigned> RowBuffers, int UnitAxis,
+                         bool Stream) {
   auto Index = [&](const Stmt &S) { return indexedIndex(F, S, UnitAxis); };
+  std::vector<unsigned> Streamable;
+  if (Stream && B == Backend::Cpu && UnitAxis >= 0)
+    Streamable = streamableStores(F, N);
+  // Stores the loop being printed writes to a chunk buffer (pk_stream_<ref>).
+  std::set<unsigned> StreamNow;
   // Per-row buffers: thread-local scratch, sized by the reduced extent.
   std::set<unsigned> Buffered(RowBuffers.begin(), RowBuffers.end());
   // Buffered statement -> the extent of the loop that stored it.
@@ -679,6 +726,13 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
             }
             for (unsigned R : Mine) {
               const Stmt &S = N.Body[R];
+              if (S.K == Stmt::Store && StreamNow.count(R)) {
+                Out += fmt::format(
+                    "{}pk_stream_{}[pk_l] = {};\n", Pad, F.Params[S.Param].Name,
+                    storeValue(F.Params[S.Param].Type, N.Body[S.Args[0]].Type,
+                               B, valueRef(N, S.Args[0])));
+                continue;
+              }
               if (S.K == Stmt::Store) {
                 emitStmt(F, N, S, B, Index, Out, Pad);
                 continue;
@@ -703,6 +757,107 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
               }
             }
           };
+      // Declares pointers to the next row of each input that changes from
+      // row to row (the row axis is the only one; a weight is the same for
+      // every row and in cache already): -> (pointer, elements per line).
+      auto DeclareNextRowInputs = [&](const std::string &Pad) {
+        std::vector<std::pair<std::string, int64_t>> Next;
+        unsigned RowAxis = RowAxes[0];
+        std::set<unsigned> Seen;
+        for (const Stmt &S : N.Body) {
+          if (S.K != Stmt::Load || !S.Inner || !Seen.insert(S.Param).second)
+            continue;
+          auto Row = llvm::find(S.Dims, static_cast<int>(RowAxis));
+          if (Row == S.Dims.end())
+            continue;
+          if (Next.empty()) {
+            Out += fmt::format(
+                "{}// Bring the next row's inputs in while this loop "
+                "computes.\n",
+                Pad);
+            Out += fmt::format("{}const int64_t pk_next_row = {} + 1 < {} "
+                               "? {} + 1 : {};\n",
+                               Pad, indexVar(RowAxis),
+                               extentExpr(F, N.Domain[RowAxis]),
+                               indexVar(RowAxis), indexVar(RowAxis));
+          }
+          std::string Ptr = fmt::format("pk_{}_next", F.Params[S.Param].Name);
+          Out += fmt::format(
+              "{}const auto *{} = {} + pk_next_row * {};\n", Pad, Ptr,
+              pointerVar(F, S.Param),
+              strideVar(F, S.Param, std::distance(S.Dims.begin(), Row)));
+          Next.push_back(
+              {Ptr,
+               std::max<int64_t>(1, 64 / dtypeBytes(F.Params[S.Param].Type))});
+        }
+        return Next;
+      };
+      // A store loop with streamable stores: while `pk_stream` (declared by
+      // the caller) the row is computed a chunk at a time into buffers that
+      // are then streamed out (pk/stream.h); otherwise the plain loop, which
+      // the caller prints after this and closes.
+      auto EmitStreamedLoop = [&](const std::vector<unsigned> &Streamed,
+                                  ExtentId Extent) {
+        std::string E = extentExpr(F, Extent);
+        std::vector<std::string> Names;
+        for (unsigned R : Streamed)
+          Names.push_back(F.Params[N.Body[R].Param].Name);
+        auto Buffer = [&](unsigned R) {
+          return "pk_stream_" + F.Params[N.Body[R].Param].Name;
+        };
+        auto At = [&](unsigned R) {
+          const Stmt &S = N.Body[R];
+          return fmt::format("&{}[{}]", pointerVar(F, S.Param),
+                             indexAlongUnitAxis(F, S, UnitAxis, "pk_c"));
+        };
+        Out += fmt::format("{}if (pk_stream) {{\n", Indent);
+        Out += fmt::format(
+            "{}  // Streaming stores (<pk/stream.h>): {} a chunk at a time "
+            "through a\n{}  // buffer, whole cache lines stored without "
+            "being read first.\n",
+            Indent, fmt::join(Names, ", "), Indent);
+        std::string Chunk = fmt::format(
+            "pk::rt::kStreamChunk<{}>",
+            storageType(F.Params[N.Body[Streamed[0]].Param].Type, B));
+        for (unsigned R : Streamed)
+          Out += fmt::format("{}  alignas(64) {} {}[{}];\n", Indent,
+                             storageType(F.Params[N.Body[R].Param].Type, B),
+                             Buffer(R), Chunk);
+        // Memory is idle while the row's last loop computes from cache and
+        // streams out, unless an earlier phase prefetches already: fetch
+        // the next row. Not before a later phase (add_rmsnorm's update of h
+        // after y): there the prefetches made the kernel 1.1x slower than
+        // streaming alone (bench/README.md, "Streaming stores").
+        std::vector<std::pair<std::string, int64_t>> Prefetch;
+        if (PrefetchPhase == 0 && P == Last && RowAxes.size() == 1)
+          Prefetch = DeclareNextRowInputs(Indent + "  ");
+        Out += fmt::format("{}  for (int64_t pk_c = 0, pk_len = 0; pk_c < {}; "
+                           "pk_c += pk_len) {{\n",
+                           Indent, E);
+        Out +=
+            fmt::format("{}    pk_len = pk::rt::stream_chunk({}, {} - pk_c);\n",
+                        Indent, At(Streamed[0]), E);
+        Out += "#pragma omp simd\n";
+        Out += fmt::format(
+            "{}    for (int64_t pk_l = 0; pk_l < pk_len; ++pk_l) {{\n", Indent);
+        Out += fmt::format("{}      const int64_t {} = pk_c + pk_l;\n", Indent,
+                           indexVar(N.ReduceAxes[0]));
+        StreamNow.insert(Streamed.begin(), Streamed.end());
+        EmitLoopBody(
+            Indent + "      ", [](const Stmt &S) { return accumulatorVar(S); },
+            false);
+        StreamNow.clear();
+        Out += fmt::format("{}    }}\n", Indent);
+        for (unsigned R : Streamed)
+          Out += fmt::format("{}    pk::rt::stream_store({}, {}, pk_len);\n",
+                             Indent, At(R), Buffer(R));
+        for (const auto &[Ptr, Step] : Prefetch)
+          Out += fmt::format("{}    for (int64_t pk_p = 0; pk_p < pk_len; "
+                             "pk_p += {})\n{}      PK_PREFETCH({} + pk_c + "
+                             "pk_p);\n",
+                             Indent, Step, Indent, Ptr);
+        Out += fmt::format("{}  }}\n{}}} else {{\n", Indent, Indent);
+      };
       bool HasReduce = llvm::any_of(
           Mine, [&](unsigned R) { return N.Body[R].K == Stmt::Reduce; });
       if (B == Backend::Cpu && Key.size() == 1 && HasReduce) {
@@ -740,38 +895,9 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
                           Indent, Lanes, Indent, S.Name, accumulatorInit(S, T));
         }
         Out += fmt::format("{}{{\n", Indent);
-        // The next row's inputs: ref -> (pointer variable, lines per block).
         std::vector<std::pair<std::string, int64_t>> Prefetch;
-        if (P == PrefetchPhase && P > 0) {
-          unsigned RowAxis = RowAxes[0];
-          std::set<unsigned> Seen;
-          for (const Stmt &S : N.Body) {
-            if (S.K != Stmt::Load || !S.Inner || !Seen.insert(S.Param).second)
-              continue;
-            auto Row = llvm::find(S.Dims, static_cast<int>(RowAxis));
-            if (Row == S.Dims.end())
-              continue; // the same for every row: in cache already
-            if (Prefetch.empty()) {
-              Out += fmt::format(
-                  "{}  // Bring the next row's inputs in while this loop "
-                  "computes.\n",
-                  Indent);
-              Out += fmt::format("{}  const int64_t pk_next_row = {} + 1 < {} "
-                                 "? {} + 1 : {};\n",
-                                 Indent, indexVar(RowAxis),
-                                 extentExpr(F, N.Domain[RowAxis]),
-                                 indexVar(RowAxis), indexVar(RowAxis));
-            }
-            std::string Ptr = fmt::format("pk_{}_next", F.Params[S.Param].Name);
-            Out += fmt::format(
-                "{}  const auto *{} = {} + pk_next_row * {};\n", Indent, Ptr,
-                pointerVar(F, S.Param),
-                strideVar(F, S.Param, std::distance(S.Dims.begin(), Row)));
-            Prefetch.push_back(
-                {Ptr, std::max<int64_t>(
-                          1, 64 / dtypeBytes(F.Params[S.Param].Type))});
-          }
-        }
+        if (P == PrefetchPhase && P > 0)
+          Prefetch = DeclareNextRowInputs(Indent + "  ");
         Out += fmt::format("{}  const int64_t pk_main = {} - {} % {};\n",
                            Indent, E, E, Lanes);
         Out += fmt::format("{}  for (int64_t pk_blk = 0; pk_blk < pk_main; "
@@ -830,7 +956,13 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
           Out += fmt::format("{}{} {} = {};\n", Indent, dtypeCppName(T),
                              accumulatorVar(S), accumulatorInit(S, T));
         }
-        std::string Pad = Indent;
+        std::vector<unsigned> Streamed;
+        for (unsigned R : Mine)
+          if (llvm::is_contained(Streamable, R))
+            Streamed.push_back(R);
+        if (!Streamed.empty())
+          EmitStreamedLoop(Streamed, Key[0]);
+        std::string Pad = Streamed.empty() ? Indent : Indent + "  ";
         for (size_t K = 0; K < Key.size(); ++K) {
           unsigned Axis = N.ReduceAxes[K];
           if (B == Backend::Cpu && K + 1 == Key.size()) {
@@ -863,6 +995,8 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
           Pad.resize(Pad.size() - 2);
           Out += Pad + "}\n";
         }
+        if (!Streamed.empty())
+          Out += Indent + "}\n";
       }
       for (unsigned I : StoredHere)
         Materialised[I] = Key[0];

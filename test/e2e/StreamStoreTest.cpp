@@ -1,0 +1,143 @@
+// Streaming stores (<pk/stream.h>): the row kernels' outputs written through
+// chunk buffers and non-temporal stores must be the same bytes as with plain
+// stores, for every row length and alignment. Each kernel runs twice on the
+// same inputs, compiled code both times: with the threshold at "never" and
+// at 0 (stream every streamable output), and the outputs are compared bit
+// for bit (the arithmetic is the same; only the stores differ). The shapes
+// have at least 65536 elements (the threaded loops, the only ones that
+// stream) and rows of lengths that are not multiples of a cache line, so
+// rows start at every offset within a line (rows of one element take the
+// strided loops, which never stream: a check that that stays so). lit's
+// codegen/stream-stores.test checks that the code streams.
+#include "common/sample.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/compiled.h"
+
+namespace {
+
+const std::pair<int64_t, int64_t> Shapes[] = {
+    {257, 263}, {64, 4099}, {1031, 67}, {16, 4096}, {65536, 1}, {33, 2003}};
+
+/// Runs `Kernel` with streaming off, then on, restoring the threshold.
+template <class Out>
+void expectStreamedSame(const std::string &What,
+                        const std::function<void(Out &)> &Kernel,
+                        const Out &Fresh) {
+  const int64_t Saved = pk::rt::stream_threshold();
+  Out Plain = Fresh, Streamed = Fresh;
+  pk::rt::set_stream_threshold(pk::rt::kNeverStream);
+  Kernel(Plain);
+  pk::rt::set_stream_threshold(0);
+  Kernel(Streamed);
+  pk::rt::set_stream_threshold(Saved);
+  ASSERT_EQ(Plain.size(), Streamed.size()) << What;
+  for (size_t I = 0; I < Plain.size(); ++I)
+    ASSERT_EQ(std::memcmp(Plain[I].data(), Streamed[I].data(),
+                          Plain[I].size() * sizeof(Plain[I][0])),
+              0)
+        << What << ": output " << I << " differs";
+}
+
+std::string name(const char *K, int64_t T, int64_t D) {
+  return std::string(K) + " " + std::to_string(T) + "x" + std::to_string(D);
+}
+
+template <class T> std::vector<T> to16(const std::vector<float> &F) {
+  std::vector<T> V;
+  for (float X : F)
+    V.push_back(T(X));
+  return V;
+}
+
+using Floats = std::vector<std::vector<float>>;
+
+TEST(StreamStores, Rmsnorm) {
+  for (auto [T, D] : Shapes) {
+    auto X = sample::random(T * D, 1), W = sample::random(D, 2);
+    expectStreamedSame<Floats>(
+        name("rmsnorm", T, D),
+        [&](Floats &O) {
+          rmsnorm({X.data(), {T, D}}, W, {O[0].data(), {T, D}}, 1e-6f);
+        },
+        Floats{std::vector<float>(T * D)});
+  }
+}
+
+TEST(StreamStores, SoftmaxAndCausalSoftmax) {
+  for (auto [T, D] : Shapes) {
+    auto X = sample::random(T * D, 3, -20, 20);
+    expectStreamedSame<Floats>(
+        name("softmax", T, D),
+        [&](Floats &O) { softmax({X.data(), {T, D}}, {O[0].data(), {T, D}}); },
+        Floats{std::vector<float>(T * D)});
+    expectStreamedSame<Floats>(
+        name("causal_softmax", T, D),
+        [&](Floats &O) {
+          causal_softmax({X.data(), {T, D}}, {O[0].data(), {T, D}});
+        },
+        Floats{std::vector<float>(T * D)});
+  }
+}
+
+TEST(StreamStores, LayernormWithRowOutputs) {
+  for (auto [T, D] : Shapes) {
+    auto X = sample::random(T * D, 4), W = sample::random(D, 5),
+         B = sample::random(D, 6);
+    expectStreamedSame<Floats>(
+        name("layernorm", T, D),
+        [&](Floats &O) {
+          layernorm({X.data(), {T, D}}, W, B, {O[0].data(), {T, D}}, O[1],
+                    O[2], 1e-5f);
+        },
+        Floats{std::vector<float>(T * D), std::vector<float>(T),
+               std::vector<float>(T)});
+  }
+}
+
+TEST(StreamStores, AddRmsnormStreamsYAndUpdatesH) {
+  for (auto [T, D] : Shapes) {
+    auto H0 = sample::random(T * D, 7), X = sample::random(T * D, 8),
+         W = sample::random(D, 9);
+    // O[0] is h (updated in place, never streamed), O[1] is y.
+    expectStreamedSame<Floats>(
+        name("add_rmsnorm", T, D),
+        [&](Floats &O) {
+          add_rmsnorm({O[0].data(), {T, D}}, {X.data(), {T, D}}, W,
+                      {O[1].data(), {T, D}}, 1e-6f);
+        },
+        Floats{H0, std::vector<float>(T * D)});
+  }
+}
+
+TEST(StreamStores, SixteenBitOutputs) {
+  for (auto [T, D] : Shapes) {
+    auto X = sample::random(T * D, 10, -8, 8), W = sample::random(D, 11);
+    auto XB = to16<pk::bfloat16>(X), WB = to16<pk::bfloat16>(W);
+    auto XH = to16<pk::half>(X);
+    using Bf16s = std::vector<std::vector<pk::bfloat16>>;
+    using Halves = std::vector<std::vector<pk::half>>;
+    expectStreamedSame<Bf16s>(
+        name("rmsnorm_bf16", T, D),
+        [&](Bf16s &O) {
+          rmsnorm_bf16({XB.data(), {T, D}}, WB, {O[0].data(), {T, D}}, 1e-6f);
+        },
+        Bf16s{std::vector<pk::bfloat16>(T * D)});
+    expectStreamedSame<Halves>(
+        name("softmax_half", T, D),
+        [&](Halves &O) {
+          softmax_half({XH.data(), {T, D}}, {O[0].data(), {T, D}});
+        },
+        Halves{std::vector<pk::half>(T * D)});
+  }
+}
+
+} // namespace
