@@ -726,22 +726,28 @@ template <class Fl, class T> void expectExpNonposIsExp(std::vector<T> Values) {
   }
 }
 
-template <class Fl> void checkExpNonposIsExpUpTo88() {
+/// exp_nonpos gives exp's bits for every float <= FloatTop (and double <=
+/// DoubleTop) and NaN: 88.8 / 710 for the plain pair (exp's own clamps);
+/// 71 for the fused float one, whose one-shift scale holds 2^(k + 24) only
+/// up to k = 103 (vmath.h). pkc calls it for arguments <= 0.
+template <class Fl>
+void checkExpNonposIsExpUpTo(float FloatTop, double DoubleTop) {
   // The floats with the sign bit set (-0 to -inf and negative NaNs), then
-  // +0 to 88.8: every one with PK_VMATH_EXHAUSTIVE=1, else a prime stride.
+  // +0 to FloatTop: every one with PK_VMATH_EXHAUSTIVE=1, else a prime
+  // stride.
   uint64_t Step = exhaustive() ? 1 : 9973;
   checkExpNonposIsExp<Fl>(uint64_t(1) << 31, uint64_t(1) << 32, Step);
-  float Top = 88.8f;
   uint32_t TopBits;
-  std::memcpy(&TopBits, &Top, sizeof Top);
+  std::memcpy(&TopBits, &FloatTop, sizeof FloatTop);
   checkExpNonposIsExp<Fl>(0, uint64_t(TopBits) + 1, Step);
-  expectExpNonposIsExp<Fl, float>(
-      {-0.0f, 0.0f, 1.0f, 88.7f, -1e-45f, -87.5f, -103.9f, -104.0f, -1e30f});
-  // doubles: these, then random ones in [-750, 710] and with the sign bit set
-  std::vector<double> D = {-0.0,   0.0,    1.0,    709.7, -4.9e-324,
+  expectExpNonposIsExp<Fl, float>({-0.0f, 0.0f, 1.0f, FloatTop - 0.1f, FloatTop,
+                                   -1e-45f, -87.5f, -103.9f, -104.0f, -1e30f});
+  // doubles: these, then random ones in [-750, DoubleTop] and with the
+  // sign bit set
+  std::vector<double> D = {-0.0,   0.0,    1.0,    DoubleTop - 0.3, -4.9e-324,
                            -708.5, -745.0, -746.0, -1e300};
   std::mt19937_64 Rng(3);
-  std::uniform_real_distribution<double> Near(-750, 710);
+  std::uniform_real_distribution<double> Near(-750, DoubleTop);
   std::uniform_int_distribution<uint64_t> Neg(uint64_t(1) << 63);
   for (int I = 0; I < (exhaustive() ? 10000000 : 100000); ++I) {
     const uint64_t U = Neg(Rng);
@@ -753,12 +759,24 @@ template <class Fl> void checkExpNonposIsExpUpTo88() {
   expectExpNonposIsExp<Fl>(D);
 }
 
-TEST(Vmath, ExpNonposIsExpUpTo88) { checkExpNonposIsExpUpTo88<PlainVm>(); }
+TEST(Vmath, ExpNonposIsExpUpTo88) {
+  checkExpNonposIsExpUpTo<PlainVm>(88.8f, 710.0);
+}
 
-TEST(Vmath, FusedExpNonposIsExpUpTo88) {
+TEST(Vmath, FusedExpNonposIsExpUpTo71) {
   if (!haveFma())
     GTEST_SKIP() << NoFma;
-  checkExpNonposIsExpUpTo88<FmaFused>();
+  checkExpNonposIsExpUpTo<FmaFused>(71.0f, 710.0);
+}
+
+/// Above 71 the fused float exp_nonpos's scale overflows its exponent field:
+/// it is not exp there (the bound above is tight, not a margin).
+TEST(Vmath, FusedExpNonposScaleEndsAt71) {
+  if (!haveFma())
+    GTEST_SKIP() << NoFma;
+  const float Beyond = 72.5f; // k = 105
+  const float A = FmaFused::exp(Beyond), B = FmaFused::exp_nonpos(Beyond);
+  EXPECT_NE(std::memcmp(&A, &B, sizeof A), 0);
 }
 
 } // namespace
