@@ -161,6 +161,13 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
       OS << fmt::format("; column blocks of {}", C.ColumnBlock);
     for (unsigned B : C.RowBuffers)
       OS << fmt::format("; row buffer {}", N.Body[B].Name);
+    std::vector<std::string> Streamed;
+    for (unsigned St : C.StreamedStores)
+      Streamed.push_back(F.Params[N.Body[St].Param].Name);
+    if (!Streamed.empty())
+      OS << fmt::format("; streaming stores for {} when a call's outputs "
+                        "reach 3/4 of the last-level cache",
+                        fmt::join(Streamed, ", "));
     OS << "\n";
     OS << fmt::format("      gpu: {}", gpu::strategyName(G.Kind));
     if (G.VectorWidth > 1)

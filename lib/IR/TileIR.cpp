@@ -59,6 +59,9 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
     OS << Pad << "  column block: " << S.ColumnBlock << "\n";
   for (unsigned B : S.RowBuffers)
     OS << Pad << "  row buffer: " << N.Body[B].Name << "\n";
+  for (unsigned St : S.StreamedStores)
+    OS << Pad << "  streamed store: " << F.Params[N.Body[St].Param].Name
+       << "\n";
   for (const std::string &Note : S.Notes)
     OS << Pad << "  ; " << Note << "\n";
   for (size_t U = 0; U < S.Unfused.size(); ++U)

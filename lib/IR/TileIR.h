@@ -62,6 +62,11 @@ struct NestSchedule {
   /// buffer by the first phase that computes them and read back by later
   /// phases, instead of being recomputed (they cost more than a load).
   std::vector<unsigned> RowBuffers;
+  /// Rows: stores (indices into the nest's body) written with streaming
+  /// stores when a call's outputs are larger than the cache (pk/stream.h):
+  /// stores along the one reduced axis, the last, in a loop with no
+  /// reduction, to a ref the nest never loads and stores once.
+  std::vector<unsigned> StreamedStores;
   /// Why: one line per decision, printed by --emit=tile.
   std::vector<std::string> Notes;
   /// The schedules of the nest's unfused fallback nests.

@@ -20,6 +20,10 @@
 //  * Attention (Nest::Attention) runs query rows on threads, each one pass
 //    over the keys with an online softmax.
 //  * A full reduction is one row: vectorised, on the calling thread.
+//  * A row nest's pure outputs (stored along the reduced axis by a loop
+//    without a reduction, never loaded) are marked for streaming stores,
+//    which the generated code uses when a call's outputs are larger than the
+//    cache (pk/stream.h).
 //  * Threads only when the work reaches the target's threshold.
 //
 //===----------------------------------------------------------------------===//
@@ -77,6 +81,35 @@ Flatness flatness(const Nest &N) {
         if (M == loop::AxisMap::Runtime)
           return Flatness::AtRunTime;
   return Flatness::Always;
+}
+
+/// The stores of a row nest that can stream: along the nest's one reduced
+/// axis, the last (so a row of the output is contiguous where the loads are),
+/// in a loop with no reduction (the phase loop only stores), to a ref the
+/// nest never loads (no line of it needs to be read: a loaded one is in the
+/// cache already) and stores only here.
+std::vector<unsigned> streamableStores(const Nest &N) {
+  std::vector<unsigned> Stores;
+  if (N.ReduceAxes.size() != 1 || N.ReduceAxes[0] + 1 != N.Domain.size() ||
+      N.Domain.size() < 2)
+    return Stores;
+  const int Axis = static_cast<int>(N.ReduceAxes[0]);
+  for (unsigned I = 0; I < N.Body.size(); ++I) {
+    const loop::Stmt &S = N.Body[I];
+    if (S.K != loop::Stmt::Store || !S.Inner || S.LoopExtents.size() != 1 ||
+        !llvm::is_contained(S.Dims, Axis))
+      continue;
+    bool Excluded = llvm::any_of(N.Body, [&](const loop::Stmt &O) {
+      bool SameRef = (O.K == loop::Stmt::Load || O.K == loop::Stmt::Store) &&
+                     O.Param == S.Param && &O != &S;
+      bool ReducedInItsLoop = O.K == loop::Stmt::Reduce && O.Phase == S.Phase &&
+                              O.LoopExtents == S.LoopExtents;
+      return SameRef || ReducedInItsLoop;
+    });
+    if (!Excluded)
+      Stores.push_back(I);
+  }
+  return Stores;
 }
 
 /// The inner statements to keep in a per-row buffer: expensive ones needed
@@ -227,6 +260,13 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
   S.ThreadedLoops = RowAxes;
   S.Vector = "phases";
   S.RowBuffers = rowBuffers(N);
+  if (S.MinWorkForThreads > 0)
+    S.StreamedStores = streamableStores(N);
+  if (!S.StreamedStores.empty())
+    S.Notes.push_back("outputs the nest never reads are written with "
+                      "streaming stores (whole lines to memory, none read "
+                      "first) when a call's outputs are at least 3/4 of the "
+                      "last-level cache");
   if (!S.RowBuffers.empty())
     S.Notes.push_back("values with a transcendental that several phases "
                       "need are buffered per row: one exp and an L1 load "

@@ -247,10 +247,7 @@ private:
     // Outputs larger than the cache are written with streaming stores
     // (pk/stream.h), by the threaded loops with unit strides: a call that
     // big always has the work for threads.
-    std::vector<unsigned> Streamable;
-    if (N.isReduction() && !Rows.empty() && Cur->MinWorkForThreads > 0 &&
-        Cur->Kind != tile::LoopKind::Columns)
-      Streamable = streamableStores(F, N);
+    llvm::ArrayRef<unsigned> Streamable = Cur->StreamedStores;
     if (!Streamable.empty()) {
       std::vector<std::string> Bytes;
       for (unsigned I : Streamable) {
@@ -291,7 +288,7 @@ private:
           Pad += "  ";
         }
         emitRowBody(F, N, Backend::Cpu, Out, Pad, Cur->RowBuffers, UnitAxis,
-                    Stream);
+                    Stream ? Streamable : llvm::ArrayRef<unsigned>());
         for (size_t K = Rows.size(); K-- > 0;) {
           Pad.resize(Pad.size() - 2);
           Out += Pad + "}\n";

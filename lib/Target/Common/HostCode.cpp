@@ -4,6 +4,7 @@
 
 #include "llvm/Support/ErrorHandling.h"
 
+#include <cassert>
 #include <fmt/args.h>
 #include <fmt/format.h>
 
@@ -540,31 +541,6 @@ std::string target::accumulatorInit(const Stmt &S, DType T) {
 
 std::string target::accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
 
-std::vector<unsigned> target::streamableStores(const Function &F,
-                                               const Nest &N) {
-  std::vector<unsigned> Stores;
-  if (N.ReduceAxes.size() != 1 || N.ReduceAxes[0] + 1 != N.Domain.size() ||
-      rowAxes(N).empty())
-    return Stores;
-  const int Axis = static_cast<int>(N.ReduceAxes[0]);
-  for (unsigned I = 0; I < N.Body.size(); ++I) {
-    const Stmt &S = N.Body[I];
-    if (S.K != Stmt::Store || !S.Inner || S.LoopExtents.size() != 1 ||
-        !llvm::is_contained(S.Dims, Axis))
-      continue;
-    bool Shared = llvm::any_of(N.Body, [&](const Stmt &O) {
-      bool SameRef = (O.K == Stmt::Load || O.K == Stmt::Store) &&
-                     O.Param == S.Param && &O != &S;
-      bool ReducedInItsLoop = O.K == Stmt::Reduce && O.Phase == S.Phase &&
-                              O.LoopExtents == S.LoopExtents;
-      return SameRef || ReducedInItsLoop;
-    });
-    if (!Shared)
-      Stores.push_back(I);
-  }
-  return Stores;
-}
-
 /// The element index of a store with the unit-stride axis at `At`.
 static std::string indexAlongUnitAxis(const Function &F, const Stmt &S,
                                       int UnitAxis, llvm::StringRef At) {
@@ -584,11 +560,10 @@ static std::string indexAlongUnitAxis(const Function &F, const Stmt &S,
 void target::emitRowBody(const Function &F, const Nest &N, Backend B,
                          std::string &Out, const std::string &Indent,
                          llvm::ArrayRef<unsigned> RowBuffers, int UnitAxis,
-                         bool Stream) {
+                         llvm::ArrayRef<unsigned> Streamable) {
   auto Index = [&](const Stmt &S) { return indexedIndex(F, S, UnitAxis); };
-  std::vector<unsigned> Streamable;
-  if (Stream && B == Backend::Cpu && UnitAxis >= 0)
-    Streamable = streamableStores(F, N);
+  assert((Streamable.empty() || (B == Backend::Cpu && UnitAxis >= 0)) &&
+         "streaming stores need the CPU's unit-stride loops");
   // Stores the loop being printed writes to a chunk buffer (pk_stream_<ref>).
   std::set<unsigned> StreamNow;
   // Per-row buffers: thread-local scratch, sized by the reduced extent.

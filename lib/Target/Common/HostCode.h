@@ -138,18 +138,13 @@ std::string accumulatorVar(const loop::Stmt &Reduce);
 /// With `UnitAxis` >= 0 every load and store uses stride 1 along that
 /// axis: the caller has checked unitStrideCondition() (a strided index with
 /// a run-time stride keeps g++ from vectorising a reduction loop).
-/// With `Stream` (CPU, `UnitAxis` >= 0, `pk_stream` declared) the loops
-/// of streamableStores() write through pk/stream.h when `pk_stream` is true.
+/// `Streamable` (CPU, `UnitAxis` >= 0, `pk_stream` declared): stores
+/// (tile::NestSchedule::StreamedStores) whose loops write through
+/// pk/stream.h while `pk_stream` is true.
 void emitRowBody(const ir::Function &F, const loop::Nest &N, Backend B,
                  std::string &Out, const std::string &Indent,
                  llvm::ArrayRef<unsigned> RowBuffers = {}, int UnitAxis = -1,
-                 bool Stream = false);
-/// The stores of a row nest that can be streaming stores (pk/stream.h):
-/// stores along the nest's one reduced axis, the last, in a loop with no
-/// reduction, to a ref the nest never loads (so no line of it needs to be
-/// in the cache) and stores once.
-std::vector<unsigned> streamableStores(const ir::Function &F,
-                                       const loop::Nest &N);
+                 llvm::ArrayRef<unsigned> Streamable = {});
 /// `pk_x_s1 == 1 && ...` for every load indexed along domain axis `Axis`
 /// ("" when none).
 std::string unitStrideCondition(const ir::Function &F, const loop::Nest &N,
