@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 namespace eager {
@@ -31,6 +32,7 @@ void column_mins_of_two_heights(pk::In<float, 2> a, pk::In<float, 2> b,
 void rank0_reductions(pk::In<float, 0> x, pk::In<int32_t, 0> k,
                       pk::Out<float, 0> s, pk::Out<float, 0> m,
                       pk::Out<int64_t, 0> ks);
+void softmax_rank3(pk::In<float, 3> x, pk::Out<float, 3> y);
 
 namespace {
 
@@ -75,6 +77,35 @@ TEST(MoreReductions, ReductionsOfARankZeroValue) {
   EXPECT_EQ(M, EM);
   EXPECT_EQ(KS, EKS);
   EXPECT_EQ(KS, 7);
+}
+
+TEST(MoreReductions, SoftmaxOverTheLastAxisOfRank3) {
+  // Two row axes (threads over both, collapsed), 0 and 1 extents, and
+  // 40x50x60 (120000 elements) past the threading threshold. Tolerance as
+  // the softmax sample's: float sums in float against double.
+  const int64_t More[][3] = {{0, 3, 4}, {3, 0, 5}};
+  std::vector<std::array<int64_t, 3>> All;
+  for (auto &S : Shapes)
+    All.push_back({S[0], S[1], S[2]});
+  for (auto &S : More)
+    All.push_back({S[0], S[1], S[2]});
+  unsigned Seed = 50;
+  for (auto [A, B, C] : All) {
+    auto X = sample::random(A * B * C, Seed++, -20, 20);
+    std::vector<float> E(A * B * C), P(A * B * C);
+    eager::softmax_rank3({X.data(), {A, B, C}}, {E.data(), {A, B, C}});
+    softmax_rank3({X.data(), {A, B, C}}, {P.data(), {A, B, C}});
+    expectClose(E, P,
+                "softmax_rank3 " + std::to_string(A) + "x" + std::to_string(B) +
+                    "x" + std::to_string(C));
+  }
+  // The max of an empty last axis is an error in both (NumPy's ValueError).
+  std::vector<float> None, Y;
+  EXPECT_THROW(
+      eager::softmax_rank3({None.data(), {4, 5, 0}}, {Y.data(), {4, 5, 0}}),
+      pk::ShapeError);
+  EXPECT_THROW(softmax_rank3({None.data(), {4, 5, 0}}, {Y.data(), {4, 5, 0}}),
+               pk::ShapeError);
 }
 
 TEST(MoreReductions, AgreeWithEager) {

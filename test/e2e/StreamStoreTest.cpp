@@ -15,12 +15,17 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "common/compiled.h"
+
+// kernels/more_reductions.cpp: rows of a rank-3 array (two row axes, one
+// `omp for collapse(2) nowait`).
+void softmax_rank3(pk::In<float, 3> x, pk::Out<float, 3> y);
 
 namespace {
 
@@ -137,6 +142,21 @@ TEST(StreamStores, SixteenBitOutputs) {
           softmax_half({XH.data(), {T, D}}, {O[0].data(), {T, D}});
         },
         Halves{std::vector<pk::half>(T * D)});
+  }
+}
+
+TEST(StreamStores, TwoRowAxes) {
+  for (auto [A, B, C] :
+       {std::array<int64_t, 3>{41, 43, 47}, std::array<int64_t, 3>{3, 7, 4099},
+        std::array<int64_t, 3>{256, 256, 1}}) {
+    auto X = sample::random(A * B * C, 12, -20, 20);
+    expectStreamedSame<Floats>(
+        "softmax_rank3 " + std::to_string(A) + "x" + std::to_string(B) + "x" +
+            std::to_string(C),
+        [&](Floats &O) {
+          softmax_rank3({X.data(), {A, B, C}}, {O[0].data(), {A, B, C}});
+        },
+        Floats{std::vector<float>(A * B * C)});
   }
 }
 

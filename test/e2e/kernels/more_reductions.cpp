@@ -1,8 +1,9 @@
 // Reductions beyond the samples: a middle axis of a rank-3 array, axis 0 with
 // keepdims broadcast back, a full reduction broadcast back, integer and bool
 // reductions, two full reductions into a rank-0 output, broadcast_to of a
-// row value, an InOut row accumulated from a matrix, and an elementwise
-// output beside a column reduction (two groups).
+// row value, an InOut row accumulated from a matrix, an elementwise
+// output beside a column reduction (two groups), and softmax over the last
+// axis of a rank-3 array (threads over two row axes; its output streams).
 #include <pk/pk.h>
 using namespace pk::lang;
 
@@ -49,4 +50,8 @@ PK_KERNEL void rank0_reductions(In<float, 0> x, In<int32_t, 0> k,
   s[_] = sum(x[_]) + max(x[_]);
   m[_] = mean(x[_]) * min(x[_]);
   ks[_] = sum(k[_]);
+}
+PK_KERNEL void softmax_rank3(In<float, 3> x, Out<float, 3> y) {
+  auto e = exp(x[_] - max(x[_], -1, keepdims));
+  y[_] = e / sum(e, -1, keepdims);
 }
