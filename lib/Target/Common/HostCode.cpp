@@ -486,14 +486,15 @@ std::string target::rowCount(const Function &F, const Nest &N) {
 /// The element index of a load or store; along `UnitAxis` the stride is
 /// taken to be 1 (the caller checked it at run time, or it is a store, whose
 /// index along an axis of extent 1 is 0 either way).
-std::string target::indexedIndex(const Function &F, const Stmt &S,
-                                 int UnitAxis) {
+std::string target::indexedIndex(const Function &F, const Stmt &S, int UnitAxis,
+                                 llvm::StringRef UnitIndex) {
   std::vector<std::string> Terms;
   for (size_t K = 0; K < S.Dims.size(); ++K) {
     if (S.Dims[K] < 0)
       continue;
     if (S.Dims[K] == UnitAxis)
-      Terms.push_back(target::indexVar(S.Dims[K]));
+      Terms.push_back(UnitIndex.empty() ? target::indexVar(S.Dims[K])
+                                        : UnitIndex.str());
     else
       Terms.push_back(fmt::format("{} * {}", target::indexVar(S.Dims[K]),
                                   target::strideVar(F, S.Param, K)));
@@ -540,22 +541,6 @@ std::string target::accumulatorInit(const Stmt &S, DType T) {
 }
 
 std::string target::accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
-
-/// The element index of a store with the unit-stride axis at `At`.
-static std::string indexAlongUnitAxis(const Function &F, const Stmt &S,
-                                      int UnitAxis, llvm::StringRef At) {
-  std::vector<std::string> Terms;
-  for (size_t K = 0; K < S.Dims.size(); ++K) {
-    if (S.Dims[K] < 0)
-      continue;
-    if (S.Dims[K] == UnitAxis)
-      Terms.push_back(At.str());
-    else
-      Terms.push_back(fmt::format("{} * {}", target::indexVar(S.Dims[K]),
-                                  target::strideVar(F, S.Param, K)));
-  }
-  return fmt::format("{}", fmt::join(Terms, " + "));
-}
 
 void target::emitRowBody(const Function &F, const Nest &N, Backend B,
                          std::string &Out, const std::string &Indent,
@@ -783,7 +768,7 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
         auto At = [&](unsigned R) {
           const Stmt &S = N.Body[R];
           return fmt::format("&{}[{}]", pointerVar(F, S.Param),
-                             indexAlongUnitAxis(F, S, UnitAxis, "pk_c"));
+                             indexedIndex(F, S, UnitAxis, "pk_c"));
         };
         Out += fmt::format("{}if (pk_stream) {{\n", Indent);
         Out += fmt::format(

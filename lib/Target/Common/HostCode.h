@@ -118,9 +118,10 @@ std::string rowCount(const ir::Function &F, const loop::Nest &N);
 /// the threading threshold).
 std::string indexedWork(const ir::Function &F, const loop::Nest &N);
 /// The element index of a load or store of an indexed nest through
-/// Stmt::Dims; along `UnitAxis` (>= 0) the stride is taken to be 1.
+/// Stmt::Dims; along `UnitAxis` (>= 0) the stride is taken to be 1, and the
+/// index there is `UnitIndex` when given (its loop variable otherwise).
 std::string indexedIndex(const ir::Function &F, const loop::Stmt &S,
-                         int UnitAxis = -1);
+                         int UnitAxis = -1, llvm::StringRef UnitIndex = "");
 /// The accumulator type of a reduction: integer sums accumulate in int64
 /// (the eager header does the same), everything else in the result type.
 ir::DType accumulatorType(const loop::Nest &N, const loop::Stmt &Reduce);
