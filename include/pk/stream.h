@@ -13,7 +13,7 @@
 // Streaming stores are weakly ordered: a thread calls stream_fence() after
 // its last one, before the barrier that ends its parallel region.
 //
-// Measured (bench/README.md, "Streaming stores"), [2048, 4096] on one
+// Measured (bench/HISTORY.md, "Streaming stores"), [2048, 4096] on one
 // thread: add_rmsnorm 1.46-1.50x, layernorm 1.35-1.47x, rmsnorm 1.27-1.30x
 // faster. An output that fits in the cache is slower streamed (0.84-0.90x:
 // the next call finds it in memory, not in the cache), hence the threshold.

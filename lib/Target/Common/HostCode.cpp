@@ -787,7 +787,7 @@ void target::emitRowBody(const Function &F, const Nest &N, Backend B,
         // streams out, unless an earlier phase prefetches already: fetch
         // the next row. Not before a later phase (add_rmsnorm's update of h
         // after y): there the prefetches made the kernel 1.1x slower than
-        // streaming alone (bench/README.md, "Streaming stores").
+        // streaming alone (bench/HISTORY.md, "Streaming stores").
         std::vector<std::pair<std::string, int64_t>> Prefetch;
         if (PrefetchPhase == 0 && P == Last && RowAxes.size() == 1)
           Prefetch = DeclareNextRowInputs(Indent + "  ");
