@@ -17,6 +17,7 @@ packages=(
   libfmt-dev libgtest-dev         # fmt, GoogleTest
   libbenchmark-dev libeigen3-dev libopenblas-dev  # benchmarks
   libboost-context-dev            # fibers of the CUDA shim (test/cuda_shim)
+  ccache                          # the build's compiler cache; test external.ccache
 )
 
 missing=()
