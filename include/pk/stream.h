@@ -22,6 +22,8 @@
 #ifndef PK_STREAM_H
 #define PK_STREAM_H
 
+#include <pk/cpuinfo.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -47,36 +49,6 @@ inline constexpr int64_t kNeverStream = INT64_MAX;
 
 namespace detail {
 
-/// The largest cache Linux lists for CPU 0 (sysfs), in bytes; 0 when there
-/// is no such list. Not sysconf(_SC_LEVEL3_CACHE_SIZE): under a hypervisor
-/// glibc reports what CPUID says, e.g. a whole EPYC socket's 384 MiB where a
-/// core shares 32 MiB.
-inline int64_t last_level_cache_bytes() {
-  int64_t Largest = 0;
-  for (int Index = 0; Index < 16; ++Index) {
-    char Path[64];
-    std::snprintf(Path, sizeof Path,
-                  "/sys/devices/system/cpu/cpu0/cache/index%d/size", Index);
-    std::FILE *File = std::fopen(Path, "r");
-    if (!File)
-      break;
-    long long Value = 0;
-    char Unit = 0;
-    if (std::fscanf(File, "%lld%c", &Value, &Unit) >= 1 && Value > 0) {
-      int64_t Bytes = Value;
-      if (Unit == 'K')
-        Bytes <<= 10;
-      else if (Unit == 'M')
-        Bytes <<= 20;
-      else if (Unit == 'G')
-        Bytes <<= 30;
-      Largest = Bytes > Largest ? Bytes : Largest;
-    }
-    std::fclose(File);
-  }
-  return Largest;
-}
-
 /// PK_STREAM_THRESHOLD (bytes, or "never"), else 3/4 of the last-level
 /// cache (the fraction glibc's memcpy streams at), else never.
 inline int64_t default_stream_threshold() {
@@ -94,7 +66,7 @@ inline int64_t default_stream_threshold() {
                  "bytes or \"never\")\n",
                  Env);
   }
-  int64_t Cache = last_level_cache_bytes();
+  int64_t Cache = cache_sizes().LastLevel;
   return Cache > 0 ? Cache / 4 * 3 : kNeverStream;
 }
 
