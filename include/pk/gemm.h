@@ -29,16 +29,18 @@
 // the micro-kernel; edges are packed with zeros, so the micro-kernel always
 // runs full MR x NR tiles and only the epilogue sees the true extents.
 //
-// The micro-kernel is written with GCC/Clang vector extensions sized by the
-// target the *user's* compiler builds for (-march): 16-byte vectors by
-// default, 32 with AVX, 64 with AVX-512F. It holds MR x NR accumulators in
-// registers: 6 x 2 vectors (12 of 16 registers) up to AVX2, 12 x 2 (24 of
-// 32) with AVX-512.
+// The micro-kernel (<pk/gemm_kernels.h>) is compiled per x86-64 level and
+// picked at run time, and the blocking comes from the cache sizes Linux
+// lists (<pk/cpuinfo.h>): a default build runs at the CPU's vector width.
+// Packing reads each operand along its contiguous axis (GemmOptions), so
+// nn.Linear's w[N, K] and a [K, N] weight both stream through the cache.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PK_GEMM_H
 #define PK_GEMM_H
 
+#include <pk/cpuinfo.h>
+#include <pk/gemm_kernels.h>
 #include <pk/runtime.h>
 
 #include <algorithm>
@@ -54,67 +56,61 @@ struct GemmShape {
   int64_t Batch, M, N, K;
 };
 
-/// Cache blocking, chosen by pkc's CPU schedule (Tile IR) from the cache
-/// sizes of its target: the rows (MC) and columns (NC) of a C tile and the
-/// depth (KC) of one packed block. MC is rounded up to a multiple of MR and
-/// NC to one of NR here, where MR and NR are known.
+/// Cache blocking: the rows (MC) and columns (NC) of a C tile and the
+/// depth (KC) of one packed block. MC is rounded up to a multiple of the
+/// micro-tile's rows and NC to one of its columns.
 struct GemmBlocking {
-  int64_t MC, KC, NC;
+  int64_t MC = 0, KC = 0, NC = 0;
 };
+
+/// How pkc calls gemm: whether to use threads (false below its threading
+/// threshold), which axis of each operand is contiguous in memory (packing
+/// walks it innermost), and a blocking to use instead of the cache-sized one
+/// (tests; zeros: gemm_blocking()).
+struct GemmOptions {
+  bool Threaded = false;
+  bool AUnitK = true;  ///< A(b, i, k), A(b, i, k + 1) adjacent (row-major A)
+  bool BUnitK = false; ///< B(b, k, j), B(b, k + 1, j) adjacent (w[N, K])
+  GemmBlocking Blocking = {};
+};
+
+/// The blocking for elements of `Bytes` bytes and a MR x NR micro-tile, from
+/// the cache sizes (BLIS's analysis): a B micro-panel (KC x NR) takes L1,
+/// KC at most 384; an A block (MC x KC) a quarter of L2, reused by every B
+/// micro-panel; a B block (KC x NC) half of L2.
+inline GemmBlocking gemm_blocking(int64_t Bytes, int64_t MR, int64_t NR) {
+  const CacheSizes &C = cache_sizes();
+  const int64_t L1 = C.L1d > 0 ? C.L1d : int64_t(32) << 10;
+  const int64_t L2 = C.L2 > 0 ? C.L2 : int64_t(1) << 20;
+  GemmBlocking B;
+  B.KC = std::clamp<int64_t>(L1 / (NR * Bytes) / 16 * 16, 64, 384);
+  B.MC = std::max<int64_t>(MR, L2 / (4 * B.KC * Bytes) / MR * MR);
+  B.NC = std::max<int64_t>(NR, L2 / (2 * B.KC * Bytes) / NR * NR);
+  return B;
+}
+
+/// A B operand read straight from memory: element (b, k, j) at
+/// `Data[b * BatchStride + k * KStride + j * NStride]` (strides 0 along
+/// broadcast axes). pkc passes it instead of a lambda when B is a ref, maybe
+/// transposed or broadcast, without a prologue; with a unit stride along k
+/// or j the small-M path reads it without packing.
+template <class T> struct StridedB {
+  const T *Data;
+  int64_t BatchStride, KStride, NStride;
+  T operator()(int64_t B, int64_t K, int64_t J) const {
+    return Data[B * BatchStride + K * KStride + J * NStride];
+  }
+};
+
+/// Products with at most this many rows (per batch) run as matrix-vector
+/// products when B is a StridedB with a unit stride: below it the packed
+/// path spends more time packing the weights than multiplying
+/// (bench/README.md, "Matmul").
+inline constexpr int64_t kGemvMaxRows = 8;
 
 namespace gemm_detail {
 
-#if defined(__AVX512F__)
-inline constexpr int kVectorBytes = 64;
-#elif defined(__AVX__)
-inline constexpr int kVectorBytes = 32;
-#else
-inline constexpr int kVectorBytes = 16;
-#endif
-
-template <class T> struct Micro {
-  typedef T Vec __attribute__((vector_size(kVectorBytes)));
-  static constexpr int kLanes = kVectorBytes / int(sizeof(T));
-  static constexpr int kVectorsPerRow = 2;
-  static constexpr int NR = kLanes * kVectorsPerRow;
-  static constexpr int MR = kVectorBytes == 64 ? 12 : 6;
-};
-
 inline int64_t roundUp(int64_t V, int64_t To) { return (V + To - 1) / To * To; }
-
-/// Ct[MR x NR] (row stride LdC) += the product of an A micro-panel
-/// (KC columns of MR values) and a B micro-panel (KC rows of NR values).
-template <class T>
-inline void microKernel(int64_t KC, const T *__restrict Ap,
-                        const T *__restrict Bp, T *__restrict Ct, int64_t LdC) {
-  using M = Micro<T>;
-  using V = typename M::Vec;
-  constexpr int MR = M::MR, NV = M::kVectorsPerRow, L = M::kLanes;
-  V Acc[MR][NV];
-#pragma GCC unroll 16
-  for (int R = 0; R < MR; ++R)
-#pragma GCC unroll 4
-    for (int C = 0; C < NV; ++C)
-      std::memcpy(&Acc[R][C], Ct + R * LdC + C * L, sizeof(V));
-  for (int64_t K = 0; K < KC; ++K) {
-    V Bv[NV];
-#pragma GCC unroll 4
-    for (int C = 0; C < NV; ++C)
-      Bv[C] = *reinterpret_cast<const V *>(Bp + K * M::NR + C * L);
-#pragma GCC unroll 16
-    for (int R = 0; R < MR; ++R) {
-      const T A = Ap[K * MR + R];
-#pragma GCC unroll 4
-      for (int C = 0; C < NV; ++C)
-        Acc[R][C] += A * Bv[C];
-    }
-  }
-#pragma GCC unroll 16
-  for (int R = 0; R < MR; ++R)
-#pragma GCC unroll 4
-    for (int C = 0; C < NV; ++C)
-      std::memcpy(Ct + R * LdC + C * L, &Acc[R][C], sizeof(V));
-}
 
 /// A 64-byte aligned buffer (the packed panels are read as whole vectors).
 template <class T> class Buffer {
@@ -134,23 +130,86 @@ private:
 
 } // namespace gemm_detail
 
+namespace gemm_detail {
+
+template <class X> inline constexpr bool IsStridedB = false;
+template <class T> inline constexpr bool IsStridedB<StridedB<T>> = true;
+
+/// The small-M path: per batch, A (M x K) packed contiguously, the columns
+/// of C split between the threads in blocks, each block computed by the
+/// level's GEMV kernel reading B once, then handed to the epilogue.
+template <class T, class LoadA, class Epilogue>
+void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
+          const StridedB<T> &B, const Epilogue &E) {
+  const bool ColumnsAlongK = B.KStride == 1;
+  const GemvFn<T> Kernel = ColumnsAlongK ? gemvKernel<T, true>(gemm_isa())
+                                         : gemvKernel<T, false>(gemm_isa());
+  const int64_t LdW = ColumnsAlongK ? B.NStride : B.KStride;
+  // Columns a block: enough to amortise the epilogue calls, few enough that
+  // two threads get work at N = 768.
+  constexpr int64_t Block = 128;
+  const int64_t Blocks = (S.N + Block - 1) / Block;
+  const int64_t Threads = Threaded ? thread_count() : 1;
+  Buffer<T> Ap(S.M * S.K);
+  for (int64_t Bi = 0; Bi < S.Batch; ++Bi) {
+    T *PA = Ap.get();
+    for (int64_t I = 0; I < S.M; ++I)
+      for (int64_t K = 0; K < S.K; ++K)
+        PA[I * S.K + K] = A(Bi, I, K);
+    const T *W = B.Data + Bi * B.BatchStride;
+    // Blocks [Begin, End) on one thread: contiguous, so that each thread
+    // streams its own part of the weights.
+    auto Run = [&](int64_t Begin, int64_t End) __attribute__((noinline)) {
+      Buffer<T> Out(S.M * Block);
+      for (int64_t Bl = Begin; Bl < End; ++Bl) {
+        const int64_t J0 = Bl * Block, Nc = std::min(Block, S.N - J0);
+        const T *Wj = ColumnsAlongK ? W + J0 * B.NStride : W + J0;
+        Kernel(S.K, S.M, PA, Wj, LdW, Nc, Out.get(), Block);
+        for (int64_t I = 0; I < S.M; ++I)
+          E(Bi, I, J0, Nc, static_cast<const T *>(Out.get() + I * Block));
+      }
+    };
+    if (Threads > 1 && Blocks > 1) {
+#pragma omp parallel
+      {
+#ifdef _OPENMP
+        const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+        const int64_t Per = (Blocks + Tn - 1) / Tn;
+        Run(std::min(Blocks, T0 * Per), std::min(Blocks, (T0 + 1) * Per));
+#else
+        Run(0, Blocks);
+#endif
+      }
+    } else {
+      Run(0, Blocks);
+    }
+  }
+}
+
+} // namespace gemm_detail
+
 /// C = A B for every batch, through the lambdas described at the top of
-/// this file. `Threaded`: run the tiles on OpenMP threads (pkc passes false
-/// below its threading threshold).
+/// this file, with the micro-kernel of gemm_isa().
 template <class T, class LoadA, class LoadB, class Epilogue>
-void gemm(const GemmShape &S, GemmBlocking Blk, bool Threaded, const LoadA &A,
+void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
           const LoadB &B, const Epilogue &E) {
   using namespace gemm_detail;
-  using Mi = Micro<T>;
-  constexpr int64_t MR = Mi::MR, NR = Mi::NR;
   if (S.Batch <= 0 || S.M <= 0 || S.N <= 0)
     return;
+  if constexpr (IsStridedB<LoadB>)
+    if (S.M <= kGemvMaxRows && S.K > 0 && (B.KStride == 1 || B.NStride == 1))
+      return gemv<T>(S, Opt.Threaded, A, B, E);
+  const MicroKernel<T> Micro = microKernel<T>(gemm_isa());
+  const int64_t MR = Micro.Shape.MR, NR = Micro.Shape.NR;
+  GemmBlocking Blk = Opt.Blocking;
+  if (Blk.MC <= 0 || Blk.KC <= 0 || Blk.NC <= 0)
+    Blk = gemm_blocking(int64_t(sizeof(T)), MR, NR);
   const int64_t KC = std::max<int64_t>(1, std::min(Blk.KC, S.K));
   int64_t MC = roundUp(std::min(Blk.MC, S.M), MR);
   int64_t NC = roundUp(std::min(Blk.NC, S.N), NR);
   // Enough tiles for every thread: halve the tiles while there are fewer
   // than two per thread (a 128 x 128 product is one default tile).
-  const int64_t Threads = Threaded ? thread_count() : 1;
+  const int64_t Threads = Opt.Threaded ? thread_count() : 1;
   auto Tiles = [&] {
     return S.Batch * ((S.M + MC - 1) / MC) * ((S.N + NC - 1) / NC);
   };
@@ -179,34 +238,47 @@ void gemm(const GemmShape &S, GemmBlocking Blk, bool Threaded, const LoadA &A,
       std::fill(C, C + McPad * NC, T(0));
       for (int64_t K0 = 0; K0 < S.K; K0 += KC) {
         const int64_t Kc = std::min(KC, S.K - K0);
-        // B[K0 + k, J0 + j] -> panel j / NR, row k, lane j % NR.
+        // B[K0 + k, J0 + j] -> panel j / NR, row k, lane j % NR; read along
+        // the operand's contiguous axis.
         T *PB = Bp.get();
         for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
           T *Panel = PB + Jp * Kc;
           const int64_t W = std::min(NR, Nc - Jp);
-          for (int64_t K = 0; K < Kc; ++K) {
+          if (Opt.BUnitK) {
             for (int64_t J = 0; J < W; ++J)
-              Panel[K * NR + J] = B(Bi, K0 + K, J0 + Jp + J);
-            for (int64_t J = W; J < NR; ++J)
-              Panel[K * NR + J] = T(0);
+              for (int64_t K = 0; K < Kc; ++K)
+                Panel[K * NR + J] = B(Bi, K0 + K, J0 + Jp + J);
+          } else {
+            for (int64_t K = 0; K < Kc; ++K)
+              for (int64_t J = 0; J < W; ++J)
+                Panel[K * NR + J] = B(Bi, K0 + K, J0 + Jp + J);
           }
+          if (W < NR)
+            for (int64_t K = 0; K < Kc; ++K)
+              for (int64_t J = W; J < NR; ++J)
+                Panel[K * NR + J] = T(0);
         }
         // A[I0 + i, K0 + k] -> panel i / MR, column k, lane i % MR.
         T *PA = Ap.get();
         for (int64_t Ip = 0; Ip < McPad; Ip += MR) {
           T *Panel = PA + Ip * Kc;
           const int64_t H = std::min(MR, Mc - Ip);
-          for (int64_t I = 0; I < H; ++I)
+          if (Opt.AUnitK) {
+            for (int64_t I = 0; I < H; ++I)
+              for (int64_t K = 0; K < Kc; ++K)
+                Panel[K * MR + I] = A(Bi, I0 + Ip + I, K0 + K);
+          } else {
             for (int64_t K = 0; K < Kc; ++K)
-              Panel[K * MR + I] = A(Bi, I0 + Ip + I, K0 + K);
+              for (int64_t I = 0; I < H; ++I)
+                Panel[K * MR + I] = A(Bi, I0 + Ip + I, K0 + K);
+          }
           for (int64_t I = H; I < MR; ++I)
             for (int64_t K = 0; K < Kc; ++K)
               Panel[K * MR + I] = T(0);
         }
         for (int64_t Jp = 0; Jp < NcPad; Jp += NR)
           for (int64_t Ip = 0; Ip < McPad; Ip += MR)
-            microKernel<T>(Kc, PA + Ip * Kc, PB + Jp * Kc, C + Ip * NC + Jp,
-                           NC);
+            Micro.Run(Kc, PA + Ip * Kc, PB + Jp * Kc, C + Ip * NC + Jp, NC);
       }
       for (int64_t I = 0; I < Mc; ++I)
         E(Bi, I0 + I, J0, Nc, static_cast<const T *>(C + I * NC));

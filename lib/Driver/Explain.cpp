@@ -149,8 +149,8 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
         C.MinWorkForThreads <= 0 ? std::string("one thread")
         : C.Kind == tile::LoopKind::Gemm
             ? fmt::format("threads over C tiles from {} multiply-adds; "
-                          "blocking MC {}, KC {}, NC {}",
-                          C.MinWorkForThreads, C.GemmMC, C.GemmKC, C.GemmNC)
+                          "micro-kernel and blocking picked at run time",
+                          C.MinWorkForThreads)
             : fmt::format("threads over the outermost {} loop{} from {} "
                           "elements",
                           C.ThreadedLoops, C.ThreadedLoops == 1 ? "" : "s",

@@ -53,8 +53,7 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
     OS << Pad << "  threads: none\n";
   OS << Pad << "  vector: " << S.Vector << "\n";
   if (S.Kind == LoopKind::Gemm)
-    OS << Pad << "  blocking: MC " << S.GemmMC << ", KC " << S.GemmKC << ", NC "
-       << S.GemmNC << "\n";
+    OS << Pad << "  blocking: at run time (cache sizes)\n";
   if (S.ColumnBlock)
     OS << Pad << "  column block: " << S.ColumnBlock << "\n";
   for (unsigned B : S.RowBuffers)

@@ -55,9 +55,6 @@ struct NestSchedule {
   std::string Vector;
   /// Columns: how many columns (accumulators) a block holds.
   int64_t ColumnBlock = 0;
-  /// Gemm: the cache blocking (rows and columns of a C tile, depth of a
-  /// packed block), see include/pk/gemm.h.
-  int64_t GemmMC = 0, GemmKC = 0, GemmNC = 0;
   /// Rows: inner statements (indices into the nest's body) kept in a per-row
   /// buffer by the first phase that computes them and read back by later
   /// phases, instead of being recomputed (they cost more than a load).

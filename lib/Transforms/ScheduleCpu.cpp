@@ -15,8 +15,8 @@
 //    column; the block keeps the accumulators in L1.
 //  * A matrix product (loop::matchGemm) runs as pk::rt::gemm: C tiles on
 //    threads, packed operand blocks, a register-tiled micro-kernel, the
-//    epilogue applied to each tile after its last K block. The blocking
-//    comes from the cache sizes (see gemmBlocking).
+//    epilogue applied to each tile after its last K block. The micro-kernel
+//    and the blocking are picked at run time (include/pk/gemm.h).
 //  * Attention (Nest::Attention) runs query rows on threads, each one pass
 //    over the keys with an online softmax.
 //  * A full reduction is one row: vectorised, on the calling thread.
@@ -147,22 +147,14 @@ std::vector<unsigned> rowBuffers(const Nest &N) {
   return Buffers;
 }
 
-/// Cache blocking of a matrix product of `Bytes`-byte elements (the BLIS
-/// analysis, with the widest micro-tile pk/gemm.h uses: NR = 64 bytes x 2):
-///  * KC: a B micro-panel (KC x NR) fills L1, reused by every A micro-panel;
-///  * MC: an A block (MC x KC) takes an eighth of L2, streamed per micro-tile;
-///  * NC: a B block (KC x NC) takes half of L2, reused by every A block;
-/// the C tile buffer (MC x NC) takes the rest.
-void gemmBlocking(NestSchedule &S, const tile::CpuTarget &T, int64_t Bytes) {
-  const int64_t WidestPanel = 2 * 64; // bytes per k of a B micro-panel
-  S.GemmKC = std::max<int64_t>(16, T.L1Bytes / WidestPanel);
-  S.GemmMC = std::max<int64_t>(12, T.L2Bytes / (8 * S.GemmKC * Bytes));
-  S.GemmNC = std::max<int64_t>(32, T.L2Bytes / (2 * S.GemmKC * Bytes));
-  S.Notes.push_back(fmt::format(
-      "matrix product: C tiles of {} x {} on threads, K in blocks of {}; "
-      "packed A block {} KiB, B block {} KiB (L1 {} KiB, L2 {} KiB)",
-      S.GemmMC, S.GemmNC, S.GemmKC, S.GemmMC * S.GemmKC * Bytes / 1024,
-      S.GemmKC * S.GemmNC * Bytes / 1024, T.L1Bytes / 1024, T.L2Bytes / 1024));
+/// A matrix product's notes. Its micro-kernel and cache blocking are chosen
+/// when it runs, for the CPU it runs on (include/pk/gemm.h): the build
+/// machine's caches and -march say nothing about the user's.
+void gemmNotes(NestSchedule &S) {
+  S.Notes.push_back(
+      "matrix product: C tiles on threads, K in blocks; micro-kernel (avx512, "
+      "avx2 or baseline) and blocking chosen at run time from the CPU and its "
+      "cache sizes (pk::rt::gemm_isa, pk::rt::gemm_blocking)");
   S.Notes.push_back("epilogue applied to each C tile after its last K block; "
                     "operands (transposed, broadcast, with prologues) read "
                     "once per tile while packing");
@@ -242,7 +234,7 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
         "a libgomp region costs ~1.5 us to enter",
         S.MinWorkForThreads);
     S.Vector = "micro-kernel (MR x NR accumulators in vector registers)";
-    gemmBlocking(S, T, ir::dtypeBytes(G->Type));
+    gemmNotes(S);
     return S;
   }
   if (isColumnReduction(N)) {

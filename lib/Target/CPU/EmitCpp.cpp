@@ -349,6 +349,46 @@ private:
     return "int64_t";
   }
 
+  /// Whether every load of a matrix product's operand (its statements
+  /// \p Stmts) steps by 1 along the reduced axis \p KAxis, as a C++
+  /// condition; \p None when no load runs along it.
+  std::string unitAlongK(const Nest &N, const std::vector<unsigned> &Stmts,
+                         unsigned KAxis, llvm::StringRef None) const {
+    std::string Cond = unitStrideCondition(F, N, KAxis, Stmts);
+    return Cond.empty() ? None.str() : Cond;
+  }
+
+  /// B as a pk::rt::StridedB when it is a ref read as it is (transposed or
+  /// broadcast, no prologue, no conversion): the runtime then reads it in
+  /// place for a few rows of A (the GEMV path) instead of packing it.
+  std::optional<std::string> stridedB(const Nest &N,
+                                      const loop::GemmPattern &G) const {
+    if (G.BStmts.size() != 1 || G.BStmts[0] != G.B)
+      return std::nullopt;
+    const Stmt &S = N.Body[G.B];
+    if (S.K != Stmt::Load || S.Type != G.Type ||
+        dtypeInfo(F.Params[S.Param].Type).Compute != F.Params[S.Param].Type)
+      return std::nullopt;
+    std::string Batch = "0", K = "0", J = "0";
+    for (size_t D = 0; D < S.Dims.size(); ++D) {
+      if (S.Dims[D] < 0)
+        continue; // an axis of extent 1: index 0
+      std::string *Stride = nullptr;
+      if (S.Dims[D] == G.BatchAxis)
+        Stride = &Batch;
+      else if (S.Dims[D] == static_cast<int>(G.KAxis))
+        Stride = &K;
+      else if (S.Dims[D] == static_cast<int>(G.NAxis))
+        Stride = &J;
+      else
+        return std::nullopt; // B varies along i: not a plain operand
+      *Stride = strideVar(F, S.Param, D);
+    }
+    return fmt::format("pk::rt::StridedB<{}>{{{}, {}, {}, {}}}",
+                       dtypeCppName(G.Type), pointerVar(F, S.Param), Batch, K,
+                       J);
+  }
+
   void emitGemm(const Nest &N, const std::string &Indent) {
     std::optional<loop::GemmPattern> G = loop::matchGemm(N);
     assert(G && "the schedule said gemm");
@@ -408,13 +448,22 @@ private:
       Out += fmt::format("{}const bool pk_unit = {};\n", Indent,
                          fmt::join(Unit, " && "));
     Out += fmt::format("{}pk::rt::gemm<{}>(\n", Indent, Ty);
-    Out += fmt::format("{}  {{{}, {}, {}, {}}}, {{{}, {}, {}}}, pk_n >= {},\n",
-                       Indent, Batch, extentExpr(F, N.Domain[G->MAxis]),
-                       extentExpr(F, N.Domain[G->NAxis]), extentExpr(F, G->K),
-                       Cur->GemmMC, Cur->GemmKC, Cur->GemmNC,
-                       Cur->MinWorkForThreads);
+    Out += fmt::format("{}  {{{}, {}, {}, {}}},\n", Indent, Batch,
+                       extentExpr(F, N.Domain[G->MAxis]),
+                       extentExpr(F, N.Domain[G->NAxis]), extentExpr(F, G->K));
+    // Packing walks each operand along its contiguous axis: k for a
+    // row-major A and for nn.Linear's w[N, K] as B, j for a [K, N] B.
+    Out += fmt::format("{}  {{pk_n >= {}, {}, {}}},\n", Indent,
+                       Cur->MinWorkForThreads,
+                       unitAlongK(N, G->AStmts, G->KAxis, "true"),
+                       unitAlongK(N, G->BStmts, G->KAxis, "false"));
     Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis, G->KAxis);
-    Operand("B(batch, k, j)", G->B, G->BStmts, G->BAxes, G->KAxis, G->NAxis);
+    if (std::optional<std::string> Strided = stridedB(N, *G))
+      Out += fmt::format("{}  // B(batch, k, j), read in place\n{}  {},\n",
+                         Indent, Indent, *Strided);
+    else
+      Operand("B(batch, k, j)", G->B, G->BStmts, G->BAxes, G->KAxis,
+              G->NAxis);
     Out += fmt::format("{}  // Epilogue: row i, columns [pk_j, pk_j + pk_len) "
                        "of a finished C tile.\n",
                        Indent);

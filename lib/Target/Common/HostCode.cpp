@@ -460,8 +460,18 @@ std::string target::indexedWork(const Function &F, const Nest &N) {
 
 std::string target::unitStrideCondition(const Function &F, const Nest &N,
                                         unsigned Axis) {
+  std::vector<unsigned> All(N.Body.size());
+  for (unsigned I = 0; I < All.size(); ++I)
+    All[I] = I;
+  return unitStrideCondition(F, N, Axis, All);
+}
+
+std::string target::unitStrideCondition(const Function &F, const Nest &N,
+                                        unsigned Axis,
+                                        llvm::ArrayRef<unsigned> Stmts) {
   std::vector<std::string> Conds;
-  for (const Stmt &S : N.Body) {
+  for (unsigned I : Stmts) {
+    const Stmt &S = N.Body[I];
     if (S.K != Stmt::Load)
       continue;
     for (size_t K = 0; K < S.Dims.size(); ++K)

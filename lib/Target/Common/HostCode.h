@@ -150,6 +150,10 @@ void emitRowBody(const ir::Function &F, const loop::Nest &N, Backend B,
 /// ("" when none).
 std::string unitStrideCondition(const ir::Function &F, const loop::Nest &N,
                                 unsigned Axis);
+/// The same over the loads among the statements \p Stmts only (a matrix
+/// product's operand).
+std::string unitStrideCondition(const ir::Function &F, const loop::Nest &N,
+                                unsigned Axis, llvm::ArrayRef<unsigned> Stmts);
 
 /// A column reduction (every axis but the last reduced, one phase, only row
 /// stores) for the columns [pk_col_begin, pk_col_end): the reduced axes

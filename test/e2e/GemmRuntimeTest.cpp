@@ -1,0 +1,356 @@
+// pk::rt::gemm at every instruction-set level (include/pk/gemm_kernels.h),
+// against a float64 reference: one test per level, skipped (not passed) on a
+// CPU that lacks the level. Each level runs M, N, K over micro-tile and
+// vector tails, both B layouts (nn.Linear's w[N, K] and [K, N]), a batch
+// with a broadcast operand, blockings small enough that a product crosses
+// KC, MC and NC boundaries, NaN and infinity in the operands, and 1 vs 2
+// threads (bit-identical: K is never split between threads).
+//
+// Tolerance (float): |c - ref| <= K * 2^-23 * sum_k |a_ik b_kj| + 1e-30,
+// twice the worst case of a K-term dot product accumulated in float in any
+// order, with or without fused multiply-adds (gamma_K = K u, u = 2^-24);
+// double: the same with 2^-52. A wrong product (one term dropped, a term
+// counted twice, a float product for a double one) exceeds it: the test
+// `DroppedTermFails` checks that the bound rejects one dropped term.
+#include <pk/gemm.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace {
+
+using pk::rt::GemmBlocking;
+using pk::rt::GemmIsa;
+using pk::rt::GemmOptions;
+
+/// A batched product's operands, row-major: A [BatchA, M, K] (BatchA 1 =
+/// broadcast), B [BatchB, N, K] when TransB (w[N, K]) else [BatchB, K, N].
+template <class T> struct Problem {
+  int64_t Batch = 1, M = 0, N = 0, K = 0;
+  bool BroadcastA = false, BroadcastB = false, TransB = true;
+  std::vector<T> A, B;
+
+  T a(int64_t Bi, int64_t I, int64_t Kk) const {
+    return A[((BroadcastA ? 0 : Bi) * M + I) * K + Kk];
+  }
+  int64_t bBatch(int64_t Bi) const { return BroadcastB ? 0 : Bi; }
+  T b(int64_t Bi, int64_t Kk, int64_t J) const {
+    return TransB ? B[(bBatch(Bi) * N + J) * K + Kk]
+                  : B[(bBatch(Bi) * K + Kk) * N + J];
+  }
+  /// B as pkc passes a ref read in place (the small-M path reads it so).
+  pk::rt::StridedB<T> strided() const {
+    const int64_t Batch = BroadcastB ? 0 : N * K;
+    return TransB ? pk::rt::StridedB<T>{B.data(), Batch, 1, K}
+                  : pk::rt::StridedB<T>{B.data(), Batch, N, 1};
+  }
+};
+
+template <class T>
+Problem<T> makeProblem(int64_t Batch, int64_t M, int64_t N, int64_t K,
+                       bool TransB, bool BroadcastA, unsigned Seed,
+                       bool BroadcastB = false) {
+  Problem<T> P;
+  P.Batch = Batch;
+  P.M = M;
+  P.N = N;
+  P.K = K;
+  P.TransB = TransB;
+  P.BroadcastA = BroadcastA;
+  P.BroadcastB = BroadcastB;
+  std::mt19937 Rng(Seed);
+  std::uniform_real_distribution<double> U(-1.0, 1.0);
+  P.A.resize(size_t((BroadcastA ? 1 : Batch) * M * K));
+  P.B.resize(size_t((BroadcastB ? 1 : Batch) * N * K));
+  for (T &V : P.A)
+    V = T(U(Rng));
+  for (T &V : P.B)
+    V = T(U(Rng));
+  return P;
+}
+
+/// C = A B through pk::rt::gemm, the way pkc calls it: A a lambda, B a
+/// lambda (an operand with a prologue) or, when \p Strided, a StridedB (a
+/// ref read in place: M <= kGemvMaxRows runs the GEMV kernels); an epilogue
+/// that stores each finished element once and counts the stores.
+template <class T>
+std::vector<T> run(const Problem<T> &P, GemmOptions Opt, int64_t *Stores,
+                   bool Strided = false) {
+  std::vector<T> C(size_t(P.Batch * P.M * P.N), std::numeric_limits<T>::max());
+  Opt.AUnitK = true;
+  Opt.BUnitK = P.TransB;
+  int64_t Count = 0;
+  auto A = [&](int64_t Bi, int64_t I, int64_t K) { return P.a(Bi, I, K); };
+  auto E = [&](int64_t Bi, int64_t I, int64_t J0, int64_t Len, const T *Acc) {
+    for (int64_t L = 0; L < Len; ++L)
+      C[size_t((Bi * P.M + I) * P.N + J0 + L)] = Acc[L];
+#pragma omp atomic
+    Count += Len;
+  };
+  if (Strided)
+    pk::rt::gemm<T>({P.Batch, P.M, P.N, P.K}, Opt, A, P.strided(), E);
+  else
+    pk::rt::gemm<T>(
+        {P.Batch, P.M, P.N, P.K}, Opt, A,
+        [&](int64_t Bi, int64_t K, int64_t J) { return P.b(Bi, K, J); }, E);
+  if (Stores)
+    *Stores = Count;
+  return C;
+}
+
+template <class T> constexpr double unitEps() {
+  return std::numeric_limits<T>::epsilon(); // 2^-23 for float, 2^-52 double
+}
+
+/// Compares C with the float64 reference under the bound in the file
+/// comment; returns the number of elements outside it (and reports the
+/// first few).
+template <class T>
+int64_t countOutside(const Problem<T> &P, const std::vector<T> &C,
+                     const std::string &What, bool Report = true,
+                     int64_t DropK = -1) {
+  int64_t Bad = 0;
+  for (int64_t Bi = 0; Bi < P.Batch; ++Bi)
+    for (int64_t I = 0; I < P.M; ++I)
+      for (int64_t J = 0; J < P.N; ++J) {
+        double Ref = 0, Abs = 0;
+        for (int64_t K = 0; K < P.K; ++K) {
+          const double T1 = double(P.a(Bi, I, K)) * double(P.b(Bi, K, J));
+          if (K != DropK)
+            Ref += T1;
+          Abs += std::fabs(T1);
+        }
+        const double Bound = double(P.K) * unitEps<T>() * Abs + 1e-30;
+        const double Got = C[size_t((Bi * P.M + I) * P.N + J)];
+        if (!(std::fabs(Got - Ref) <= Bound)) {
+          if (Report && Bad < 3)
+            ADD_FAILURE() << What << ": c[" << Bi << ", " << I << ", " << J
+                          << "] = " << Got << ", reference " << Ref
+                          << ", bound " << Bound;
+          ++Bad;
+        }
+      }
+  return Bad;
+}
+
+std::string shapeName(int64_t Batch, int64_t M, int64_t N, int64_t K,
+                      bool TransB) {
+  return std::to_string(Batch) + "x" + std::to_string(M) + "x" +
+         std::to_string(N) + "x" + std::to_string(K) +
+         (TransB ? " w[N,K]" : " w[K,N]");
+}
+
+void nanAndInfinity(int64_t M, bool Strided);
+
+class GemmLevel : public ::testing::TestWithParam<GemmIsa> {
+protected:
+  void SetUp() override {
+    Saved = pk::rt::gemm_isa();
+    if (!pk::rt::set_gemm_isa(GetParam()))
+      GTEST_SKIP() << "this CPU does not run the "
+                   << pk::rt::gemm_isa_name(GetParam()) << " level";
+  }
+  void TearDown() override { pk::rt::set_gemm_isa(Saved); }
+  GemmIsa Saved = GemmIsa::Baseline;
+};
+
+const int64_t Extents[] = {0, 1, 3, 7, 8, 9, 17, 65, 127, 129};
+
+/// Every (M, N, K) of Extents, both layouts, B as a lambda (packed) and as
+/// a StridedB (read in place: the GEMV kernels for M <= 8, packed above).
+template <class T> void allShapes(GemmIsa Level) {
+  const std::string Name = pk::rt::gemm_isa_name(Level);
+  unsigned Seed = 1;
+  for (int64_t M : Extents)
+    for (int64_t N : Extents)
+      for (int64_t K : Extents)
+        for (bool TransB : {true, false})
+          for (bool Strided : {false, true}) {
+            // Every extent against every other is 4000 products: the
+            // largest only for some, so the suite stays quick.
+            if (M * N * K > 65 * 129 * 129 && (M + N + K) % 3)
+              continue;
+            Problem<T> P = makeProblem<T>(1, M, N, K, TransB, false, Seed++);
+            int64_t Stores = 0;
+            std::vector<T> C = run(P, GemmOptions{}, &Stores, Strided);
+            const std::string What = Name + " " +
+                                     shapeName(1, M, N, K, TransB) +
+                                     (Strided ? " strided B" : " lambda B");
+            EXPECT_EQ(Stores, M * N) << What << ": each element stored once";
+            if (countOutside(P, C, What))
+              return;
+          }
+}
+
+TEST_P(GemmLevel, FloatShapes) { allShapes<float>(GetParam()); }
+TEST_P(GemmLevel, DoubleShapes) { allShapes<double>(GetParam()); }
+
+TEST_P(GemmLevel, LargeAndBlockingBoundaries) {
+  const std::string Name = pk::rt::gemm_isa_name(GetParam());
+  const pk::rt::gemm_detail::Tile Tile =
+      pk::rt::gemm_detail::microKernel<float>(GetParam()).Shape;
+  // The cache-sized blocking, and one small enough that these products
+  // cross several K blocks, C-tile rows and columns: extents one below, at
+  // and one above each boundary.
+  const GemmBlocking Cache = pk::rt::gemm_blocking(4, Tile.MR, Tile.NR);
+  EXPECT_GE(Cache.KC, 64);
+  EXPECT_EQ(Cache.MC % Tile.MR, 0);
+  EXPECT_EQ(Cache.NC % Tile.NR, 0);
+  const GemmBlocking Small = {2 * Tile.MR, 32, 2 * Tile.NR};
+  unsigned Seed = 100;
+  for (const GemmBlocking &Blk : {Small, Cache}) {
+    const int64_t Ms[] = {Blk.MC - 1, Blk.MC + 1, 2 * Blk.MC + Tile.MR + 1};
+    const int64_t Ns[] = {Blk.NC - 1, Blk.NC + 1};
+    const int64_t Ks[] = {Blk.KC - 1, Blk.KC, 2 * Blk.KC + 1};
+    for (int64_t M : Ms)
+      for (int64_t N : Ns)
+        for (int64_t K : Ks) {
+          if (M * N * K > (int64_t(1) << 26))
+            continue; // the cache-sized blocking's largest: enough below
+          for (bool TransB : {true, false}) {
+            Problem<float> P =
+                makeProblem<float>(1, M, N, K, TransB, false, Seed++);
+            GemmOptions Opt;
+            Opt.Blocking = Blk;
+            std::vector<float> C = run(P, Opt, nullptr);
+            if (countOutside(P, C,
+                             Name + " blocking " + std::to_string(Blk.MC) +
+                                 "/" + std::to_string(Blk.KC) + "/" +
+                                 std::to_string(Blk.NC) + " " +
+                                 shapeName(1, M, N, K, TransB)))
+              return;
+          }
+        }
+  }
+  // 1000: several default K blocks; and the GEMV path over 8 column blocks.
+  Problem<float> P = makeProblem<float>(1, 70, 1000, 1000, true, false, 7);
+  EXPECT_EQ(countOutside(P, run(P, GemmOptions{}, nullptr),
+                         Name + " " + shapeName(1, 70, 1000, 1000, true)),
+            0);
+  for (bool TransB : {true, false}) {
+    Problem<float> Q = makeProblem<float>(1, 6, 1000, 1000, TransB, false, 8);
+    EXPECT_EQ(
+        countOutside(Q, run(Q, GemmOptions{}, nullptr, true),
+                     Name + " strided " + shapeName(1, 6, 1000, 1000, TransB)),
+        0);
+  }
+}
+
+TEST_P(GemmLevel, BatchedAndBroadcast) {
+  const std::string Name = pk::rt::gemm_isa_name(GetParam());
+  for (int64_t M : {5, 17}) // the GEMV path (strided B) and the packed one
+    for (bool BroadcastA : {false, true})
+      for (bool BroadcastB : {false, true})
+        for (bool TransB : {true, false})
+          for (bool Strided : {false, true}) {
+            Problem<float> P = makeProblem<float>(3, M, 65, 129, TransB,
+                                                  BroadcastA, 11, BroadcastB);
+            EXPECT_EQ(countOutside(P, run(P, GemmOptions{}, nullptr, Strided),
+                                   Name + (BroadcastA ? " broadcast A" : "") +
+                                       (BroadcastB ? " broadcast B" : "") +
+                                       (Strided ? " strided " : " ") +
+                                       shapeName(3, M, 65, 129, TransB)),
+                      0);
+          }
+}
+
+TEST_P(GemmLevel, NanAndInfinity) {
+  for (int64_t M : {3, 9}) // the GEMV path and the packed one
+    for (bool Strided : {false, true})
+      nanAndInfinity(M, Strided);
+}
+
+TEST_P(GemmLevel, ThreadCountDoesNotChangeBits) {
+#ifdef _OPENMP
+  GemmOptions Opt;
+  Opt.Threaded = true;
+  const int Saved = omp_get_max_threads();
+  for (int64_t M : {4, 131})
+    for (bool Strided : {false, true}) {
+      Problem<float> P = makeProblem<float>(2, M, 1000, 400, true, false, 3);
+      omp_set_num_threads(1);
+      std::vector<float> One = run(P, Opt, nullptr, Strided);
+      omp_set_num_threads(2);
+      std::vector<float> Two = run(P, Opt, nullptr, Strided);
+      EXPECT_EQ(One, Two) << "M = " << M << (Strided ? ", strided B" : "");
+    }
+  omp_set_num_threads(Saved);
+#else
+  GTEST_SKIP() << "built without OpenMP";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, GemmLevel,
+                         ::testing::ValuesIn(pk::rt::kAllGemmIsas),
+                         [](const ::testing::TestParamInfo<GemmIsa> &I) {
+                           return std::string(pk::rt::gemm_isa_name(I.param));
+                         });
+
+// NaN and infinity propagate as in the exact sum: a NaN in row 4 of A makes
+// row 4 of C NaN, a +inf in column 11 of B (A > 0) makes column 11 +inf.
+void nanAndInfinity(int64_t M, bool Strided) {
+  Problem<float> P = makeProblem<float>(1, M, 17, 33, true, false, 5);
+  for (float &V : P.A)
+    V = std::fabs(V) + 0.5f; // A > 0: an infinite b gives an infinite sum
+  const int64_t NanRow = M / 2;
+  P.A[size_t(NanRow * P.K + 7)] = std::numeric_limits<float>::quiet_NaN();
+  P.B[size_t(11 * P.K + 3)] = std::numeric_limits<float>::infinity();
+  std::vector<float> C = run(P, GemmOptions{}, nullptr, Strided);
+  const std::string What = std::string("M = ") + std::to_string(M) +
+                           (Strided ? ", strided B" : ", lambda B");
+  for (int64_t I = 0; I < P.M; ++I)
+    for (int64_t J = 0; J < P.N; ++J) {
+      const float V = C[size_t(I * P.N + J)];
+      if (I == NanRow)
+        EXPECT_TRUE(std::isnan(V))
+            << What << ": row " << NanRow << " has a NaN in A: c[.., " << J
+            << "] = " << V;
+      else if (J == 11)
+        EXPECT_EQ(V, std::numeric_limits<float>::infinity())
+            << What << ": column 11 has +inf in B: c[" << I << ", 11]";
+      else
+        EXPECT_TRUE(std::isfinite(V))
+            << What << ": c[" << I << ", " << J << "]";
+    }
+}
+
+// The bound is not vacuous: a product with one term dropped fails it.
+TEST(GemmBound, DroppedTermFails) {
+  Problem<float> P = makeProblem<float>(1, 8, 8, 1000, true, false, 9);
+  // Term 500 is 1 in every dot product: as large as any of the others.
+  for (int64_t I = 0; I < P.M; ++I)
+    P.A[size_t(I * P.K + 500)] = 1;
+  for (int64_t J = 0; J < P.N; ++J)
+    P.B[size_t(J * P.K + 500)] = 1;
+  std::vector<float> C = run(P, GemmOptions{}, nullptr);
+  EXPECT_EQ(countOutside(P, C, "exact", true), 0);
+  EXPECT_EQ(countOutside(P, C, "one term dropped", false, /*DropK=*/500),
+            P.M * P.N)
+      << "the tolerance accepts a product missing one of 1000 terms";
+}
+
+TEST(GemmIsaSelection, NamesAndPinning) {
+  EXPECT_TRUE(pk::rt::gemm_isa_supported(GemmIsa::Baseline));
+  const GemmIsa Saved = pk::rt::gemm_isa();
+  EXPECT_TRUE(pk::rt::gemm_isa_supported(Saved));
+  for (GemmIsa L : pk::rt::kAllGemmIsas) {
+    EXPECT_EQ(pk::rt::set_gemm_isa(L), pk::rt::gemm_isa_supported(L));
+    if (pk::rt::gemm_isa_supported(L))
+      EXPECT_EQ(pk::rt::gemm_isa(), L);
+  }
+  pk::rt::set_gemm_isa(Saved);
+  std::printf("pk::rt::gemm: %s (PK_GEMM_ISA pins it)\n",
+              pk::rt::gemm_isa_name(pk::rt::gemm_isa()));
+}
+
+} // namespace
