@@ -67,12 +67,13 @@ PK_KERNEL void q_sum_all(In<uint8_t, 2> x, Out<int64_t, 0> total) {
 }
 
 // Symmetric per-row quantisation of floats to int8: the row's absolute
-// maximum maps to 127 (a zero row keeps scale 1).
+// maximum maps to 127 (a zero row keeps scale 1), rounding half away from
+// zero (cast<int32_t> truncates toward zero).
 PK_KERNEL void q_quantize_rows(In<float, 2> x, Out<int8_t, 2> q,
                                Out<float, 1> scale) {
   auto amax = max(abs(x[_]), -1, keepdims);
   auto s = where(amax > 0.0f, amax / 127.0f, 1.0f);
-  q[_] = floor(x[_] / s + 0.5f);
+  q[_] = cast<int32_t>(x[_] / s + where(x[_] < 0.0f, -0.5f, 0.5f));
   scale[_] = squeeze(s, -1);
 }
 
