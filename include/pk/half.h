@@ -209,7 +209,8 @@ template <class T> using ComputeType = typename ComputeTypeOf<T>::type;
 
 /// True for pk::half and pk::bfloat16.
 template <class T>
-inline constexpr bool IsStorage16 = !std::is_same_v<ComputeType<T>, T>;
+inline constexpr bool IsStorage16 =
+    std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 } // namespace pk
 

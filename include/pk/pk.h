@@ -16,7 +16,9 @@
 // arithmetic scalars; at least one operand must be an array (scalar with
 // scalar is plain C++). Element types of arrays: float, double, int32_t,
 // int64_t, bool. Refs may also hold pk::half and pk::bfloat16 (<pk/half.h>):
-// `ref[_]` reads them as Array<float>, a store rounds to the 16-bit type.
+// `ref[_]` reads them as Array<float>, a store rounds to the 16-bit type;
+// and int8_t and uint8_t: `ref[_]` reads them as Array<int32_t> (C++'s
+// integral promotion), a store converts modulo 2^8.
 //
 // Promotion (the frontend follows these rules):
 //   array  with array : the C++ usual arithmetic conversions of the element
@@ -90,6 +92,10 @@ template <class T> constexpr const char *typeName() {
     return "pk::half";
   else if constexpr (std::is_same_v<T, bfloat16>)
     return "pk::bfloat16";
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return "int8_t";
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return "uint8_t";
   else
     return "?";
 }
@@ -189,7 +195,8 @@ template <class T> class Array {
   static_assert(detail::IsElement<T>,
                 "pk::Array<T>: T must be float, double, int32_t, int64_t or "
                 "bool (pk::half and pk::bfloat16 are storage types: their "
-                "refs read as Array<float>)");
+                "refs read as Array<float>; int8_t and uint8_t refs read as "
+                "Array<int32_t>)");
 
 public:
   using element_type = T;
@@ -613,15 +620,19 @@ template <size_t R> Shape toShape(const std::array<int64_t, R> &E) {
 }
 
 /// The value of a ref's elements: a copy, converted to float for the 16-bit
-/// storage types.
+/// storage types and to int32_t for the 8-bit ones.
 template <class T>
 Array<ComputeType<T>> readRef(const T *P, Shape S, std::string Label) {
-  if constexpr (IsStorage16<T>) {
-    Array<float> A(std::move(S), Uninit{}, std::move(Label));
-    float *D = A.data();
+  if constexpr (IsStorage<T>) {
+    Array<ComputeType<T>> A(std::move(S), Uninit{}, std::move(Label));
+    ComputeType<T> *D = A.data();
     const int64_t N = A.size();
-    for (int64_t I = 0; I < N; ++I)
-      D[I] = to_float(P[I]);
+    for (int64_t I = 0; I < N; ++I) {
+      if constexpr (IsStorage16<T>)
+        D[I] = to_float(P[I]);
+      else
+        D[I] = static_cast<ComputeType<T>>(P[I]);
+    }
     return A;
   } else {
     return Array<T>(std::move(S), P, std::move(Label));
@@ -629,11 +640,15 @@ Array<ComputeType<T>> readRef(const T *P, Shape S, std::string Label) {
 }
 
 /// A value converted to the element type T of a ref it is stored into. The
-/// 16-bit types convert from float (rounding to nearest even), so a double
-/// is rounded to float first, as the compiled code does.
+/// storage types convert from their compute type, as the compiled code does:
+/// the 16-bit types from float (rounding to nearest even), so a double is
+/// rounded to float first; the 8-bit types from int32_t (modulo 2^8), so a
+/// float or an int64_t becomes an int32_t first.
 template <class T, class S> T storeAs(S V) {
   if constexpr (IsStorage16<T>)
     return T(static_cast<float>(V));
+  else if constexpr (IsStorage8<T>)
+    return static_cast<T>(static_cast<int32_t>(V));
   else
     return static_cast<T>(V);
 }
@@ -642,12 +657,14 @@ template <class T, class S> T storeAs(S V) {
 /// What `out[_]` returns for an Out or InOut: an Array<ComputeType<T>>
 /// holding a copy of the ref's current content (so it reads like any value,
 /// and a local `auto t = out[_];` is a snapshot), plus the ref to store into.
-/// A pk::half or pk::bfloat16 ref reads as Array<float>.
+/// A pk::half or pk::bfloat16 ref reads as Array<float>, an int8_t or
+/// uint8_t ref as Array<int32_t>.
 ///
 /// - `out[_] = v;` (assignment to the temporary) stores v, an array or a
 ///   scalar, broadcast one way to the ref's shape and converted to T
 ///   (detail::storeAs: static_cast, or for the 16-bit types a conversion to
-///   float, then to T rounding to nearest even). ShapeError "cannot
+///   float, then to T rounding to nearest even; for the 8-bit types to
+///   int32_t, then to T modulo 2^8). ShapeError "cannot
 ///   broadcast v[...] to out[...]" when it does not fit (also when v's rank
 ///   exceeds R).
 /// - On a named local (`auto t = out[_]; t = t * 2;`) assignment replaces
@@ -947,16 +964,26 @@ requires(detail::ArrayLike<M> &&detail::Operand<A> &&detail::Operand<B>)
 /// cast<pk::half> and cast<pk::bfloat16> round each element to the 16-bit
 /// type (through float, to nearest even) and give a float array: values
 /// always compute in float, so this is how a kernel models storing an
-/// intermediate in 16 bits.
+/// intermediate in 16 bits. cast<int8_t> and cast<uint8_t> convert each
+/// element to int32_t, then wrap it modulo 2^8 to the 8-bit type's range,
+/// and give an int32_t array (8-bit values compute in int32_t, as C++
+/// promotes them): the value an 8-bit ref holds after storing it.
 template <class U, class X>
 requires detail::ArrayLike<X> Array<ComputeType<U>> cast(const X &V) {
-  static_assert(detail::IsElement<U> || IsStorage16<U>,
+  static_assert(detail::IsElement<U> || IsStorage<U>,
                 "pk: cast<U> needs U in float, double, int32_t, int64_t, "
-                "bool, pk::half, pk::bfloat16");
+                "bool, pk::half, pk::bfloat16, int8_t, uint8_t");
   if constexpr (IsStorage16<U>)
     return detail::map<float>(
         std::string("cast<") + detail::typeName<U>() + ">",
         [](auto E) { return static_cast<float>(U(static_cast<float>(E))); }, V);
+  else if constexpr (IsStorage8<U>)
+    return detail::map<int32_t>(
+        std::string("cast<") + detail::typeName<U>() + ">",
+        [](auto E) {
+          return static_cast<int32_t>(static_cast<U>(static_cast<int32_t>(E)));
+        },
+        V);
   else
     return detail::map<U>(
         std::string("cast<") + detail::typeName<U>() + ">",

@@ -27,6 +27,21 @@
 
 namespace pk {
 
+/// int8_t and uint8_t are storage types too (quantised weights): kernels
+/// compute their elements in int32_t, as C++'s integral promotion does, and
+/// a store converts back modulo 2^8.
+template <> struct ComputeTypeOf<int8_t> { using type = int32_t; };
+template <> struct ComputeTypeOf<uint8_t> { using type = int32_t; };
+
+/// True for int8_t and uint8_t.
+template <class T>
+inline constexpr bool IsStorage8 =
+    std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
+
+/// True for the storage types, whose values compute in another type.
+template <class T>
+inline constexpr bool IsStorage = !std::is_same_v<ComputeType<T>, T>;
+
 /// Raised when extents do not fit a kernel's shape rules. Compiled kernels and
 /// CUDA launchers raise it before any write.
 class ShapeError : public std::runtime_error {
@@ -123,7 +138,7 @@ public:
   }
   const T *data() const { return Ptr; }
   /// Eager read of the whole array (defined in pk.h); 16-bit elements are
-  /// read as float.
+  /// read as float, 8-bit ones as int32_t.
   template <class W, class = typename detail::OnlyWhole<W>::type>
   Array<ComputeType<T>> operator[](W) const;
 

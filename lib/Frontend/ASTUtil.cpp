@@ -137,6 +137,12 @@ std::optional<ir::DType> pk::frontend::elementDType(QualType T,
     return ir::DType::F32;
   case BuiltinType::Double:
     return ir::DType::F64;
+  // int8_t and uint8_t; plain char is not an element type (its signedness
+  // is the platform's).
+  case BuiltinType::SChar:
+    return ir::DType::I8;
+  case BuiltinType::UChar:
+    return ir::DType::U8;
   default:
     break;
   }

@@ -54,8 +54,8 @@ std::optional<ir::DType> valueDType(clang::QualType T,
 std::optional<ir::DType> storage16DType(clang::QualType T);
 
 /// The exact element types a ref may have: float, double, int32_t, int64_t,
-/// bool (any signed 32/64-bit integer type spelling is accepted), pk::half
-/// and pk::bfloat16.
+/// bool (any signed 32/64-bit integer type spelling is accepted), pk::half,
+/// pk::bfloat16, int8_t (signed char) and uint8_t (unsigned char).
 std::optional<ir::DType> elementDType(clang::QualType T,
                                       const clang::ASTContext &Ctx);
 

@@ -375,8 +375,8 @@ bool Lowering::bindParams() {
       if (!E) {
         Reject("the element type '" + R->Element.getAsString() +
                    "' of parameter '" + Name + "' is not supported",
-               "use float, double, int32_t, int64_t, bool, pk::half or "
-               "pk::bfloat16");
+               "use float, double, int32_t, int64_t, bool, pk::half, "
+               "pk::bfloat16, int8_t or uint8_t");
         continue;
       }
       unsigned P =

@@ -119,12 +119,15 @@ Val Lowering::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
     if (!V || !R)
       return Val::invalid();
     // cast<pk::half>/cast<pk::bfloat16> give a float value rounded to the
-    // 16-bit type (R is f32, the eager result's element type).
+    // 16-bit type, cast<int8_t>/cast<uint8_t> an int32 value wrapped to the
+    // 8-bit type (R, the eager result's element type, is the storage
+    // type's compute type).
     const TemplateArgumentList *TA = FD->getTemplateSpecializationArgs();
     if (TA && TA->size() >= 1 && TA->get(0).getKind() == TemplateArgument::Type)
-      if (std::optional<DType> S = storage16DType(TA->get(0).getAsType())) {
+      if (std::optional<DType> S = elementDType(TA->get(0).getAsType(), Ctx);
+          S && ir::isStorageOnly(*S)) {
         NodeId In = castTo(*V, *R, E);
-        return Val::value(buildOp(ir::roundToStorageOp(*S), {In}, *R, *R, E));
+        return Val::value(buildOp(ir::throughStorageOp(*S), {In}, *R, *R, E));
       }
     return Val::value(castTo(*V, *R, E));
   }

@@ -238,11 +238,12 @@ void Lowering::storeRef(unsigned P, NodeId V, const Expr *At) {
   S.Written = true;
   S.Current.reset();
   S.Stored = Stored;
-  // A later read of a 16-bit ref sees the rounded value, as in eager mode
-  // (the store converts; DCE drops this when nothing reads it).
+  // A later read of a 16- or 8-bit ref sees the rounded or wrapped value,
+  // as in eager mode (the store converts; DCE drops this when nothing reads
+  // it).
   if (ir::isStorageOnly(T))
-    S.Stored =
-        buildOp(ir::roundToStorageOp(T), {Stored}, DType::F32, DType::F32, At);
+    S.Stored = buildOp(ir::throughStorageOp(T), {Stored}, ir::computeType(T),
+                       ir::computeType(T), At);
 }
 
 //===----------------------------------------------------------------------===//

@@ -67,9 +67,20 @@ const OpInfo *pk::ir::lookupOpBySource(llvm::StringRef Source) {
   return It == BySource.end() ? nullptr : It->second;
 }
 
-OpCode pk::ir::roundToStorageOp(DType T) {
-  assert(isStorageOnly(T) && "only the 16-bit types round");
-  return T == DType::F16 ? OpCode::RoundF16 : OpCode::RoundBF16;
+OpCode pk::ir::throughStorageOp(DType T) {
+  switch (T) {
+  case DType::F16:
+    return OpCode::RoundF16;
+  case DType::BF16:
+    return OpCode::RoundBF16;
+  case DType::I8:
+    return OpCode::WrapI8;
+  case DType::U8:
+    return OpCode::WrapU8;
+  default:
+    break;
+  }
+  llvm_unreachable("only the storage-only dtypes convert through storage");
 }
 
 llvm::StringRef pk::ir::reduceKindName(ReduceKind K) {
@@ -244,6 +255,12 @@ bool foldInt(OpCode Op, llvm::ArrayRef<int64_t> A, int64_t &R) {
     return true;
   case OpCode::Select:
     R = A[0] ? A[1] : A[2];
+    return true;
+  case OpCode::WrapI8:
+    R = static_cast<int8_t>(A[0]);
+    return true;
+  case OpCode::WrapU8:
+    R = static_cast<uint8_t>(A[0]);
     return true;
   default:
     return false;

@@ -31,8 +31,9 @@ namespace pk::ir {
 // Element types
 //===----------------------------------------------------------------------===//
 
-/// The element types (DTypes.def). F16 and BF16 are storage-only: refs have
-/// them, values never (a load gives F32, a store converts).
+/// The element types (DTypes.def). F16, BF16, I8 and U8 are storage-only:
+/// refs have them, values never (a load gives F32, or I32 for the 8-bit
+/// types; a store converts).
 enum class DType : uint8_t {
 #define PK_DTYPE(Code, ...) Code,
 #include "DTypes.def"
@@ -56,16 +57,18 @@ struct DTypeInfo {
 const DTypeInfo &dtypeInfo(DType T);
 llvm::ArrayRef<DTypeInfo> allDTypes();
 
-/// "bool", "i32", "i64", "f32", "f64", "f16", "bf16" as printed in the IR.
+/// "bool", "i32", "i64", "f32", "f64", "f16", "bf16", "i8", "u8" as printed
+/// in the IR.
 llvm::StringRef dtypeName(DType T);
 /// The C++ spelling: "bool", "int32_t", "int64_t", "float", "double",
-/// "pk::half", "pk::bfloat16".
+/// "pk::half", "pk::bfloat16", "int8_t", "uint8_t".
 llvm::StringRef dtypeCppName(DType T);
 /// Bytes of one element (bool: 1).
 unsigned dtypeBytes(DType T);
-/// The dtype values loaded from a ref of dtype T have (F32 for F16, BF16).
+/// The dtype values loaded from a ref of dtype T have (F32 for F16, BF16;
+/// I32 for I8, U8).
 DType computeType(DType T);
-/// F16, BF16: a ref may have it, a value may not.
+/// F16, BF16, I8, U8: a ref may have it, a value may not.
 bool isStorageOnly(DType T);
 /// F32 or F64: the float dtypes of values.
 bool isFloat(DType T);
@@ -102,10 +105,12 @@ llvm::ArrayRef<OpInfo> allOps();
 /// "where", ... Returns nullptr when the name is not an elementwise op.
 const OpInfo *lookupOpBySource(llvm::StringRef Source);
 
-/// The op that rounds an f32 value to the storage-only dtype T and back
-/// (round_f16 for F16, round_bf16 for BF16): cast<pk::half> and the value a
-/// 16-bit ref holds after a store. T must be storage-only.
-OpCode roundToStorageOp(DType T);
+/// The op that gives a value of computeType(T) as a ref of the storage-only
+/// dtype T holds it: round_f16/round_bf16 (F16/BF16: an f32 rounded to 16
+/// bits and back), wrap_i8/wrap_u8 (I8/U8: an i32 modulo 2^8). It is
+/// cast<pk::half>, cast<int8_t>, ... and the value such a ref reads back
+/// after a store.
+OpCode throughStorageOp(DType T);
 
 //===----------------------------------------------------------------------===//
 // Source locations

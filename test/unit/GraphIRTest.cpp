@@ -44,10 +44,12 @@ TEST(OpTable, EveryRowIsConsistent) {
 TEST(DTypeTable, EveryRowIsConsistent) {
   for (const DTypeInfo &I : allDTypes()) {
     EXPECT_EQ(&dtypeInfo(I.Code), &I) << I.Name.str();
-    // A compute type computes in itself; only the 16-bit types are
-    // storage-only, and they compute in float.
+    // A compute type computes in itself; only the 16-bit types (which
+    // compute in float) and the 8-bit integers (in int32_t) are
+    // storage-only.
     EXPECT_EQ(computeType(I.Compute), I.Compute) << I.Name.str();
-    EXPECT_EQ(isStorageOnly(I.Code), I.Bytes == 2) << I.Name.str();
+    EXPECT_EQ(isStorageOnly(I.Code), I.Bytes < 4 && I.Code != DType::Bool)
+        << I.Name.str();
     for (llvm::StringRef S : {I.CpuLoad, I.CpuStore, I.CudaLoad, I.CudaStore})
       EXPECT_NE(S.find("{0}"), llvm::StringRef::npos) << I.Name.str();
   }
@@ -56,8 +58,40 @@ TEST(DTypeTable, EveryRowIsConsistent) {
   EXPECT_EQ(dtypeCppName(DType::BF16), "pk::bfloat16");
   EXPECT_EQ(dtypeInfo(DType::F16).CudaStorage, "__half");
   EXPECT_FALSE(isFloat(DType::F16));
-  EXPECT_EQ(roundToStorageOp(DType::F16), OpCode::RoundF16);
-  EXPECT_EQ(roundToStorageOp(DType::BF16), OpCode::RoundBF16);
+  EXPECT_EQ(throughStorageOp(DType::F16), OpCode::RoundF16);
+  EXPECT_EQ(throughStorageOp(DType::BF16), OpCode::RoundBF16);
+  EXPECT_EQ(computeType(DType::I8), DType::I32);
+  EXPECT_EQ(computeType(DType::U8), DType::I32);
+  EXPECT_EQ(dtypeCppName(DType::U8), "uint8_t");
+  EXPECT_EQ(dtypeBytes(DType::I8), 1u);
+  EXPECT_FALSE(isInteger(DType::I8)) << "a value is never 8-bit";
+  EXPECT_EQ(throughStorageOp(DType::I8), OpCode::WrapI8);
+  EXPECT_EQ(throughStorageOp(DType::U8), OpCode::WrapU8);
+}
+
+TEST(GraphIR, EightBitRefsLoadInt32AndWrapConstantsAsCppDoes) {
+  Function F;
+  F.Name = "k";
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::I8, 1);
+  unsigned Y = B.addParam("y", ParamKind::Out, DType::U8, 1);
+  NodeId L = B.load(X);
+  EXPECT_EQ(F.node(L).Type, DType::I32);
+  NodeId W = B.elementwise(OpCode::WrapU8, {L}, DType::I32);
+  B.store(Y, W);
+  EXPECT_EQ(verify(F), "");
+  EXPECT_NE(printed(F).find("wrap_u8"), std::string::npos) << printed(F);
+  // Folding a wrap of a constant gives what the conversion gives.
+  auto Folded = [&](OpCode Op, int64_t V) {
+    return B.constValue(
+        B.elementwise(Op, {B.constInt(V, DType::I32, true)}, DType::I32));
+  };
+  EXPECT_EQ(*Folded(OpCode::WrapI8, 128), -128);
+  EXPECT_EQ(*Folded(OpCode::WrapI8, -129), 127);
+  EXPECT_EQ(*Folded(OpCode::WrapU8, -1), 255);
+  EXPECT_EQ(*Folded(OpCode::WrapU8, 300), 44);
+  F.node(L).Type = DType::I8;
+  EXPECT_NE(verify(F).find("storage-only dtype i8"), std::string::npos);
 }
 
 TEST(GraphIR, SixteenBitRefsLoadFloatAndStoreTheirType) {

@@ -99,6 +99,8 @@ std::string target::literal(DType T, double FloatValue, int64_t IntValue) {
   }
   case DType::F16:
   case DType::BF16:
+  case DType::I8:
+  case DType::U8:
     llvm_unreachable("a value never has a storage-only dtype");
   }
   return "0";

@@ -1,6 +1,6 @@
 // Parameters are refs (In/Out/InOut<T, R>, T in float, double, int32_t,
-// int64_t, bool, pk::half, pk::bfloat16) or arithmetic scalars, all passed
-// by value.
+// int64_t, bool, pk::half, pk::bfloat16, int8_t, uint8_t) or arithmetic
+// scalars, all passed by value.
 // RUN: %pkc %s -- %pkflags -Xclang -verify
 #include <pk/pk.h>
 #include <vector>
@@ -22,7 +22,7 @@ PK_KERNEL void vec(std::vector<float> v, Out<float> o) { // expected-error {{par
   o[_] = 1.0f;
 }
 
-PK_KERNEL void elem(In<unsigned> x, Out<float> o) { // expected-error {{the element type 'unsigned int' of parameter 'x' is not supported [pk-param-kind]}} expected-note {{use float, double, int32_t, int64_t, bool, pk::half or pk::bfloat16}}
+PK_KERNEL void elem(In<unsigned> x, Out<float> o) { // expected-error {{the element type 'unsigned int' of parameter 'x' is not supported [pk-param-kind]}} expected-note {{use float, double, int32_t, int64_t, bool, pk::half, pk::bfloat16, int8_t or uint8_t}}
   o[_] = 1.0f;
 }
 

@@ -1,0 +1,471 @@
+// Differential tests of kernels over int8_t and uint8_t refs
+// (kernels/int8_cases.cpp): eager (the reference) against the compiled CPU
+// code, and, when this file is built into the CUDA shim's pk-cuda-shim-int8
+// (PK_INT8_WITH_CUDA), also against the generated CUDA run on the shim
+// (forward and a random thread order). Shapes: 0, 1, primes, 1000/1001,
+// vector and block tails (17, 129, 4097), large (65537, 1000003 elements;
+// 2 x 7001 rows).
+//
+// Every comparison is bit for bit. The integer results are exact in every
+// version (8-bit values compute in int32_t, sums accumulate in int64_t); the
+// float results are the same float operations on both sides (a product of
+// an int8 value and a scale, a quotient and a floor) or sums that are exact
+// in any order (integers times powers of two, far below 2^24 ulps), so an
+// fma contraction or another summation order cannot move them either. The
+// inputs cover the whole 8-bit ranges, and the int32 inputs whole ranges
+// where no product overflows (signed overflow is undefined in eager C++).
+#include "common/sample.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace eager {
+#include "kernels/int8_cases.cpp"
+} // namespace eager
+
+// The compiled CPU kernels of kernels/int8_cases.cpp (pk_add_kernels).
+void q_dequant(pk::In<int8_t, 2> q, pk::In<float, 1> scale,
+               pk::Out<float, 2> w);
+void q_arith(pk::In<int8_t> a, pk::In<int8_t> b, pk::In<uint8_t> u,
+             pk::Out<int32_t> s, pk::Out<int8_t> w, pk::Out<uint8_t> v,
+             pk::Out<float> f);
+void q_cast(pk::In<int32_t> x, pk::In<float> y, pk::Out<int32_t> ci,
+            pk::Out<int32_t> cu, pk::Out<int8_t> yq);
+void q_read_back(pk::In<int32_t> x, pk::Out<int8_t> q, pk::Out<int32_t> r);
+void q_inout(pk::InOut<uint8_t, 2> img, pk::In<int8_t, 1> delta);
+void q_row_reduce(pk::In<int8_t, 2> x, pk::In<uint8_t, 2> u,
+                  pk::Out<int32_t, 1> s, pk::Out<int8_t, 1> mx,
+                  pk::Out<int32_t, 1> mn, pk::Out<double, 1> m);
+void q_col_sum(pk::In<int8_t, 2> x, pk::Out<int32_t, 1> s);
+void q_sum_all(pk::In<uint8_t, 2> x, pk::Out<int64_t, 0> total);
+void q_quantize_rows(pk::In<float, 2> x, pk::Out<int8_t, 2> q,
+                     pk::Out<float, 1> scale);
+void q_linear(pk::In<float, 2> x, pk::In<int8_t, 2> w, pk::In<float, 1> scale,
+              pk::Out<float, 2> y);
+void q_matmul_i32(pk::In<int8_t, 2> a, pk::In<int8_t, 2> b,
+                  pk::Out<int32_t, 2> c);
+
+#ifdef PK_INT8_WITH_CUDA
+#include <cuda_runtime.h>
+#include <pk_shim/shim.h>
+
+#include "int8_cases.pk.h"
+#endif
+
+namespace {
+
+using Shape2 = std::pair<int64_t, int64_t>;
+const int64_t Sizes[] = {0, 1, 3, 17, 1000, 1001, 4097, 65537, 1000003};
+const Shape2 Shapes[] = {{0, 5},    {1, 1},     {1, 7},    {3, 17},
+                         {17, 3},   {5, 1000},  {4, 1001}, {1, 4097},
+                         {33, 129}, {300, 257}, {2, 7001}};
+
+/// N uniform integers in [Lo, Hi] as T; the first elements are the range's
+/// ends and the values next to them (where wrapping shows).
+template <class T>
+std::vector<T> randomInts(int64_t N, unsigned Seed, int64_t Lo, int64_t Hi) {
+  std::mt19937_64 G(Seed);
+  std::uniform_int_distribution<int64_t> D(Lo, Hi);
+  std::vector<T> V(static_cast<size_t>(N));
+  const int64_t Ends[] = {Lo, Hi, Lo + 1, Hi - 1};
+  for (int64_t I = 0; I < N; ++I)
+    V[I] = static_cast<T>(I < 4 ? Ends[I] : D(G));
+  return V;
+}
+std::vector<int8_t> randomI8(int64_t N, unsigned Seed) {
+  return randomInts<int8_t>(N, Seed, -128, 127);
+}
+std::vector<uint8_t> randomU8(int64_t N, unsigned Seed) {
+  return randomInts<uint8_t>(N, Seed, 0, 255);
+}
+
+/// Bit-for-bit equality (floats too: -0 vs +0 or another NaN would show).
+template <class T>
+void expectSame(const std::vector<T> &E, const std::vector<T> &C,
+                const std::string &What) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  for (size_t I = 0; I < E.size(); ++I)
+    if (std::memcmp(&E[I], &C[I], sizeof(T)) != 0) {
+      ADD_FAILURE() << What << ": element " << I << ": eager " << +E[I]
+                    << ", got " << +C[I];
+      return;
+    }
+}
+
+std::string shapeName(const char *K, int64_t T, int64_t D) {
+  return std::string(K) + " " + std::to_string(T) + "x" + std::to_string(D);
+}
+
+//===----------------------------------------------------------------------===//
+// The CUDA versions (on the shim), when built with them.
+//===----------------------------------------------------------------------===//
+
+#ifdef PK_INT8_WITH_CUDA
+void check(cudaError_t E, const char *What) {
+  if (E != cudaSuccess)
+    throw std::runtime_error(std::string(What) + ": " + cudaGetErrorString(E));
+}
+
+/// A device copy of a host vector of any element type.
+template <class T> class Dev {
+public:
+  explicit Dev(const std::vector<T> &H) : N(H.size()) {
+    if (N)
+      check(cudaMalloc(&P, N * sizeof(T)), "cudaMalloc");
+    if (N)
+      check(cudaMemcpy(P, H.data(), N * sizeof(T), cudaMemcpyHostToDevice),
+            "cudaMemcpy");
+  }
+  /// N elements, each `Fill` (not 0: an element a kernel fails to write
+  /// shows).
+  explicit Dev(int64_t N, T Fill = T(77))
+      : Dev(std::vector<T>(size_t(N), Fill)) {}
+  ~Dev() { cudaFree(P); }
+  Dev(const Dev &) = delete;
+  Dev &operator=(const Dev &) = delete;
+  T *get() const { return P; }
+  std::vector<T> host() const {
+    check(cudaDeviceSynchronize(), "the kernel");
+    std::vector<T> H(N);
+    if (N)
+      check(cudaMemcpy(H.data(), P, N * sizeof(T), cudaMemcpyDeviceToHost),
+            "cudaMemcpy");
+    return H;
+  }
+
+private:
+  T *P = nullptr;
+  size_t N;
+};
+
+/// Runs Body in the forward schedule and, for up to 70000 elements, in a
+/// random thread order too.
+void forEachSchedule(int64_t Elements,
+                     const std::function<void(const std::string &)> &Body) {
+  pk::shim::set_schedule(pk::shim::Schedule::Forward);
+  Body("cuda forward");
+  if (Elements <= 70000) {
+    pk::shim::set_schedule(pk::shim::Schedule::Random, 1);
+    Body("cuda random:1");
+    pk::shim::set_schedule(pk::shim::Schedule::Forward);
+  }
+}
+#define PK_IF_CUDA(...) __VA_ARGS__
+#else
+#define PK_IF_CUDA(...)
+#endif
+
+//===----------------------------------------------------------------------===//
+// Elementwise.
+//===----------------------------------------------------------------------===//
+
+TEST(Int8, Dequantise) {
+  for (auto [T, D] : Shapes) {
+    const auto Q = randomI8(T * D, 1);
+    const auto S = sample::random(D, 2, 0.001f, 0.1f);
+    std::vector<float> E(T * D), P(T * D);
+    eager::q_dequant({Q.data(), {T, D}}, S, {E.data(), {T, D}});
+    q_dequant({Q.data(), {T, D}}, S, {P.data(), {T, D}});
+    const std::string What = shapeName("q_dequant", T, D);
+    expectSame(E, P, What + " cpu");
+    PK_IF_CUDA(forEachSchedule(T * D, [&](const std::string &Sch) {
+                 Dev<int8_t> DQ(Q);
+                 Dev<float> DS(S), DW(T * D);
+                 pk::cuda::q_dequant({DQ.get(), {T, D}}, {DS.get(), {D}},
+                                     {DW.get(), {T, D}});
+                 expectSame(E, DW.host(), What + " " + Sch);
+               });)
+  }
+}
+
+TEST(Int8, ArithmeticPromotesAndStoresWrap) {
+  for (int64_t N : Sizes) {
+    const auto A = randomI8(N, 3), B = randomI8(N, 4);
+    const auto U = randomU8(N, 5);
+    std::vector<int32_t> ES(N), PS(N);
+    std::vector<int8_t> EW(N), PW(N);
+    std::vector<uint8_t> EV(N), PV(N);
+    std::vector<float> EF(N), PF(N);
+    eager::q_arith(A, B, U, ES, EW, EV, EF);
+    q_arith(A, B, U, PS, PW, PV, PF);
+    const std::string What = "q_arith N=" + std::to_string(N);
+    expectSame(ES, PS, What + " s cpu");
+    expectSame(EW, PW, What + " w cpu");
+    expectSame(EV, PV, What + " v cpu");
+    expectSame(EF, PF, What + " f cpu");
+    if (N >= 4) {
+      // The ends of the ranges: -128 * 127 + 0 - 300, and the wraps of
+      // -128 + 127, 127 + (-128)... (randomInts puts Lo, Hi, Lo+1, Hi-1
+      // first).
+      EXPECT_EQ(PS[0], -128 * -128 + 0 - 300);
+      EXPECT_EQ(PW[0], static_cast<int8_t>(-256));
+      EXPECT_EQ(PW[1], static_cast<int8_t>(254));
+      EXPECT_EQ(PV[0], static_cast<uint8_t>(0 * 3 + 128));
+      EXPECT_EQ(PV[1], static_cast<uint8_t>(255 * 3 - 127));
+    }
+    PK_IF_CUDA(forEachSchedule(N, [&](const std::string &Sch) {
+                 Dev<int8_t> DA(A), DB(B), DW(N);
+                 Dev<uint8_t> DU(U), DV(N);
+                 Dev<int32_t> DS(N);
+                 Dev<float> DF(N);
+                 pk::cuda::q_arith({DA.get(), {N}}, {DB.get(), {N}},
+                                   {DU.get(), {N}}, {DS.get(), {N}},
+                                   {DW.get(), {N}}, {DV.get(), {N}},
+                                   {DF.get(), {N}});
+                 expectSame(ES, DS.host(), What + " s " + Sch);
+                 expectSame(EW, DW.host(), What + " w " + Sch);
+                 expectSame(EV, DV.host(), What + " v " + Sch);
+                 expectSame(EF, DF.host(), What + " f " + Sch);
+               });)
+  }
+}
+
+TEST(Int8, CastsWrapToTheEightBitRange) {
+  for (int64_t N : Sizes) {
+    // |x * 3| < 2^31; floats in the range of int32_t (float -> integer
+    // outside it is undefined in C++).
+    const auto X = randomInts<int32_t>(N, 6, -700000000, 700000000);
+    const auto Y = sample::random(N, 7, -1000, 1000);
+    std::vector<int32_t> ECI(N), PCI(N), ECU(N), PCU(N);
+    std::vector<int8_t> EYQ(N), PYQ(N);
+    eager::q_cast(X, Y, ECI, ECU, EYQ);
+    q_cast(X, Y, PCI, PCU, PYQ);
+    const std::string What = "q_cast N=" + std::to_string(N);
+    expectSame(ECI, PCI, What + " ci cpu");
+    expectSame(ECU, PCU, What + " cu cpu");
+    expectSame(EYQ, PYQ, What + " yq cpu");
+    for (int64_t I = 0; I < N; ++I)
+      ASSERT_EQ(PCI[I], static_cast<int8_t>(X[I])) << What << " " << I;
+    PK_IF_CUDA(forEachSchedule(N, [&](const std::string &Sch) {
+                 Dev<int32_t> DX(X), DCI(N), DCU(N);
+                 Dev<float> DY(Y);
+                 Dev<int8_t> DYQ(N);
+                 pk::cuda::q_cast({DX.get(), {N}}, {DY.get(), {N}},
+                                  {DCI.get(), {N}}, {DCU.get(), {N}},
+                                  {DYQ.get(), {N}});
+                 expectSame(ECI, DCI.host(), What + " ci " + Sch);
+                 expectSame(ECU, DCU.host(), What + " cu " + Sch);
+                 expectSame(EYQ, DYQ.host(), What + " yq " + Sch);
+               });)
+  }
+}
+
+TEST(Int8, ReadingAStoredInt8GivesTheWrappedValue) {
+  for (int64_t N : {int64_t(0), int64_t(17), int64_t(4097)}) {
+    const auto X = randomInts<int32_t>(N, 8, -300000000, 300000000);
+    std::vector<int8_t> EQ(N), PQ(N);
+    std::vector<int32_t> ER(N), PR(N);
+    eager::q_read_back(X, EQ, ER);
+    q_read_back(X, PQ, PR);
+    for (int64_t I = 0; I < N; ++I) {
+      const int32_t Want = static_cast<int8_t>(X[I] * 7) - X[I] * 7;
+      ASSERT_EQ(ER[I], Want) << I; // the eager semantics
+      ASSERT_EQ(PR[I], Want) << I; // the compiled code agrees
+      ASSERT_EQ(PQ[I], EQ[I]) << I;
+    }
+    PK_IF_CUDA(forEachSchedule(N, [&](const std::string &Sch) {
+                 Dev<int32_t> DX(X), DR(N);
+                 Dev<int8_t> DQ(N);
+                 pk::cuda::q_read_back({DX.get(), {N}}, {DQ.get(), {N}},
+                                       {DR.get(), {N}});
+                 expectSame(EQ, DQ.host(), "q_read_back q " + Sch);
+                 expectSame(ER, DR.host(), "q_read_back r " + Sch);
+               });)
+  }
+}
+
+TEST(Int8, InOutWithBroadcastRow) {
+  for (auto [T, D] : Shapes) {
+    const auto Img0 = randomU8(T * D, 9);
+    const auto Delta = randomI8(D, 10);
+    auto E = Img0, P = Img0;
+    eager::q_inout({E.data(), {T, D}}, Delta);
+    q_inout({P.data(), {T, D}}, Delta);
+    const std::string What = shapeName("q_inout", T, D);
+    expectSame(E, P, What + " cpu");
+    PK_IF_CUDA(forEachSchedule(T * D, [&](const std::string &Sch) {
+                 Dev<uint8_t> DImg(Img0);
+                 Dev<int8_t> DDelta(Delta);
+                 pk::cuda::q_inout({DImg.get(), {T, D}}, {DDelta.get(), {D}});
+                 expectSame(E, DImg.host(), What + " " + Sch);
+               });)
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions: the integer rule (int64_t accumulation, exact).
+//===----------------------------------------------------------------------===//
+
+TEST(Int8, RowReductions) {
+  for (auto [T, D] : Shapes) {
+    const auto X = randomI8(T * D, 11);
+    const auto U = randomU8(T * D, 12);
+    std::vector<int32_t> ES(T), PS(T), EMn(T), PMn(T);
+    std::vector<int8_t> EMx(T), PMx(T);
+    std::vector<double> EM(T), PM(T);
+    eager::q_row_reduce({X.data(), {T, D}}, {U.data(), {T, D}}, ES, EMx, EMn,
+                        EM);
+    q_row_reduce({X.data(), {T, D}}, {U.data(), {T, D}}, PS, PMx, PMn, PM);
+    const std::string What = shapeName("q_row_reduce", T, D);
+    expectSame(ES, PS, What + " sum cpu");
+    expectSame(EMx, PMx, What + " max cpu");
+    expectSame(EMn, PMn, What + " min cpu");
+    expectSame(EM, PM, What + " mean cpu");
+    PK_IF_CUDA(forEachSchedule(T * D, [&](const std::string &Sch) {
+                 Dev<int8_t> DX(X), DMx(T);
+                 Dev<uint8_t> DU(U);
+                 Dev<int32_t> DS(T), DMn(T);
+                 Dev<double> DM(T);
+                 pk::cuda::q_row_reduce({DX.get(), {T, D}}, {DU.get(), {T, D}},
+                                        {DS.get(), {T}}, {DMx.get(), {T}},
+                                        {DMn.get(), {T}}, {DM.get(), {T}});
+                 expectSame(ES, DS.host(), What + " sum " + Sch);
+                 expectSame(EMx, DMx.host(), What + " max " + Sch);
+                 expectSame(EMn, DMn.host(), What + " min " + Sch);
+                 expectSame(EM, DM.host(), What + " mean " + Sch);
+               });)
+  }
+}
+
+TEST(Int8, ColumnAndFullSums) {
+  for (auto [T, D] : Shapes) {
+    const auto X = randomI8(T * D, 13);
+    const auto U = randomU8(T * D, 14);
+    std::vector<int32_t> E(D), P(D);
+    eager::q_col_sum({X.data(), {T, D}}, E);
+    q_col_sum({X.data(), {T, D}}, P);
+    const std::string What = shapeName("q_col_sum", T, D);
+    expectSame(E, P, What + " cpu");
+    int64_t ET = -1, PT = -1;
+    eager::q_sum_all({U.data(), {T, D}}, pk::Out<int64_t, 0>(&ET, {}));
+    q_sum_all({U.data(), {T, D}}, pk::Out<int64_t, 0>(&PT, {}));
+    int64_t Want = 0;
+    for (uint8_t V : U)
+      Want += V;
+    EXPECT_EQ(ET, Want) << What;
+    EXPECT_EQ(PT, Want) << What << " sum_all cpu";
+    PK_IF_CUDA(forEachSchedule(T * D, [&](const std::string &Sch) {
+                 Dev<int8_t> DX(X);
+                 Dev<uint8_t> DU(U);
+                 Dev<int32_t> DS(D);
+                 Dev<int64_t> DT(1, -1);
+                 pk::cuda::q_col_sum({DX.get(), {T, D}}, {DS.get(), {D}});
+                 pk::cuda::q_sum_all({DU.get(), {T, D}}, {DT.get(), {}});
+                 expectSame(E, DS.host(), What + " " + Sch);
+                 EXPECT_EQ(DT.host()[0], Want) << What << " sum_all " << Sch;
+               });)
+  }
+}
+
+TEST(Int8, QuantizeRows) {
+  for (auto [T, D] : Shapes) {
+    auto X = sample::random(T * D, 15, -3, 3);
+    if (T > 1) // a zero row keeps scale 1
+      std::fill(X.begin() + D, X.begin() + 2 * D, 0.0f);
+    std::vector<int8_t> EQ(T * D), PQ(T * D);
+    std::vector<float> ES(T), PS(T);
+    eager::q_quantize_rows({X.data(), {T, D}}, {EQ.data(), {T, D}}, ES);
+    const std::string What = shapeName("q_quantize_rows", T, D);
+    // Also with streaming stores of the int8 output (pk/stream.h).
+    for (int64_t Threshold : {pk::rt::kNeverStream, int64_t(0)}) {
+      const int64_t Saved = pk::rt::stream_threshold();
+      pk::rt::set_stream_threshold(Threshold);
+      std::fill(PQ.begin(), PQ.end(), int8_t(77));
+      q_quantize_rows({X.data(), {T, D}}, {PQ.data(), {T, D}}, PS);
+      pk::rt::set_stream_threshold(Saved);
+      const std::string Cpu = Threshold == 0 ? " cpu streamed" : " cpu";
+      expectSame(EQ, PQ, What + " q" + Cpu);
+      expectSame(ES, PS, What + " scale" + Cpu);
+    }
+    if (T > 1)
+      EXPECT_EQ(PS[1], 1.0f) << What;
+    PK_IF_CUDA(forEachSchedule(T * D, [&](const std::string &Sch) {
+                 Dev<float> DX(X), DS(T);
+                 Dev<int8_t> DQ(T * D);
+                 pk::cuda::q_quantize_rows({DX.get(), {T, D}},
+                                           {DQ.get(), {T, D}}, {DS.get(), {T}});
+                 expectSame(EQ, DQ.host(), What + " q " + Sch);
+                 expectSame(ES, DS.host(), What + " scale " + Sch);
+               });)
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products of 8-bit weights.
+//===----------------------------------------------------------------------===//
+
+TEST(Int8, MatmulOfDequantisedWeights) {
+  const int64_t Ext[] = {1, 17, 129};
+  for (int64_t M : Ext)
+    for (int64_t N : Ext)
+      for (int64_t K : Ext) {
+        // Small integer activations and power-of-two scales: every product
+        // and every partial sum is exact in float (< 2^17 units of the
+        // column's scale), so any order of summation gives the same bits.
+        const auto XI = randomInts<int32_t>(M * K, 16, -8, 8);
+        const std::vector<float> X(XI.begin(), XI.end());
+        const auto W = randomI8(K * N, 17);
+        const auto Exp = randomInts<int32_t>(N, 18, -10, 0);
+        std::vector<float> S(N);
+        for (int64_t J = 0; J < N; ++J)
+          S[J] = std::ldexp(1.0f, Exp[J]);
+        std::vector<float> E(M * N), P(M * N);
+        eager::q_linear({X.data(), {M, K}}, {W.data(), {K, N}}, S,
+                        {E.data(), {M, N}});
+        q_linear({X.data(), {M, K}}, {W.data(), {K, N}}, S, {P.data(), {M, N}});
+        const std::string What = "q_linear " + std::to_string(M) + "x" +
+                                 std::to_string(N) + "x" + std::to_string(K);
+        expectSame(E, P, What + " cpu");
+        PK_IF_CUDA(forEachSchedule(M * N, [&](const std::string &Sch) {
+                     Dev<float> DX(X), DS(S), DY(M * N);
+                     Dev<int8_t> DW(W);
+                     pk::cuda::q_linear({DX.get(), {M, K}}, {DW.get(), {K, N}},
+                                        {DS.get(), {N}}, {DY.get(), {M, N}});
+                     expectSame(E, DY.host(), What + " " + Sch);
+                   });)
+      }
+}
+
+TEST(Int8, MatmulInt8IntoInt32) {
+  const int64_t Ext[] = {0, 1, 17, 129};
+  for (int64_t M : Ext)
+    for (int64_t N : Ext)
+      for (int64_t K : Ext) {
+        const auto A = randomI8(M * K, 19), B = randomI8(K * N, 20);
+        std::vector<int32_t> E(M * N), P(M * N, 77);
+        eager::q_matmul_i32({A.data(), {M, K}}, {B.data(), {K, N}},
+                            {E.data(), {M, N}});
+        q_matmul_i32({A.data(), {M, K}}, {B.data(), {K, N}},
+                     {P.data(), {M, N}});
+        const std::string What = "q_matmul_i32 " + std::to_string(M) + "x" +
+                                 std::to_string(N) + "x" + std::to_string(K);
+        expectSame(E, P, What + " cpu");
+        if (M * N > 0) {
+          int64_t Want = 0;
+          for (int64_t K0 = 0; K0 < K; ++K0)
+            Want += int64_t(A[K0]) * B[K0 * N];
+          EXPECT_EQ(P[0], Want) << What;
+        }
+        PK_IF_CUDA(forEachSchedule(M * N, [&](const std::string &Sch) {
+                     Dev<int8_t> DA(A), DB(B);
+                     Dev<int32_t> DC(M * N);
+                     pk::cuda::q_matmul_i32({DA.get(), {M, K}},
+                                            {DB.get(), {K, N}},
+                                            {DC.get(), {M, N}});
+                     expectSame(E, DC.host(), What + " " + Sch);
+                   });)
+      }
+}
+
+} // namespace

@@ -1,0 +1,92 @@
+// Kernels over int8_t and uint8_t refs for the differential tests
+// (test/e2e/Int8Test.cpp, also run through the CUDA shim). The 8-bit types
+// are storage types: a load gives int32_t values (C++'s integral promotion),
+// a store converts back modulo 2^8, cast<int8_t>/cast<uint8_t> wrap a value
+// to the type's range. Dequantising, mixed 8-bit arithmetic stored to every
+// width, wrapping casts, an InOut, reading an 8-bit Out after writing it,
+// row, column and full reductions, a per-row quantiser and matrix products
+// of 8-bit weights.
+#include <pk/pk.h>
+using namespace pk::lang;
+
+// Per-column dequantisation of int8 weights.
+PK_KERNEL void q_dequant(In<int8_t, 2> q, In<float, 1> scale, Out<float, 2> w) {
+  w[_] = cast<float>(q[_]) * scale[_];
+}
+
+// int8 + int8 is int32 (no wrap in the value); stores wrap; uint8 mixes
+// with int32 and float as C++ promotes it.
+PK_KERNEL void q_arith(In<int8_t> a, In<int8_t> b, In<uint8_t> u,
+                       Out<int32_t> s, Out<int8_t> w, Out<uint8_t> v,
+                       Out<float> f) {
+  s[_] = a[_] * b[_] + u[_] - 300;
+  w[_] = a[_] + b[_];
+  v[_] = u[_] * 3 - a[_];
+  f[_] = a[_] * 0.5f + u[_];
+}
+
+// cast<int8_t>/cast<uint8_t> of int32 values (any of them) and of floats
+// in the range of int32_t.
+PK_KERNEL void q_cast(In<int32_t> x, In<float> y, Out<int32_t> ci,
+                      Out<int32_t> cu, Out<int8_t> yq) {
+  ci[_] = cast<int8_t>(x[_]);
+  cu[_] = cast<uint8_t>(x[_]) + cast<int8_t>(x[_] * 3);
+  yq[_] = cast<int8_t>(y[_]) + cast<uint8_t>(y[_] * 2.0f);
+}
+
+// An 8-bit Out read back after its store sees the wrapped value (as the
+// eager header does: it reads memory).
+PK_KERNEL void q_read_back(In<int32_t> x, Out<int8_t> q, Out<int32_t> r) {
+  q[_] = x[_] * 7;
+  r[_] = q[_] - x[_] * 7;
+}
+
+// A row of int8 deltas broadcast into a uint8 image, updated in place.
+PK_KERNEL void q_inout(InOut<uint8_t, 2> img, In<int8_t, 1> delta) {
+  img[_] = img[_] + delta[_] * 2;
+}
+
+// Row reductions of 8-bit values: the integer rule (sums accumulate in
+// int64_t and have the value type int32_t, means are double, max and min
+// keep int32_t).
+PK_KERNEL void q_row_reduce(In<int8_t, 2> x, In<uint8_t, 2> u,
+                            Out<int32_t, 1> s, Out<int8_t, 1> mx,
+                            Out<int32_t, 1> mn, Out<double, 1> m) {
+  s[_] = sum(x[_] * u[_], -1);
+  mx[_] = max(x[_], -1);
+  mn[_] = min(u[_], -1);
+  m[_] = mean(x[_], -1);
+}
+
+// A column sum and a full sum (rank-0 output) of 8-bit data.
+PK_KERNEL void q_col_sum(In<int8_t, 2> x, Out<int32_t, 1> s) {
+  s[_] = sum(x[_], 0);
+}
+PK_KERNEL void q_sum_all(In<uint8_t, 2> x, Out<int64_t, 0> total) {
+  total[_] = sum(x[_]);
+}
+
+// Symmetric per-row quantisation of floats to int8: the row's absolute
+// maximum maps to 127 (a zero row keeps scale 1), rounding half away from
+// zero (cast<int32_t> truncates toward zero).
+PK_KERNEL void q_quantize_rows(In<float, 2> x, Out<int8_t, 2> q,
+                               Out<float, 1> scale) {
+  auto amax = max(abs(x[_]), -1, keepdims);
+  auto s = where(amax > 0.0f, amax / 127.0f, 1.0f);
+  q[_] = cast<int32_t>(x[_] / s + where(x[_] < 0.0f, -0.5f, 0.5f));
+  scale[_] = squeeze(s, -1);
+}
+
+// A linear layer with int8 weights [K, N] and a per-column scale: the
+// weights are dequantised in the matmul's operand prologue.
+PK_KERNEL void q_linear(In<float, 2> x, In<int8_t, 2> w, In<float, 1> scale,
+                        Out<float, 2> y) {
+  y[_] = matmul(x[_], cast<float>(w[_]) * scale[_]);
+}
+
+// int8 x int8 into int32: one dot product per element, products and sums in
+// int64_t, the result converted to int32_t.
+PK_KERNEL void q_matmul_i32(In<int8_t, 2> a, In<int8_t, 2> b,
+                            Out<int32_t, 2> c) {
+  c[_] = matmul(a[_], b[_]);
+}
