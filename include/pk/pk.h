@@ -14,11 +14,13 @@
 // Operands. An op accepts arrays (pk::Array<T>, and the pk::WholeProxy<T, R>
 // that `out[_]` returns, which *is* an Array<T>) and, where noted, C++
 // arithmetic scalars; at least one operand must be an array (scalar with
-// scalar is plain C++). Element types of arrays: float, double, int32_t,
-// int64_t, bool. Refs may also hold pk::half and pk::bfloat16 (<pk/half.h>):
-// `ref[_]` reads them as Array<float>, a store rounds to the 16-bit type;
-// and int8_t and uint8_t: `ref[_]` reads them as Array<int32_t> (C++'s
-// integral promotion), a store converts modulo 2^8.
+// scalar is plain C++), except that the math functions and cast also take
+// scalars alone (`exp(eps)`, see "Elementwise math"). Element types of
+// arrays: float, double, int32_t, int64_t, bool. Refs may also hold pk::half
+// and pk::bfloat16 (<pk/half.h>): `ref[_]` reads them as Array<float>, a
+// store rounds to the 16-bit type; and int8_t and uint8_t: `ref[_]` reads
+// them as Array<int32_t> (C++'s integral promotion), a store converts modulo
+// 2^8.
 //
 // Promotion (the frontend follows these rules):
 //   array  with array : the C++ usual arithmetic conversions of the element
@@ -669,6 +671,12 @@ template <class T, class S> T storeAs(S V) {
 ///   exceeds R).
 /// - On a named local (`auto t = out[_]; t = t * 2;`) assignment replaces
 ///   the local's value and stores nothing, like any other local.
+/// - `out[_] += v;` (and `-= *= /= %=`) is the store `out[_] = out[_] + v`:
+///   the ref's current content combined with v (broadcasting both ways, so a
+///   v of higher rank then fails the store's one-way broadcast), stored as
+///   above. On an Out that was not written first it reads whatever the
+///   caller's memory holds (pkc rejects that kernel). On a named local,
+///   `t += v` is `t = t + v` (the free operators below), storing nothing.
 template <class T, int R> class WholeProxy : public Array<ComputeType<T>> {
   using Value = Array<ComputeType<T>>;
 
@@ -709,6 +717,21 @@ public:
                               });
     }
   }
+
+  /// The compound stores `ref[_] op= v`. The operator is found by ADL when
+  /// this is instantiated (it is declared below).
+#define PK_COMPOUND_STORE(OP)                                                  \
+  template <class V>                                                           \
+  requires detail::Operand<V>                                                  \
+  void operator OP##=(const V &Val) && {                                       \
+    std::move(*this) = static_cast<const Value &>(*this) OP Val;               \
+  }
+  PK_COMPOUND_STORE(+)
+  PK_COMPOUND_STORE(-)
+  PK_COMPOUND_STORE(*)
+  PK_COMPOUND_STORE(/)
+  PK_COMPOUND_STORE(%)
+#undef PK_COMPOUND_STORE
 
 private:
   T *Ptr;
@@ -833,12 +856,23 @@ operator!(const X &V) {
 }
 
 //===----------------------------------------------------------------------===//
-// Elementwise math on arrays (for scalars use std::exp etc.)
+// Elementwise math on arrays and on scalars
 //
 // Float in, float out (std::exp(float) is expf); integer and bool arrays
 // compute in double. abs keeps integer types (bool -> int32_t).
 // rsqrt, sigmoid, maximum, minimum, clamp and abs are pk::scalar's
 // (NaN-propagating maximum/minimum, like NumPy).
+//
+// Each function also takes C++ arithmetic scalars alone (`exp(eps)`,
+// `rsqrt(cast<float>(n))`) and gives a scalar of the type the array version
+// would have as its element type (float -> float, double -> double,
+// integers and bool -> double; long double computes as double). These are
+// templates taking their operands by value, so that a non-template library
+// overload with the same exact match wins (with `using namespace std;` in
+// scope, `exp(1.0f)` is std::exp(float), the same function and type) and a
+// libm function that needs a conversion loses (`exp(1.0f)` with only <cmath>'s
+// global ::exp(double) visible is pk's, a float; `abs(0.5f)` is pk's, not
+// ::abs(int)).
 //===----------------------------------------------------------------------===//
 
 #define PK_UNARY_MATH(NAME, EXPR)                                              \
@@ -853,6 +887,12 @@ operator!(const X &V) {
           return static_cast<M>(EXPR);                                         \
         },                                                                     \
         V);                                                                    \
+  }                                                                            \
+  template <class S>                                                           \
+  requires detail::Scalar<S> detail::MathT<detail::Canon<S>> NAME(S V) {       \
+    using M = detail::MathT<detail::Canon<S>>;                                 \
+    const M A = static_cast<M>(V);                                             \
+    return static_cast<M>(EXPR);                                               \
   }
 PK_UNARY_MATH(exp, std::exp(A))
 PK_UNARY_MATH(exp2, std::exp2(A))
@@ -881,6 +921,14 @@ abs(const X &V) {
   return detail::map<M>(
       "abs", [](auto U) { return scalar::abs(static_cast<M>(U)); }, V);
 }
+template <class S>
+requires detail::Scalar<S> std::conditional_t<std::is_floating_point_v<S>,
+                                              detail::Canon<S>, detail::NegT<S>>
+abs(S V) {
+  using M = std::conditional_t<std::is_floating_point_v<S>, detail::Canon<S>,
+                               detail::NegT<S>>;
+  return scalar::abs(static_cast<M>(V));
+}
 
 /// pow(a, b): arrays and scalars; computes in MathT of the promoted type.
 template <class A, class B>
@@ -893,6 +941,12 @@ pow(const A &X, const B &Y) {
         return static_cast<M>(std::pow(static_cast<M>(U), static_cast<M>(V)));
       },
       X, Y);
+}
+template <class A, class B>
+requires(detail::Scalar<A> &&detail::Scalar<B>)
+    detail::MathT<detail::Promote<A, B>> pow(A X, B Y) {
+  using M = detail::MathT<detail::Promote<A, B>>;
+  return static_cast<M>(std::pow(static_cast<M>(X), static_cast<M>(Y)));
 }
 
 /// Elementwise maximum (NaN if either is NaN); arrays and scalars, promoted
@@ -908,6 +962,12 @@ requires detail::Mixed<A, B> Array<detail::Promote<A, B>> maximum(const A &X,
       },
       X, Y);
 }
+template <class A, class B>
+requires(detail::Scalar<A> &&detail::Scalar<B>) detail::Promote<A, B> maximum(
+    A X, B Y) {
+  using P = detail::Promote<A, B>;
+  return scalar::maximum(static_cast<P>(X), static_cast<P>(Y));
+}
 
 /// Elementwise minimum (NaN if either is NaN).
 template <class A, class B>
@@ -920,6 +980,12 @@ requires detail::Mixed<A, B> Array<detail::Promote<A, B>> minimum(const A &X,
         return scalar::minimum(static_cast<P>(U), static_cast<P>(V));
       },
       X, Y);
+}
+template <class A, class B>
+requires(detail::Scalar<A> &&detail::Scalar<B>) detail::Promote<A, B> minimum(
+    A X, B Y) {
+  using P = detail::Promote<A, B>;
+  return scalar::minimum(static_cast<P>(X), static_cast<P>(Y));
 }
 
 /// clamp(x, lo, hi) = minimum(maximum(x, lo), hi), all three broadcast and
@@ -937,6 +1003,13 @@ requires(detail::Operand<X> &&detail::Operand<L> &&detail::Operand<H> &&
                              static_cast<P>(B));
       },
       V, Lo, Hi);
+}
+template <class X, class L, class H>
+requires(detail::Scalar<X> &&detail::Scalar<L> &&detail::Scalar<H>)
+    detail::Promote<X, L, H> clamp(X V, L Lo, H Hi) {
+  using P = detail::Promote<X, L, H>;
+  return scalar::clamp(static_cast<P>(V), static_cast<P>(Lo),
+                       static_cast<P>(Hi));
 }
 
 //===----------------------------------------------------------------------===//
@@ -989,6 +1062,66 @@ requires detail::ArrayLike<X> Array<ComputeType<U>> cast(const X &V) {
         std::string("cast<") + detail::typeName<U>() + ">",
         [](auto E) { return static_cast<U>(E); }, V);
 }
+
+/// cast<U>(s) of a C++ arithmetic scalar: a scalar of type U (float for the
+/// 16-bit types), converted exactly as the array version converts an element
+/// (it is that conversion, of a rank-0 array).
+template <class U, class S>
+requires detail::Scalar<S> ComputeType<U> cast(S V) {
+  Array<detail::Canon<S>> A(detail::Shape{}, detail::scalarLabel(V));
+  A.data()[0] = static_cast<detail::Canon<S>>(V);
+  return cast<U>(A).item();
+}
+
+//===----------------------------------------------------------------------===//
+// Compound assignment: `+= -= *= /= %=`
+//
+// On a local (an Array, or the WholeProxy of `auto t = out[_];`),
+// `t op= v` is `t = t op v` converted back to t's element type, as C++ does
+// for `int t; t += 0.5;`; nothing is stored. On `out[_]` of an Out/InOut it
+// is the store `out[_] = out[_] op v` (WholeProxy's members). On a
+// temporary value, such as an In's `x[_]`, it is an error: an In is
+// read-only (pkc reports it at the kernel as [pk-write-in]).
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+template <class> inline constexpr bool DependentFalse = false;
+} // namespace detail
+
+#define PK_COMPOUND_OP(OP)                                                     \
+  template <class X, class V>                                                  \
+  requires(detail::ArrayLike<X> && !std::is_const_v<X> && detail::Operand<V>)  \
+      X &                                                                      \
+      operator OP##=(X &Local, const V &Val) {                                 \
+    using E = detail::ElemOf<X>;                                               \
+    auto Res = Local OP Val;                                                   \
+    if constexpr (std::is_same_v<detail::ElemOf<decltype(Res)>, E>)            \
+      Local = std::move(Res);                                                  \
+    else                                                                       \
+      Local = cast<E>(Res);                                                    \
+    return Local;                                                              \
+  }                                                                            \
+  template <class T, class V>                                                  \
+  requires detail::Operand<V>                                                  \
+  void operator OP##=(Array<T> &&, const V &) { PK_COMPOUND_ON_TEMPORARY }
+#ifdef __PK_PKC__
+// pkc reports the kernel's [pk-write-in] itself, with its note.
+#define PK_COMPOUND_ON_TEMPORARY
+#else
+#define PK_COMPOUND_ON_TEMPORARY                                               \
+  static_assert(detail::DependentFalse<V>,                                     \
+                "pk: compound assignment to a temporary value: an In's "       \
+                "ref[_] is read-only (declare the ref InOut to update it), "   \
+                "and other values are updated through a local "                \
+                "(auto t = ...; t += v;)");
+#endif
+PK_COMPOUND_OP(+)
+PK_COMPOUND_OP(-)
+PK_COMPOUND_OP(*)
+PK_COMPOUND_OP(/)
+PK_COMPOUND_OP(%)
+#undef PK_COMPOUND_OP
+#undef PK_COMPOUND_ON_TEMPORARY
 
 //===----------------------------------------------------------------------===//
 // Reductions: sum max min mean as f(v) (all axes, rank 0), f(v, axis) and
@@ -1342,6 +1475,11 @@ using ::pk::operator!=;
 using ::pk::operator&;
 using ::pk::operator|;
 using ::pk::operator!;
+using ::pk::operator+=;
+using ::pk::operator-=;
+using ::pk::operator*=;
+using ::pk::operator/=;
+using ::pk::operator%=;
 
 using ::pk::abs;
 using ::pk::ceil;

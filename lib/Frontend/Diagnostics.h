@@ -33,6 +33,8 @@ inline constexpr const char *Subscript = "pk-subscript";
 inline constexpr const char *DataDependentControl = "pk-data-dependent-control";
 inline constexpr const char *NonconstantLoop = "pk-nonconstant-loop";
 inline constexpr const char *OpaqueCall = "pk-opaque-call";
+/// `std::exp(x[_])`: the C++ library's math on a pk value (StdMath.h).
+inline constexpr const char *StdMath = "pk-std-math";
 inline constexpr const char *AxisNotConstant = "pk-axis-not-constant";
 inline constexpr const char *Unsupported = "pk-unsupported";
 inline constexpr const char *NotSupportedYet = "pk-not-supported-yet";

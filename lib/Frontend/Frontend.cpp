@@ -12,6 +12,7 @@
 #include "Frontend/ASTUtil.h"
 #include "Frontend/Diagnostics.h"
 #include "Frontend/GraphBuilder.h"
+#include "Frontend/StdMath.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
@@ -126,8 +127,8 @@ struct RunState {
 class KernelConsumer : public ASTConsumer {
 public:
   KernelConsumer(CompilerInstance &CI, const CompileKernelFn &Compile,
-                 FileResult &Result, RunState &State)
-      : CI(CI), Compile(Compile), Result(Result), State(State) {}
+                 FileResult &Result, RunState &State, DiagnosticHold *Hold)
+      : CI(CI), Compile(Compile), Result(Result), State(State), Hold(Hold) {}
 
   void HandleTranslationUnit(ASTContext &Ctx) override;
 
@@ -142,6 +143,8 @@ private:
   const CompileKernelFn &Compile;
   FileResult &Result;
   RunState &State;
+  /// Clang's diagnostics, held until std::exp(x[_]) calls are known.
+  DiagnosticHold *Hold;
   /// Kernel body (braces included) -> its replacement.
   std::vector<std::pair<SourceRange, std::string>> Replacements;
   /// Text inserted before a kernel: its compiled body as a template.
@@ -161,6 +164,9 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
   SourceManager &SM = Ctx.getSourceManager();
   DiagnosticsEngine &DE = CI.getDiagnostics();
   Reporter Rep(DE);
+  // Clang's diagnostics about `std::exp(x[_])` become one pk error each.
+  if (Hold && Hold->holding())
+    releaseWithStdMathCalls(*Hold, findStdMathCalls(Ctx), SM, Rep);
   // Clang's own errors: the AST may be incomplete; still check the kernels
   // (to report every problem at once) but do not compile them.
   bool ClangErrors = DE.hasErrorOccurred();
@@ -347,7 +353,9 @@ public:
 protected:
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI,
                                                  llvm::StringRef) override {
-    return std::make_unique<KernelConsumer>(CI, Compile, Result, State);
+    // Owned by the engine, in front of its client (-verify's too).
+    DiagnosticHold *Hold = DiagnosticHold::install(CI.getDiagnostics());
+    return std::make_unique<KernelConsumer>(CI, Compile, Result, State, Hold);
   }
 
 private:

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Frontend/Lowering.h"
+#include "Frontend/StdMath.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -16,26 +17,15 @@
 namespace pk::frontend::lowering {
 
 namespace {
-/// The pk op to suggest for a C/C++ library function, "" when none.
-std::string suggestionFor(llvm::StringRef Name) {
-  std::string Base = Name.str();
-  auto Known = [](llvm::StringRef N) {
-    const ir::OpInfo *I = ir::lookupOpBySource(N);
-    return I && !N.empty() && std::isalpha(static_cast<unsigned char>(N[0]));
-  };
-  if (!Known(Base) && Base.size() > 1 &&
-      (Base.back() == 'f' || Base.back() == 'l') &&
-      Known(llvm::StringRef(Base).drop_back()))
-    Base.pop_back();
-  if (Base == "fabs" || Base == "fabsf" || Base == "labs" || Base == "llabs")
-    Base = "abs";
-  if (Known(Base))
-    return Base + "(v)";
-  return llvm::StringSwitch<std::string>(Name)
-      .Cases("max", "fmax", "fmaxf", "maximum(a, b)")
-      .Cases("min", "fmin", "fminf", "minimum(a, b)")
-      .Case("clamp", "clamp(x, lo, hi)")
-      .Default("");
+/// The pk op to suggest for a C/C++ library function called with
+/// \p NumArgs arguments, with its operands ("maximum(a, b)"); "" when none.
+std::string suggestionFor(llvm::StringRef Name, unsigned NumArgs) {
+  std::string Fn = pkFunctionFor(Name, NumArgs);
+  if (Fn.empty())
+    return "";
+  const ir::OpInfo *Op = ir::lookupOpBySource(Fn);
+  unsigned Arity = Op ? Op->Arity : 1; // a reduction: f(v)
+  return Fn + (Arity == 3 ? "(x, lo, hi)" : Arity == 2 ? "(a, b)" : "(v)");
 }
 
 /// The elementwise op a C/C++ math function computes on scalars, or null:
@@ -272,7 +262,14 @@ Val Lowering::evalLibraryCall(const FunctionDecl *FD, const CallExpr *E,
     return Val::value(Sel(Lt(Ops[0], Ops[1]), Ops[1], Hi));
   }
 
-  std::string Suggest = suggestionFor(Name);
+  // `std::max(x[_], y[_])` (resolved into <algorithm>): reported once, as
+  // the Frontend reported it with Clang's diagnostics (the Reporter drops
+  // the same message at the same place).
+  if (std::optional<StdMathCall> M = matchStdMathCall(E, Ctx)) {
+    reportStdMathCall(Rep, *M);
+    return Val::invalid();
+  }
+  std::string Suggest = suggestionFor(Name, Args.size());
   error(rule::OpaqueCall, E,
         "call to the library function '" + Qual + "' cannot be compiled",
         Suggest.empty()

@@ -661,6 +661,21 @@ Val Lowering::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
             Refs[P].Decl->getLocation());
       return Val::invalid();
     }
+    if (!CompoundOp.empty() && Pm.Kind == ir::ParamKind::Out &&
+        !Refs[P].Written) {
+      // `out[_] += v` reads the Out: the caller's memory, not a value.
+      error(rule::ReadBeforeWrite, E,
+            "'" + Pm.Name + "[_] " + CompoundOp + "= ...' reads '" + Pm.Name +
+                "' before it is written; an " + refSpell(P) +
+                " has no initial contents",
+            "write '" + Pm.Name + "[_] = ...' first, or declare '" + Pm.Name +
+                "' as " + refSpelling(ir::ParamKind::InOut, Pm.Type, Pm.Rank) +
+                " to update the caller's values",
+            Refs[P].Decl->getLocation());
+      eval(RHS);
+      Refs[P].Written = true; // not "never written" as well
+      return Val::invalid();
+    }
     std::optional<NodeId> V = valueOf(eval(RHS));
     if (!V) {
       Refs[P].Written = true; // don't report it unwritten as well
@@ -672,8 +687,10 @@ Val Lowering::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
         Refs[P].Written = true;
         return Val::invalid();
       }
+      // The ref's value type (float for the 16-bit types) against v, as
+      // pk.h's `ref[_] + v` promotes.
       Operand Common =
-          join({Pm.Type, false},
+          join({F.node(*Cur).Type, false},
                {F.node(*V).Type, isArithmeticScalar(RHS->getType())});
       V = buildOp(ir::lookupOpBySource(CompoundOp)->Code, {*Cur, *V}, Common.T,
                   Common.T, E);

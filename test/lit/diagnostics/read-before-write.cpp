@@ -20,3 +20,17 @@ PK_KERNEL void fine(In<float> x, Out<float> o, InOut<float> io) {
   o[_] = o[_] * 2.0f;
   io[_] = io[_] + o[_];
 }
+
+// `out[_] += v` reads the Out: an error before its first write, fine after.
+PK_KERNEL void add_to_out(In<float> x, Out<float> o) { // expected-note {{write 'o[_] = ...' first, or declare 'o' as InOut<float, 1> to update the caller's values}}
+  o[_] += x[_]; // expected-error {{'o[_] += ...' reads 'o' before it is written; an Out<float, 1> has no initial contents [pk-read-before-write]}}
+}
+PK_KERNEL void scale_out(In<float, 2> x, Out<float, 2> o) { // expected-note {{write 'o[_] = ...' first, or declare 'o' as InOut<float, 2> to update the caller's values}}
+  o[_] *= 2.0f; // expected-error {{'o[_] *= ...' reads 'o' before it is written; an Out<float, 2> has no initial contents [pk-read-before-write]}}
+  o[_] = x[_];
+}
+PK_KERNEL void compound_fine(In<float> x, Out<float> o, InOut<int32_t> k) {
+  o[_] = x[_];
+  o[_] += x[_];
+  k[_] %= 3;
+}

@@ -18,3 +18,11 @@ PK_KERNEL void through_helper(In<int32_t> a, // expected-note {{declare 'a' as O
   o[_] = a[_];
   helper(a);
 }
+
+// `x[_] += v` writes x too (the eager header rejects it with a
+// static_assert; pkc reports the kernel's rule).
+PK_KERNEL void add_to_in(In<float> x, // expected-note {{declare 'x' as Out<float, 1> to write it, or InOut<float, 1> to read and write it}}
+                         Out<float> o) {
+  x[_] += 1.0f; // expected-error {{cannot write to 'x': it is an In<float, 1> (read-only) [pk-write-in]}}
+  o[_] = x[_];
+}
