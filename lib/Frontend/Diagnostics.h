@@ -40,6 +40,9 @@ inline constexpr const char *Unsupported = "pk-unsupported";
 inline constexpr const char *NotSupportedYet = "pk-not-supported-yet";
 /// Warning: a PK_KERNEL definition in an included file.
 inline constexpr const char *IncludedKernel = "pk-included-kernel";
+/// Warning: a kernel template instantiated implicitly (it runs eagerly).
+inline constexpr const char *ImplicitInstantiation =
+    "pk-implicit-instantiation";
 /// A Graph IR the frontend built fails the verifier (a pkc bug).
 inline constexpr const char *Internal = "pk-internal";
 } // namespace rule

@@ -12,17 +12,20 @@
 #include "Frontend/ASTUtil.h"
 #include "Frontend/Diagnostics.h"
 #include "Frontend/GraphBuilder.h"
+#include "Frontend/KernelTemplates.h"
 #include "Frontend/StdMath.h"
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Driver/Options.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Lex/Lexer.h"
 #include "clang/Rewrite/Core/Rewriter.h"
 #include "clang/Tooling/ArgumentsAdjusters.h"
 #include "clang/Tooling/CompilationDatabase.h"
@@ -53,7 +56,8 @@ bool isKernel(const FunctionDecl *FD) {
 }
 
 /// Every PK_KERNEL function definition of the translation unit, in source
-/// order; template instantiations are not visited (the pattern is).
+/// order; template instantiations are not visited (the pattern is, and
+/// stands for its explicit instantiations).
 class KernelFinder : public RecursiveASTVisitor<KernelFinder> {
 public:
   bool shouldVisitTemplateInstantiations() const { return false; }
@@ -71,6 +75,12 @@ public:
 /// its specifiers, and an `extern "C"` without braces. In the main file.
 SourceLocation declarationStart(const FunctionDecl *FD,
                                 const SourceManager &SM) {
+  // A template's attributes follow its `template <...>` (an abbreviated
+  // template, `void k(..., auto s)`, has none written).
+  if (const FunctionTemplateDecl *FTD = FD->getDescribedFunctionTemplate())
+    if (SourceLocation T = FTD->getTemplateParameters()->getTemplateLoc();
+        T.isValid())
+      return SM.getExpansionLoc(T);
   SourceLocation Begin = SM.getExpansionLoc(FD->getBeginLoc());
   for (const Attr *A : FD->attrs()) {
     if (A->isImplicit() || A->getRange().getBegin().isInvalid())
@@ -134,7 +144,16 @@ public:
 
 private:
   void compileKernel(FunctionDecl *FD, ASTContext &Ctx, Reporter &Rep,
-                     bool ClangErrors, const std::string &Symbol);
+                     bool ClangErrors, const std::string &Name,
+                     const std::string &Symbol, const Instantiation *Inst,
+                     const ir::KernelTemplate *KernelTemplate);
+  /// A kernel template's explicit instantiations in the order they are
+  /// written; warns about the implicit ones, which run eagerly.
+  std::vector<FunctionDecl *> instantiations(FunctionDecl *Pattern,
+                                             Reporter &Rep);
+  /// Rewrites each compiled kernel template's body into a dispatch over
+  /// its explicit instantiations (KernelTemplates.h).
+  void rewriteTemplates(ASTContext &Ctx, Reporter &Rep);
   void reportUserDiag(const ir::UserDiag &D, const FunctionDecl *FD,
                       Reporter &Rep);
   std::vector<std::string> dependencies(const SourceManager &SM) const;
@@ -149,6 +168,15 @@ private:
   std::vector<std::pair<SourceRange, std::string>> Replacements;
   /// Text inserted before a kernel: its compiled body as a template.
   std::vector<std::pair<SourceLocation, std::string>> Insertions;
+  /// Per kernel template (in source order), its compiled instantiations.
+  struct TemplateRewrite {
+    const FunctionDecl *Pattern = nullptr;
+    /// (condition, compiled body) per explicit instantiation.
+    std::vector<std::pair<std::string, std::string>> Branches;
+    std::vector<const FunctionDecl *> Instances;
+    std::string CppTemplates; ///< their pk_<symbol>_cpu functions
+  };
+  std::vector<TemplateRewrite> Templates;
 };
 
 std::string absolutePath(llvm::StringRef Name, const FileManager &FM) {
@@ -189,6 +217,12 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
                "the header");
       continue;
     }
+    if (FD->getDescribedFunctionTemplate()) {
+      // A kernel template: a kernel per explicit instantiation.
+      for (FunctionDecl *Inst : instantiations(FD, Rep))
+        Kernels.push_back(Inst);
+      continue;
+    }
     Kernels.push_back(FD);
   }
   // The CUDA code names a kernel's launcher pk::cuda::<name> and its
@@ -204,6 +238,17 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
     if (FD->isInvalidDecl())
       continue;
     std::string Name = FD->getNameAsString();
+    // An explicit instantiation or specialization of a kernel template is
+    // the kernel `scale<float>`; its symbols are pk_scale_float_*.
+    std::optional<Instantiation> Inst;
+    std::optional<ir::KernelTemplate> Template;
+    if (FD->getPrimaryTemplate()) {
+      Inst.emplace();
+      Template.emplace();
+      if (!describeInstantiation(FD, Ctx, Rep, *Inst, *Template))
+        continue;
+      Name += "<" + Inst->Args + ">";
+    }
     std::vector<FunctionDecl *> &Same = ByName[Name];
     const FunctionDecl *Clash = nullptr;
     for (const FunctionDecl *Prev : Same)
@@ -219,14 +264,21 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
       continue;
     }
     std::string Symbol;
-    if (!Same.empty())
+    if (Inst) {
+      Symbol = Inst->Symbol;
+      for (unsigned N = 2; Names.count(Symbol); ++N)
+        Symbol = Inst->Symbol + "_" + std::to_string(N);
+    } else if (!Same.empty()) {
       for (unsigned N = Same.size() + 1; Symbol.empty() || Names.count(Symbol);
            ++N)
         Symbol = Name + "_" + std::to_string(N);
+    }
     Names.insert(Symbol);
     Same.push_back(FD);
-    compileKernel(FD, Ctx, Rep, ClangErrors, Symbol);
+    compileKernel(FD, Ctx, Rep, ClangErrors, Name, Symbol,
+                  Inst ? &*Inst : nullptr, Template ? &*Template : nullptr);
   }
+  rewriteTemplates(Ctx, Rep);
 
   Result.Dependencies = dependencies(SM);
   Result.HadErrors = DE.hasErrorOccurred();
@@ -248,16 +300,18 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
 
 void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
                                    Reporter &Rep, bool ClangErrors,
-                                   const std::string &Symbol) {
+                                   const std::string &Name,
+                                   const std::string &Symbol,
+                                   const Instantiation *Inst,
+                                   const ir::KernelTemplate *KernelTemplate) {
   SourceManager &SM = Ctx.getSourceManager();
-  std::string Name = FD->getNameAsString();
   if (FD->isTemplated()) {
     Rep.error(rule::NotSupportedYet, FD->getLocation(), SourceRange(),
               "the kernel '" + Name +
-                  "' is a template; kernel templates are not supported by "
-                  "pkc yet",
-              "write one kernel per element type; it may call a template "
-              "helper, which is inlined");
+                  "' is declared inside a template; such kernels are not "
+                  "supported by pkc yet",
+              "declare it at namespace scope (a kernel template is compiled "
+              "per explicit instantiation)");
     return;
   }
   if (const auto *MD = dyn_cast<CXXMethodDecl>(FD)) {
@@ -267,8 +321,15 @@ void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
               "declare it at namespace scope");
     return;
   }
-  const auto *Body = dyn_cast_or_null<CompoundStmt>(FD->getBody());
-  if (!Body)
+  // An explicit instantiation's body is rewritten in its template.
+  const FunctionDecl *Written = FD;
+  bool Instantiated = FD->getTemplateSpecializationKind() ==
+                      TSK_ExplicitInstantiationDefinition;
+  if (Instantiated)
+    Written = FD->getTemplateInstantiationPattern();
+  const auto *Body =
+      dyn_cast_or_null<CompoundStmt>(Written ? Written->getBody() : nullptr);
+  if (!Body || !FD->getBody())
     return;
   if (!Body->getLBracLoc().isFileID() || !Body->getRBracLoc().isFileID() ||
       !SM.isWrittenInMainFile(Body->getLBracLoc()) ||
@@ -283,11 +344,24 @@ void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
   ir::Function F;
   F.Name = Name;
   F.QualifiedName = FD->getQualifiedNameAsString();
+  if (Inst)
+    F.QualifiedName += "<" + Inst->Args + ">";
   F.Symbol = Symbol;
+  if (KernelTemplate)
+    F.Template = *KernelTemplate;
   if (OptionalFileEntryRef FE = SM.getFileEntryRefForID(SM.getMainFileID()))
     F.File = FE->getName().str();
   F.Loc = makeSrcLoc(FD->getLocation(), SM);
-  if (!buildKernelGraph(FD, Ctx, Rep, F) || ClangErrors)
+  if (!buildKernelGraph(FD, Ctx, Rep, F)) {
+    // The errors point into the template: say which instantiation (after
+    // the first one's errors; the same errors of the next instantiations
+    // are printed once, and these notes follow them).
+    if (Instantiated)
+      Rep.note(FD->getPointOfInstantiation(),
+               "in the explicit instantiation '" + Name + "' here");
+    return;
+  }
+  if (ClangErrors)
     return;
   if (std::string Err = ir::verify(F); !Err.empty()) {
     Rep.error(rule::Internal, FD->getLocation(), SourceRange(),
@@ -300,6 +374,23 @@ void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
   if (!R.Diags.empty()) {
     for (const ir::UserDiag &D : R.Diags)
       reportUserDiag(D, FD, Rep);
+    if (Instantiated)
+      Rep.note(FD->getPointOfInstantiation(),
+               "in the explicit instantiation '" + Name + "' here");
+    return;
+  }
+  if (Instantiated) {
+    auto It = llvm::find_if(Templates, [&](const TemplateRewrite &T) {
+      return T.Pattern == Written;
+    });
+    if (It == Templates.end()) {
+      Templates.push_back({});
+      It = std::prev(Templates.end());
+      It->Pattern = Written;
+    }
+    It->Branches.emplace_back(Inst->Condition, std::move(R.CppBody));
+    It->Instances.push_back(FD);
+    It->CppTemplates += R.CppTemplate;
     return;
   }
   Replacements.emplace_back(Body->getSourceRange(), std::move(R.CppBody));
@@ -309,6 +400,72 @@ void KernelConsumer::compileKernel(FunctionDecl *FD, ASTContext &Ctx,
     Template = "extern \"C++\" {\n" + llvm::StringRef(Template).rtrim().str() +
                "\n} // extern \"C++\"\n\n";
   Insertions.emplace_back(aboveLeadingComment(FD, SM), std::move(Template));
+}
+
+std::vector<FunctionDecl *>
+KernelConsumer::instantiations(FunctionDecl *Pattern, Reporter &Rep) {
+  ASTContext &Ctx = Pattern->getASTContext();
+  const SourceManager &SM = Ctx.getSourceManager();
+  FunctionTemplateDecl *FTD = Pattern->getDescribedFunctionTemplate();
+  std::vector<FunctionDecl *> Explicit;
+  for (FunctionDecl *Spec : FTD->specializations()) {
+    TemplateSpecializationKind K = Spec->getTemplateSpecializationKind();
+    if (K == TSK_ExplicitInstantiationDefinition) {
+      Explicit.push_back(Spec);
+    } else if (K == TSK_ImplicitInstantiation) {
+      // A warning, not an error: the program is right, only slower (like
+      // a kernel in an included file).
+      SourceLocation L = Spec->getPointOfInstantiation();
+      if (L.isInvalid())
+        L = Pattern->getLocation();
+      Rep.warning(rule::ImplicitInstantiation, L,
+                  "the kernel template '" + Pattern->getNameAsString() +
+                      "' is instantiated implicitly here; pkc compiles only "
+                      "explicit instantiations, so this one runs eagerly");
+      Rep.note(L, "instantiate it explicitly to compile it: " +
+                      explicitInstantiation(Spec, Ctx));
+    }
+  }
+  std::stable_sort(
+      Explicit.begin(), Explicit.end(), [&](FunctionDecl *A, FunctionDecl *B) {
+        return SM.isBeforeInTranslationUnit(A->getPointOfInstantiation(),
+                                            B->getPointOfInstantiation());
+      });
+  return Explicit;
+}
+
+void KernelConsumer::rewriteTemplates(ASTContext &Ctx, Reporter &Rep) {
+  const SourceManager &SM = Ctx.getSourceManager();
+  for (TemplateRewrite &T : Templates) {
+    // The conditions tell the instantiations apart only through named
+    // template parameters.
+    bool Distinct = true;
+    for (size_t I = 0; I < T.Branches.size() && Distinct; ++I)
+      for (size_t J = 0; J < I; ++J)
+        if (T.Branches[I].first == T.Branches[J].first) {
+          Rep.error(rule::NotSupportedYet,
+                    T.Instances[I]->getPointOfInstantiation(), SourceRange(),
+                    "this explicit instantiation differs from an earlier "
+                    "one of the kernel template '" +
+                        T.Pattern->getNameAsString() +
+                        "' only in unnamed template parameters, which pkc "
+                        "cannot tell apart yet",
+                    "name the template parameters of '" +
+                        T.Pattern->getNameAsString() + "'");
+          Distinct = false;
+          break;
+        }
+    if (!Distinct)
+      continue;
+    const auto *Body = cast<CompoundStmt>(T.Pattern->getBody());
+    llvm::StringRef Eager = Lexer::getSourceText(
+        CharSourceRange::getTokenRange(Body->getSourceRange()), SM,
+        Ctx.getLangOpts());
+    Replacements.emplace_back(Body->getSourceRange(),
+                              dispatchBody(T.Branches, Eager));
+    Insertions.emplace_back(aboveLeadingComment(T.Pattern, SM),
+                            std::move(T.CppTemplates));
+  }
 }
 
 void KernelConsumer::reportUserDiag(const ir::UserDiag &D,

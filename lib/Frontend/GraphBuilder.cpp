@@ -191,6 +191,10 @@ Flow Lowering::exec(const Stmt *S) {
 Flow Lowering::execDecl(const VarDecl *VD, const DeclStmt *At) {
   QualType T = VD->getType();
   std::string Name = VD->getNameAsString();
+  QualType Bare = T.getNonReferenceType();
+  // Arrays are constant tables, static constexpr ones too (no state).
+  if (Bare->isArrayType() || isStdArray(Bare))
+    return execTableDecl(VD, At);
   if (VD->isStaticLocal() || VD->getTLSKind() != VarDecl::TLS_None) {
     // `static constexpr float c = ...;` is a constant: reads fold.
     if ((VD->isConstexpr() || T.isConstQualified()) && isArithmeticScalar(T) &&
@@ -203,16 +207,9 @@ Flow Lowering::execDecl(const VarDecl *VD, const DeclStmt *At) {
   }
   if (VD->isLocalExternDecl())
     return Flow::Normal;
-  QualType Bare = T.getNonReferenceType();
   if (Bare->isAnyPointerType() || Bare->isMemberPointerType()) {
     unsupported(At, "the pointer variable '" + Name + "'",
                 "kernels have no pointers; read refs with ref[_]");
-    frame().Env[VD] = Val::invalid();
-    return Flow::Normal;
-  }
-  if (Bare->isArrayType()) {
-    unsupported(At, "the C array '" + Name + "'",
-                "use pk arrays: values computed from refs with pk operations");
     frame().Env[VD] = Val::invalid();
     return Flow::Normal;
   }

@@ -341,8 +341,14 @@ Val Lowering::evalImpl(const Expr *E) {
       return convert(eval(IL->getInit(0)), E);
     return unsupported(E, "an initializer list");
   }
-  if (const auto *AS = dyn_cast<ArraySubscriptExpr>(E))
+  if (const auto *AS = dyn_cast<ArraySubscriptExpr>(E)) {
+    // A constant table's element (the base decays to a pointer in C++).
+    const Expr *Base = AS->getBase()->IgnoreParens();
+    if (const auto *IC = dyn_cast<ImplicitCastExpr>(Base);
+        IC && IC->getCastKind() == CK_ArrayToPointerDecay)
+      return evalSubscript(AS, IC->getSubExpr(), AS->getIdx());
     return subscriptError(AS);
+  }
 
   // Literals and constant expressions were folded above; what is left of
   // them has a type pk cannot hold.
@@ -443,6 +449,8 @@ Val Lowering::evalDeclRef(const DeclRefExpr *E) {
         return Val::value(*valueOf(*V));
       return *V;
     }
+    if (std::optional<Val> T = globalTable(VD))
+      return *T;
     if (VD->isLocalVarDeclOrParm())
       return unsupported(E, "'" + VD->getName() + "' here");
     return unsupported(E, "reading the global variable '" + VD->getName() + "'",
@@ -627,6 +635,8 @@ Val Lowering::evalSubscript(const Expr *E, const Expr *Base, const Expr *Idx) {
     return BV;
   if (BV.K == Val::Ref && isWholeIndex(Idx))
     return readRef(BV.Param, E);
+  if (BV.K == Val::Table)
+    return indexTable(E, BV, Idx);
   return subscriptError(E);
 }
 
@@ -850,6 +860,13 @@ Val Lowering::evalConstruct(const CXXConstructExpr *E) {
     return Val::make(Val::Whole);
   if (isPkClass(T, "KeepDims"))
     return Val::make(Val::KeepDims);
+  if (isStdArray(T) && E->getNumArgs() == 1 &&
+      E->getConstructor()->isCopyOrMoveConstructor()) {
+    // A copy of a constant table (a helper's by-value parameter).
+    Val V = eval(E->getArg(0));
+    if (V.K == Val::Table || !V.ok())
+      return V;
+  }
   if (refType(T)) {
     if (E->getNumArgs() == 1 && E->getConstructor()->isCopyOrMoveConstructor())
       return eval(E->getArg(0));

@@ -6,8 +6,9 @@
 // constant is a folded Const node, which is how loop conditions, axes and
 // `if` conditions are decided.
 //
-// Split over three files: LowerExprs.cpp (values, refs, expressions,
-// assignments), LowerCalls.cpp (pk ops, library calls, helper inlining) and
+// Split over four files: LowerExprs.cpp (values, refs, expressions,
+// assignments), LowerCalls.cpp (pk ops, library calls, helper inlining),
+// LowerTables.cpp (constant tables: const arrays of numbers) and
 // GraphBuilder.cpp (statements, parameters, the kernel-level checks).
 // Only lib/Frontend includes this header.
 //
@@ -32,6 +33,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +66,7 @@ struct Val {
     KeepDims,   ///< the tag `keepdims`
     LazyScalar, ///< a scalar parameter not read yet: `Param`
     Uninit,     ///< a local declared without a value
+    Table,      ///< a constant table (const array of numbers): `Param`
   };
   Kind K = Invalid;
   NodeId Id = 0;
@@ -79,6 +82,11 @@ struct Val {
   static Val ref(unsigned P) {
     Val V = make(Ref);
     V.Param = P;
+    return V;
+  }
+  static Val table(unsigned T) {
+    Val V = make(Table);
+    V.Param = T;
     return V;
   }
   static Val make(Kind K) {
@@ -109,6 +117,8 @@ llvm::StringRef compoundOpSpelling(OverloadedOperatorKind OO);
 /// Strips what does not change a value: parens, temporaries, cleanups,
 /// no-op and derived-to-base casts, copies.
 const Expr *strip(const Expr *E);
+/// True for std::array<T, N> (LowerTables.cpp).
+bool isStdArray(QualType T);
 
 class Lowering {
 public:
@@ -244,6 +254,35 @@ private:
   NodeId buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,
                  DType ComputeIn, DType Result, const Expr *At);
 
+  // --- constant tables (LowerTables.cpp) ------------------------------------
+  /// A const array of numbers, or a row of one: the constant node of each
+  /// element, row-major, from Offset on; Dims are the extents left.
+  struct Table {
+    std::string Name; ///< as written, for messages
+    std::shared_ptr<const std::vector<NodeId>> Elems;
+    llvm::SmallVector<uint64_t, 2> Dims;
+    size_t Offset = 0;
+  };
+  /// True for a C array or std::array (of those) of arithmetic elements;
+  /// fills its extents and element type.
+  bool tableShape(QualType T, llvm::SmallVectorImpl<uint64_t> &Dims,
+                  QualType &Elem) const;
+  /// A local (or static local) declared with an array type: a table when
+  /// it is const with a constant initializer, else an error.
+  Flow execTableDecl(const VarDecl *VD, const DeclStmt *At);
+  /// The table of \p VD, a namespace-scope or static const array with a
+  /// constant initializer (built on first use), or nullopt.
+  std::optional<Val> globalTable(const VarDecl *VD);
+  /// Builds a table from \p Init; reports the first element that is not a
+  /// constant.
+  std::optional<Val> buildTable(const VarDecl *VD, const Expr *Init);
+  bool collectTable(const Expr *Init, QualType T, const VarDecl *VD,
+                    std::vector<NodeId> &Out);
+  /// `table[i]`: the element (or row) at a constant index.
+  Val indexTable(const Expr *E, Val Tab, const Expr *Idx);
+  /// `table.size()` and `std::size(table)`: its first extent.
+  Val tableSize(const Expr *E, Val Tab);
+
   // --- statements -----------------------------------------------------------
   Flow exec(const Stmt *S);
   Flow execDecl(const VarDecl *VD, const DeclStmt *At);
@@ -274,6 +313,8 @@ private:
   std::vector<Frame> Frames;
   std::vector<RefState> Refs;
   llvm::DenseMap<unsigned, NodeId> ScalarNodes;
+  std::vector<Table> Tables;
+  llvm::DenseMap<const VarDecl *, Val> GlobalTables;
   unsigned TotalIterations = 0;
   /// Code was skipped after an error (a data-dependent `if`, a loop that
   /// could not be unrolled): "never written" would be a follow-on error.

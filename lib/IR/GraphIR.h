@@ -258,6 +258,18 @@ struct Guard {
   SrcLoc Loc;
 };
 
+/// The function template whose explicit instantiation a kernel is
+/// (Function::Template): what the CUDA header needs to declare the launcher
+/// template that each instantiation's launcher specializes.
+struct KernelTemplate {
+  std::string Name; ///< unqualified: "scale"
+  std::string Head; ///< its template parameters: "typename T, int R"
+  /// Per kernel parameter, its type written with the template parameters
+  /// ("pk::In<T, R>"); "" where it does not depend on them (it is then the
+  /// instantiation's own type).
+  std::vector<std::string> ParamTypes;
+};
+
 /// A kernel in Graph IR.
 struct Function {
   std::string Name;          ///< unqualified, e.g. "rmsnorm"
@@ -272,6 +284,9 @@ struct Function {
   std::vector<Node> Nodes;   ///< SSA order; stores keep program order
   ExtentTable Extents;
   std::vector<Guard> Guards; ///< filled by the Guards pass
+  /// Set for an explicit instantiation (or specialization) of a kernel
+  /// template; Name is then "scale<float>", and Symbol is set.
+  std::optional<KernelTemplate> Template;
 
   const Node &node(NodeId Id) const { return Nodes[Id]; }
   Node &node(NodeId Id) { return Nodes[Id]; }

@@ -36,6 +36,24 @@ std::string signature(const Function &F, bool WithDefault) {
   return fmt::format("void {}({})", F.Name, fmt::join(Parts, ", "));
 }
 
+/// The launcher template an instantiation of a kernel template
+/// specializes: its template head and its parameters as the template
+/// writes them.
+std::string templateDeclaration(const Function &F) {
+  const KernelTemplate &T = *F.Template;
+  std::vector<std::string> Parts;
+  for (size_t I = 0; I < F.Params.size(); ++I) {
+    const std::string &Generic =
+        I < T.ParamTypes.size() ? T.ParamTypes[I] : std::string();
+    Parts.push_back(
+        fmt::format("{} {}", Generic.empty() ? paramType(F.Params[I]) : Generic,
+                    F.Params[I].Name));
+  }
+  Parts.push_back("CUstream_st *pk_stream = nullptr");
+  return fmt::format("template <{}>\nvoid {}({});\n", T.Head, T.Name,
+                     fmt::join(Parts, ", "));
+}
+
 std::string combine(ReduceKind K, const std::string &A, const std::string &B) {
   switch (K) {
   case ReduceKind::Max:
@@ -314,7 +332,14 @@ public:
 
   cuda::KernelText run() {
     cuda::KernelText T;
-    T.Declaration = signature(F, true) + ";\n";
+    // A kernel template's instantiation `scale<float>` specializes the
+    // launcher template (a specialization takes no default arguments).
+    if (F.Template) {
+      T.TemplateDeclaration = templateDeclaration(F);
+      T.Declaration = "template <> " + signature(F, false) + ";\n";
+    } else {
+      T.Declaration = signature(F, true) + ";\n";
+    }
     // A 16-bit ref's pointer is passed to the kernels as the CUDA type of
     // the same layout (DTypes.def), which this checks at compile time.
     for (const Param &Pr : F.Params) {
@@ -328,7 +353,7 @@ public:
           Info.CudaStorage, Info.Cpp));
     }
     std::string &L = T.Launcher;
-    L += signature(F, false) + " {\n";
+    L += (F.Template ? "template <>\n" : "") + signature(F, false) + " {\n";
     L += "  // Shape guards, checked on the host before any launch.\n";
     emitExtents(F, L, "  ");
     emitGuards(F, L, "  ");
@@ -502,8 +527,15 @@ std::string pk::cuda::cudaHeader(llvm::StringRef Source,
       "#pragma once\n\n#include <pk/ref.h>\n\nstruct CUstream_st; // "
       "cudaStream_t\n\nnamespace pk::cuda {{\n\n",
       Source);
-  for (const KernelText &K : Kernels)
+  std::vector<std::string> Templates;
+  for (const KernelText &K : Kernels) {
+    if (!K.TemplateDeclaration.empty() &&
+        !llvm::is_contained(Templates, K.TemplateDeclaration)) {
+      Templates.push_back(K.TemplateDeclaration);
+      Out += K.TemplateDeclaration;
+    }
     Out += K.Declaration;
+  }
   Out += "\n} // namespace pk::cuda\n";
   return Out;
 }

@@ -14,6 +14,10 @@ struct KernelText {
   std::string Kernels;     ///< `__global__` functions, one per loop nest
   std::string Launcher;    ///< `void <name>(refs..., CUstream_st *)` body
   std::string Declaration; ///< the launcher's declaration for the .pk.h
+  /// For an instantiation of a kernel template: the launcher template that
+  /// Launcher specializes (`template <typename T> void scale(...);`), which
+  /// cudaHeader declares once before the first of its specializations.
+  std::string TemplateDeclaration;
   /// Lines the file needs before the kernels (the 16-bit types' headers
   /// and layout checks); cudaFile prints each distinct line once.
   std::vector<std::string> Prelude;

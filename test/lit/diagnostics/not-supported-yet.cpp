@@ -3,12 +3,6 @@
 #include <pk/pk.h>
 using namespace pk::lang;
 
-template <class T>
-PK_KERNEL void scale(In<T> x, Out<T> o) { // expected-error {{the kernel 'scale' is a template; kernel templates are not supported by pkc yet [pk-not-supported-yet]}} expected-note {{write one kernel per element type; it may call a template helper, which is inlined}}
-  o[_] = x[_] * T(2);
-}
-template void scale<float>(In<float>, Out<float>);
-
 PK_KERNEL void extent(In<float> x, Out<float> o) {
   o[_] = x[_] * float(x.extent(0)); // expected-error {{'x.extent(0)' (a run-time extent in a kernel) is not supported by pkc yet [pk-not-supported-yet]}} expected-note {{shapes are implicit}}
 }
