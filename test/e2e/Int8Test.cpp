@@ -60,6 +60,8 @@ void q_matmul_i32(pk::In<int8_t, 2> a, pk::In<int8_t, 2> b,
 #include <cuda_runtime.h>
 #include <pk_shim/shim.h>
 
+#include "ShimDevice.h"
+
 #include "int8_cases.pk.h"
 #endif
 
@@ -112,55 +114,13 @@ std::string shapeName(const char *K, int64_t T, int64_t D) {
 //===----------------------------------------------------------------------===//
 
 #ifdef PK_INT8_WITH_CUDA
-void check(cudaError_t E, const char *What) {
-  if (E != cudaSuccess)
-    throw std::runtime_error(std::string(What) + ": " + cudaGetErrorString(E));
-}
-
-/// A device copy of a host vector of any element type.
-template <class T> class Dev {
-public:
-  explicit Dev(const std::vector<T> &H) : N(H.size()) {
-    if (N)
-      check(cudaMalloc(&P, N * sizeof(T)), "cudaMalloc");
-    if (N)
-      check(cudaMemcpy(P, H.data(), N * sizeof(T), cudaMemcpyHostToDevice),
-            "cudaMemcpy");
-  }
-  /// N elements, each `Fill` (not 0: an element a kernel fails to write
-  /// shows).
-  explicit Dev(int64_t N, T Fill = T(77))
-      : Dev(std::vector<T>(size_t(N), Fill)) {}
-  ~Dev() { cudaFree(P); }
-  Dev(const Dev &) = delete;
-  Dev &operator=(const Dev &) = delete;
-  T *get() const { return P; }
-  std::vector<T> host() const {
-    check(cudaDeviceSynchronize(), "the kernel");
-    std::vector<T> H(N);
-    if (N)
-      check(cudaMemcpy(H.data(), P, N * sizeof(T), cudaMemcpyDeviceToHost),
-            "cudaMemcpy");
-    return H;
-  }
-
-private:
-  T *P = nullptr;
-  size_t N;
+/// A device buffer of N elements of a value no kernel writes.
+template <class T> struct Dev : shimdev::Dev<T> {
+  using shimdev::Dev<T>::Dev;
+  explicit Dev(int64_t N) : shimdev::Dev<T>(N, T(77)) {}
 };
-
-/// Runs Body in the forward schedule and, for up to 70000 elements, in a
-/// random thread order too.
-void forEachSchedule(int64_t Elements,
-                     const std::function<void(const std::string &)> &Body) {
-  pk::shim::set_schedule(pk::shim::Schedule::Forward);
-  Body("cuda forward");
-  if (Elements <= 70000) {
-    pk::shim::set_schedule(pk::shim::Schedule::Random, 1);
-    Body("cuda random:1");
-    pk::shim::set_schedule(pk::shim::Schedule::Forward);
-  }
-}
+using shimdev::check;
+using shimdev::forEachSchedule;
 #define PK_IF_CUDA(...) __VA_ARGS__
 #else
 #define PK_IF_CUDA(...)
