@@ -233,7 +233,8 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
     rows.sort(key=lambda key: (cases.index(f"{key[0]}/{key[1]}"), key[3]))
     attention_rows = [key for key in rows if key[0] in matmul_kernels and key[0] in ATTENTION_KERNELS]
     matmul_rows = [key for key in rows if key[0] in matmul_kernels and key[0] not in ATTENTION_KERNELS]
-    rows = [key for key in rows if key[0] not in matmul_kernels]
+    decode_rows = [key for key in rows if key[0] == DECODE_KERNEL]
+    rows = [key for key in rows if key[0] not in matmul_kernels and key[0] not in DECODE_KERNELS]
     if rows:
         out.append("| " + " | ".join(cols) + " |")
         out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
@@ -268,6 +269,8 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
         out.extend(render_matmul(context, results, matmul_rows, flops, bool(rows)))
     if attention_rows:
         out.extend(render_attention(results, attention_rows, flops, bool(rows or matmul_rows)))
+    if decode_rows:
+        out.extend(render_decode(results, decode_rows, bool(rows or matmul_rows or attention_rows)))
     if peers:
         if unavailable or failed:
             out.append("")
@@ -281,6 +284,47 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
             out.extend(f"- {n}" for n in pctx["notes"])
         out.extend(render_targets(results, rows))
     return "\n".join(out) + "\n"
+
+
+DECODE_KERNEL, READ_KERNEL = "linear_decode", "weights_read"
+DECODE_KERNELS = (DECODE_KERNEL, READ_KERNEL)
+DECODE_PEERS = (("naive", "naive"), ("openblas", "OpenBLAS"))
+
+
+def render_decode(results, rows, after_table):
+    """The decode table (kernels_decode.cpp): GB/s of weights of pk and its peers, the
+    read bandwidth at the same shape and threads, pk ÷ read and pk ÷ OpenBLAS."""
+    out = [""] if after_table else []
+    out.append("Decode products (linear_decode, y = x wᵀ, shape M x N x K: M rows, w [N, K] "
+               "rotating through a pool of 4x the last-level cache; GB/s = bytes of w, x and y / "
+               "median wall time; GFLOP/s = 2·M·N·K / time; read = weights_read, a loop summing "
+               "the same weights, same threads)")
+    out.append("")
+    cols = (["shape", "threads", "pk time", "pk GB/s", "pk GFLOP/s"]
+            + [f"{name} GB/s" for _, name in DECODE_PEERS] + ["read GB/s", "pk ÷ read", "pk ÷ OpenBLAS"])
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join(["---"] * 2 + ["---:"] * (len(cols) - 2)) + "|")
+    for (k, shape, _, th) in rows:
+        t_pk, bps_pk, busy_pk = results[(k, shape, "pk", th)]
+        mark = PREEMPTED if busy_pk < 0.8 else ""
+        m, n, kk = (int(v) for v in shape.split("x"))
+        cells = [shape, str(th), fmt_time(t_pk) + mark, f"{bps_pk / 1e9:.1f}{mark}",
+                 f"{2 * m * n * kk / t_pk / 1e9:.3g}{mark}"]
+        for peer, _ in DECODE_PEERS:
+            got = results.get((k, shape, peer, th))
+            cells.append("n/a" if got is None else
+                         f"{got[1] / 1e9:.1f}" + (PREEMPTED if got[2] < 0.8 and not
+                                                  (peer == "openblas" and th > 1) else ""))
+        read = results.get((READ_KERNEL, shape, "pk", th))
+        cells.append("n/a" if read is None else f"{read[1] / 1e9:.1f}" + (PREEMPTED if read[2] < 0.8 else ""))
+        cells.append("n/a" if read is None else fmt_ratio(bps_pk / read[1]))
+        blas = results.get((k, shape, "openblas", th))
+        cells.append("n/a" if blas is None else fmt_ratio(blas[0] / t_pk))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("pk ÷ read = pk GB/s / read GB/s (the issue's target: >= 0.9); pk ÷ OpenBLAS = "
+               "t_OpenBLAS / t_pk (> 1: pk faster).")
+    return out
 
 
 ATTENTION_KERNELS = ("attention_causal",)

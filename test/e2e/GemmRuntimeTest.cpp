@@ -167,7 +167,8 @@ protected:
 const int64_t Extents[] = {0, 1, 3, 7, 8, 9, 17, 65, 127, 129};
 
 /// Every (M, N, K) of Extents, both layouts, B as a lambda (packed) and as
-/// a StridedB (read in place: the GEMV kernels for M <= 8, packed above).
+/// a StridedB (read in place: the GEMV kernels up to kGemvMaxRows rows,
+/// packed above).
 template <class T> void allShapes(GemmIsa Level) {
   const std::string Name = pk::rt::gemm_isa_name(Level);
   unsigned Seed = 1;
@@ -248,7 +249,7 @@ TEST_P(GemmLevel, LargeAndBlockingBoundaries) {
 
 TEST_P(GemmLevel, BatchedAndBroadcast) {
   const std::string Name = pk::rt::gemm_isa_name(GetParam());
-  for (int64_t M : {5, 17}) // the GEMV path (strided B) and the packed one
+  for (int64_t M : {5, 33}) // the GEMV path (strided B) and the packed one
     for (bool BroadcastA : {false, true})
       for (bool BroadcastB : {false, true})
         for (bool TransB : {true, false})
@@ -265,7 +266,7 @@ TEST_P(GemmLevel, BatchedAndBroadcast) {
 }
 
 TEST_P(GemmLevel, NanAndInfinity) {
-  for (int64_t M : {3, 9}) // the GEMV path and the packed one
+  for (int64_t M : {3, 33}) // the GEMV path and the packed one
     for (bool Strided : {false, true})
       nanAndInfinity(M, Strided);
 }
@@ -275,7 +276,7 @@ TEST_P(GemmLevel, ThreadCountDoesNotChangeBits) {
   GemmOptions Opt;
   Opt.Threaded = true;
   const int Saved = omp_get_max_threads();
-  for (int64_t M : {4, 131})
+  for (int64_t M : {4, 30, 131})
     for (bool Strided : {false, true}) {
       Problem<float> P = makeProblem<float>(2, M, 1000, 400, true, false, 3);
       omp_set_num_threads(1);

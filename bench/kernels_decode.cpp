@@ -1,0 +1,148 @@
+//===- kernels_decode.cpp - Products of a few rows: a decode step ---------===//
+//
+// `linear` (bench/decode/linear.cpp, y = x wᵀ with w [N, K] as nn.Linear's)
+// at M = 1, 4, 8 rows, the tokens of a decode step, and the weight shapes of
+// GPT-2 and Llama layers (K x N: 768 x 2048, 2048 x 2048, 2048 x 5632,
+// 5632 x 2048, 4096 x 11008). Such a product reads every weight once and
+// does M multiply-adds with it: it is bound by the memory bandwidth, so its
+// figure is GB/s of weights, next to a loop that only reads the same bytes
+// (`weights_read`, at the same shapes and thread counts, in the same run).
+//
+// The weights rotate: every call multiplies by the next of several distinct
+// [N, K] matrices, slices of one pool of at least 4x the last-level cache
+// (<pk/cpuinfo.h>; at least 2 matrices), shared by all shapes, so no figure
+// comes from a cache holding the weights since the previous call.
+//
+// Peers: openblas (cblas_sgemm, CblasTrans on w, as a BLAS user writes
+// nn.Linear) and naive (one `omp simd reduction` dot product per output,
+// columns in parallel).
+//
+//===----------------------------------------------------------------------===//
+#include "bench.h"
+
+#include <pk/cpuinfo.h>
+#include <pk/ref.h>
+
+#include <algorithm>
+#include <cstring>
+
+void linear(pk::In<float, 2> x, pk::In<float, 2> w, pk::Out<float, 2> y);
+
+namespace {
+
+using pkbench::Buffer;
+using pkbench::Shape;
+constexpr int64_t F = sizeof(float);
+
+/// The weight pool: 4x the last-level cache Linux lists (256 MiB when none),
+/// uniform in [-1, 1), allocated on first use and kept.
+const Buffer &pool() {
+  static const Buffer P = [] {
+    const int64_t Llc = pk::rt::cache_sizes().LastLevel;
+    const int64_t Bytes = 4 * (Llc > 0 ? Llc : int64_t(64) << 20);
+    return pkbench::random(Bytes / F, 241);
+  }();
+  return P;
+}
+
+/// M x N x K: M rows (tokens) times K x N weights.
+std::vector<Shape> decode_shapes() {
+  std::vector<Shape> S;
+  const int64_t KN[][2] = {
+      {768, 2048}, {2048, 2048}, {2048, 5632}, {5632, 2048}, {4096, 11008}};
+  for (const auto &W : KN)
+    for (int64_t M : {1, 4, 8})
+      S.push_back({{M, W[1], W[0]}});
+  return S;
+}
+
+/// Which matrices of the pool a shape rotates through.
+struct Rotation {
+  int64_t Size = 0, Count = 0, Next = 0;
+  explicit Rotation(int64_t Elems)
+      : Size(Elems), Count(std::max<int64_t>(2, pool().size() / Elems)) {}
+  const float *next() {
+    const float *W = pool().data() + Next * Size;
+    Next = (Next + 1) % Count;
+    return W;
+  }
+};
+
+// y = x wᵀ: x [M, K], w [N, K] (the next matrix of the pool) -> y [M, N]
+struct LinearDecode {
+  int64_t M, N, K;
+  Buffer x, y;
+  Rotation Weights;
+  explicit LinearDecode(const Shape &S)
+      : M(S[0]), N(S[1]), K(S[2]), x(pkbench::random(M * K, 242)),
+        y(pkbench::random(M * N, 243)), Weights(N * K) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return (N * K + M * K + M * N) * F; }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+
+  void pk() {
+    ::linear({x.data(), {M, K}}, {Weights.next(), {N, K}}, {y.data(), {M, N}});
+  }
+  void naive() {
+    const float *__restrict w = Weights.next();
+    const float *__restrict px = x.data();
+    float *__restrict py = y.data();
+    const int64_t m = M, n = N, k = K;
+#pragma omp parallel for
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t l = 0; l < k; ++l)
+          acc += px[i * k + l] * w[j * k + l];
+        py[i * n + j] = acc;
+      }
+  }
+#if PK_BENCH_OPENBLAS
+  void openblas() {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f,
+                x.data(), K, Weights.next(), K, 0.0f, y.data(), N);
+  }
+#endif
+};
+
+// The read bandwidth at the same shape: the sum of the N x K weights of the
+// next matrix, threads over contiguous ranges, vectorised with 64 partial
+// sums per thread (16 vectors at SSE2: one accumulator would make the loop
+// bound by the add's latency, not by memory).
+struct WeightsRead {
+  int64_t N, K;
+  Buffer sum;
+  Rotation Weights;
+  explicit WeightsRead(const Shape &S)
+      : N(S[1]), K(S[2]), sum(pkbench::filled(1, 0.0f)), Weights(N * K) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return N * K * F; }
+  std::vector<const Buffer *> outputs() const { return {}; }
+
+  void pk() {
+    const float *__restrict w = Weights.next();
+    constexpr int64_t Lanes = 64;
+    const int64_t Chunks = N * K / Lanes; // N * K is a multiple of 64 here
+    float s = 0.0f;
+#pragma omp parallel reduction(+ : s)
+    {
+      float Acc[Lanes] = {};
+#pragma omp for
+      for (int64_t c = 0; c < Chunks; ++c)
+#pragma omp simd
+        for (int64_t l = 0; l < Lanes; ++l)
+          Acc[l] += w[c * Lanes + l];
+      for (int64_t l = 0; l < Lanes; ++l)
+        s += Acc[l];
+    }
+    sum[0] = s;
+  }
+};
+
+const bool LinearDecodeRegistered =
+    pkbench::register_kernel<LinearDecode>("linear_decode", decode_shapes());
+const bool WeightsReadRegistered =
+    pkbench::register_kernel<WeightsRead>("weights_read", decode_shapes());
+
+} // namespace
