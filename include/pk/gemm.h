@@ -42,6 +42,7 @@
 #include <pk/cpuinfo.h>
 #include <pk/gemm_kernels.h>
 #include <pk/runtime.h>
+#include <pk/workspace.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -114,20 +115,17 @@ namespace gemm_detail {
 
 inline int64_t roundUp(int64_t V, int64_t To) { return (V + To - 1) / To * To; }
 
-/// A 64-byte aligned buffer (the packed panels are read as whole vectors).
+/// A 64-byte aligned buffer (the packed panels are read as whole vectors),
+/// from the thread's arena (pk/workspace.h): repeated products allocate
+/// nothing.
 template <class T> class Buffer {
 public:
   explicit Buffer(int64_t N)
-      : P(static_cast<T *>(
-            ::operator new(size_t(std::max<int64_t>(N, 1)) * sizeof(T),
-                           std::align_val_t(64)))) {}
-  ~Buffer() { ::operator delete(P, std::align_val_t(64)); }
-  Buffer(const Buffer &) = delete;
-  Buffer &operator=(const Buffer &) = delete;
-  T *get() const { return P; }
+      : W(std::max<int64_t>(N, 1) * int64_t(sizeof(T))) {}
+  T *get() const { return reinterpret_cast<T *>(W.data()); }
 
 private:
-  T *P;
+  Workspace W;
 };
 
 } // namespace gemm_detail

@@ -12,6 +12,7 @@
 #include <pk/ref.h>
 #include <pk/scalar.h>
 #include <pk/stream.h>
+#include <pk/workspace.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -118,8 +119,7 @@ struct RefSpan {
 
 [[gnu::cold]] inline void alias_fail(const char *Kernel, const char *Written,
                                      const char *Other) {
-  throw AliasError(std::string(Kernel) + ": " + Written + " overlaps " +
-                   Other +
+  throw AliasError(std::string(Kernel) + ": " + Written + " overlaps " + Other +
                    " in memory; refs may not alias (an in-place update is "
                    "one InOut ref)");
 }
@@ -184,11 +184,15 @@ inline std::string shape_str(std::initializer_list<int64_t> Shape) {
 // unspecified). Declared at global scope so generated code in any namespace
 // sees them.
 #ifdef _OPENMP
-#pragma omp declare reduction(pk_max : float, double : omp_out =               \
-                                  pk::scalar::maximum(omp_out, omp_in))         \
+#pragma omp declare reduction(pk_max                                           \
+                              : float, double                                  \
+                              : omp_out =                                      \
+                                    pk::scalar::maximum(omp_out, omp_in))      \
     initializer(omp_priv = -INFINITY)
-#pragma omp declare reduction(pk_min : float, double : omp_out =               \
-                                  pk::scalar::minimum(omp_out, omp_in))         \
+#pragma omp declare reduction(pk_min                                           \
+                              : float, double                                  \
+                              : omp_out =                                      \
+                                    pk::scalar::minimum(omp_out, omp_in))      \
     initializer(omp_priv = INFINITY)
 #endif
 
