@@ -140,6 +140,16 @@ private:
   cudaStream_t Stream;
 };
 
+/// Throws std::invalid_argument: the caller's workspace is smaller than
+/// the bytes the kernel's temporaries need (or null).
+[[noreturn]] inline void workspace_fail(const char *Kernel, int64_t Given,
+                                        int64_t Needed) {
+  throw std::invalid_argument(
+      std::string("pk::cuda::") + Kernel + ": the workspace has " +
+      std::to_string(Given) + " bytes, the temporaries need " +
+      std::to_string(Needed) + " (" + Kernel + "_workspace_bytes)");
+}
+
 /// Throws when the last launch failed, naming the kernel.
 inline void check_launch(const char *Kernel) {
   cudaError_t Err = cudaGetLastError();

@@ -1,12 +1,13 @@
 //===- Explain.cpp - pkc --explain: what pkc did with a kernel, and why ---===//
 //
 // A report for users, not a dump of an IR: the fusion groups in execution
-// order and why each is separate, each group's CPU and GPU schedule in one
-// line with the reasons the schedules give, and the memory traffic of one
-// call as multiples of each ref's size. The traffic counts what the code
-// issues: a row that a later phase reads again counts again on the CPU
-// (where it usually comes from L1/L2) unless a row buffer holds the value,
-// and on the GPU unless shared memory holds it (when the block's rows fit).
+// order and why each is separate, the buffers pkc keeps between them, each
+// group's CPU and GPU schedule in one line with the reasons the schedules give,
+// and the memory traffic of one call as multiples of each ref's size. The
+// traffic counts what the code issues: a row that a later phase reads again
+// counts again on the CPU (where it usually comes from L1/L2) unless a row
+// buffer holds the value, and on the GPU unless shared memory holds it (when
+// the block's rows fit).
 //
 //===----------------------------------------------------------------------===//
 
@@ -112,9 +113,20 @@ void countNest(const Nest &N, const std::set<unsigned> &Kept, Traffic &T) {
 
 } // namespace
 
+/// The launches of one nest's plan: the fewest and the most a call makes
+/// (a split reduction takes more steps).
+std::pair<size_t, size_t> launchCount(const kernel::NestKernels &K) {
+  size_t Lo = K.Launch.Steps.size(), Hi = Lo;
+  if (!K.Launch.SplitWhen.empty()) {
+    Lo = std::min(Lo, K.Launch.SplitSteps.size());
+    Hi = std::max(Hi, K.Launch.SplitSteps.size());
+  }
+  return {Lo, Hi};
+}
+
 void driver::explain(const Function &F, const FusionPlan &Plan,
                      const tile::Program &Cpu, const gpu::Program &Gpu,
-                     llvm::raw_ostream &OS) {
+                     const kernel::Program &Kernels, llvm::raw_ostream &OS) {
   const loop::Program &Loops = *Cpu.Loops;
   OS << fmt::format("kernel {} ({}:{})\n", F.QualifiedName,
                     llvm::sys::path::filename(F.File).str(), F.Loc.Line);
@@ -131,11 +143,65 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     }
     OS << fmt::format("    group {}: {}; stores {}\n", G, groupSignature(F, Gr),
                       fmt::join(Stores, ", "));
-    if (G > 0)
+    if (G == 0)
+      continue;
+    // The buffers this group reads that earlier groups write.
+    std::set<std::string> Needs;
+    for (NodeId S : Gr.Stores)
+      for (unsigned P : Plan.StoreReads.at(S))
+        if (F.Params[P].isTemp())
+          Needs.insert(F.Params[P].Name);
+    if (!Needs.empty())
+      OS << fmt::format("      separate from the groups before it: it reads "
+                        "{}, which they write\n",
+                        fmt::join(Needs, ", "));
+    else
       OS << fmt::format("      separate from group {}: a group is one loop "
                         "nest over one iteration space, and {} {}\n",
                         G - 1, groupSignature(F, Plan.Groups[G - 1]),
                         "is another one");
+  }
+
+  // The buffers pkc added (Materialize.cpp): who writes and reads each.
+  std::vector<unsigned> Temps;
+  for (unsigned P = 0; P < F.Params.size(); ++P)
+    if (F.Params[P].isTemp())
+      Temps.push_back(P);
+  OS << fmt::format("\n  buffers: {} pk-managed temporar{}", Temps.size(),
+                    Temps.size() == 1 ? "y" : "ies");
+  OS << (Temps.empty() ? "\n"
+                       : " (one workspace per call; buffers whose lifetimes "
+                         "do not overlap share memory)\n");
+  for (unsigned P : Temps) {
+    const Param &T = F.Params[P];
+    std::vector<std::string> Writers, Readers;
+    for (size_t I = 0; I < Loops.Nests.size(); ++I) {
+      bool W = false, R = false;
+      for (const LStmt &S : Loops.Nests[I].Body) {
+        W |= S.K == LStmt::Store && S.Param == P;
+        R |= S.K == LStmt::Load && S.Param == P;
+      }
+      if (W)
+        Writers.push_back(std::to_string(I));
+      if (R)
+        Readers.push_back(std::to_string(I));
+    }
+    int64_t Elems = 1;
+    bool Known = true;
+    for (ExtentId E : T.TempShape) {
+      const Extent &X = F.Extents.get(E);
+      Known &= X.K == Extent::Const;
+      Elems *= X.Value;
+    }
+    std::string Bytes =
+        Known ? fmt::format("{} bytes", Elems * dtypeBytes(T.Type))
+              : fmt::format("{} bytes per element", dtypeBytes(T.Type));
+    OS << fmt::format("    {}: {}{}, {}; written by group {}, read by "
+                      "group{} {}; {}\n",
+                      T.Name, dtypeName(T.Type), shapeToString(F, T.TempShape),
+                      Bytes, fmt::join(Writers, ", "),
+                      Readers.size() == 1 ? "" : "s", fmt::join(Readers, ", "),
+                      T.Why);
   }
 
   OS << "\n  schedule\n";
@@ -190,6 +256,14 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
       OS << fmt::format("; up to {} per-block partials, then one block",
                         G.MaxPartials);
     OS << "\n";
+    if (I < Kernels.Nests.size()) {
+      auto [Lo, Hi] = launchCount(Kernels.Nests[I]);
+      OS << fmt::format("      gpu launches: {}{}\n", Lo,
+                        Hi != Lo ? fmt::format(" to {} (a split over more "
+                                               "blocks adds a pass)",
+                                               Hi)
+                                 : "");
+    }
     if (!N.FuseConds.empty())
       OS << "      runs fused when the written refs' extents are equal at run "
             "time, "
@@ -207,6 +281,17 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     countNest(N, {C.RowBuffers.begin(), C.RowBuffers.end()}, CpuT);
     countNest(N, {G.SharedRowValues.begin(), G.SharedRowValues.end()}, GpuT);
   }
+  size_t Lo = 0, Hi = 0;
+  for (const kernel::NestKernels &K : Kernels.Nests) {
+    auto [L, H] = launchCount(K);
+    Lo += L;
+    Hi += H;
+  }
+  OS << fmt::format("\n  gpu: {}{} kernel launch{} per call, queued on the "
+                    "caller's stream with no host synchronisation between "
+                    "them\n",
+                    Lo, Hi != Lo ? fmt::format(" to {}", Hi) : "",
+                    Hi == 1 ? "" : "es");
   OS << "\n  memory traffic per call, in multiples of each ref's size (r "
         "read, w written; min: each input read once, each output written "
         "once)\n";
@@ -219,11 +304,14 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     std::vector<std::string> Ext;
     for (unsigned A = 0; A < P.Rank; ++A)
       Ext.push_back(fmt::format("{}.{}", P.Name, A));
-    std::string Size = fmt::format("[{}]", fmt::join(Ext, ", "));
+    std::string Size = P.isTemp() ? shapeToString(F, P.TempShape)
+                                  : fmt::format("[{}]", fmt::join(Ext, ", "));
+    // A buffer is traffic a kernel written as separate calls would have
+    // too; the minimum has none.
     Traffic MinT;
-    if (CpuT.Reads[R])
+    if (CpuT.Reads[R] && !P.isTemp())
       MinT.Reads[R] = 1;
-    if (CpuT.Writes[R])
+    if (CpuT.Writes[R] && !P.isTemp())
       MinT.Writes[R] = 1;
     auto Cell = [&](Traffic &T) {
       unsigned Rd = T.Reads[R], Wr = T.Writes[R];

@@ -4,6 +4,7 @@
 #define PK_DRIVER_EXPLAIN_H
 
 #include "IR/GpuTileIR.h"
+#include "IR/KernelIR.h"
 #include "IR/TileIR.h"
 #include "Transforms/Passes.h"
 
@@ -14,12 +15,13 @@ class raw_ostream;
 namespace pk::driver {
 
 /// Prints, for one kernel: its fusion groups and why each is a group of its
-/// own, the CPU and GPU schedules of each, and a memory-traffic table (how
-/// many times each ref is read or written per call: the minimum against
-/// what the generated C++ and CUDA issue).
+/// own, the buffers pkc keeps between them, the CPU and GPU schedules of
+/// each group and its CUDA launches per call, and a memory-traffic table
+/// (how many times each ref is read or written per call: the minimum
+/// against what the generated C++ and CUDA issue).
 void explain(const ir::Function &F, const FusionPlan &Plan,
              const tile::Program &Cpu, const gpu::Program &Gpu,
-             llvm::raw_ostream &OS);
+             const kernel::Program &Kernels, llvm::raw_ostream &OS);
 
 } // namespace pk::driver
 

@@ -87,23 +87,54 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   checkGraph(F, "canonicalize");
   logAfter(Opts, F, "canonicalize");
 
-  FusionPlan Plan;
   {
-    StageScope T(Opts, "fuse");
-    Plan = fuse(F, A.Diags);
+    StageScope T(Opts, "materialize");
+    materialize(F);
   }
-  if (!A.Diags.empty())
-    return A;
+  checkGraph(F, "materialize");
+  logAfter(Opts, F, "materialize");
+
+  // Partition and lower; a group that cannot be one nest as planned asks
+  // for a buffer (or a copy of a ref) and everything is partitioned again.
+  // Each round adds a buffer, so the rounds are bounded by the nodes.
+  FusionPlan Plan;
+  loop::Program Loops;
+  const size_t MaxRounds = F.Nodes.size() + F.Params.size() + 1;
+  for (size_t Round = 0;; ++Round) {
+    if (Round == MaxRounds)
+      llvm::report_fatal_error(llvm::Twine("pkc internal error: no "
+                                           "partition of ") +
+                               F.Name + " lowers to loops");
+    {
+      StageScope T(Opts, "fuse");
+      Plan = fuse(F);
+    }
+    if (Plan.Snapshot) {
+      // A cycle between groups: copy one ref's old contents first.
+      snapshotRef(F, *Plan.Snapshot);
+      checkGraph(F, "snapshotRef");
+      logAfter(Opts, F, "snapshotRef");
+      continue;
+    }
+    std::optional<LoopRetry> Retry;
+    {
+      StageScope T(Opts, "lowerToLoops");
+      Loops = lowerToLoops(F, Plan, A.Diags, &Retry);
+    }
+    if (!A.Diags.empty())
+      return A;
+    if (!Retry)
+      break;
+    if (Retry->Snapshot)
+      snapshotRef(F, *Retry->Snapshot);
+    else
+      materializeValue(F, *Retry->Buffer, Retry->Redirect, Retry->Why);
+    checkGraph(F, "materializeValue");
+    logAfter(Opts, F, "materializeValue");
+  }
   if (Opts.Emit == EmitStage::Graph)
     ir::print(F, *Opts.Out, &Plan.GroupOf);
 
-  loop::Program Loops;
-  {
-    StageScope T(Opts, "lowerToLoops");
-    Loops = lowerToLoops(F, Plan, A.Diags);
-  }
-  if (!A.Diags.empty())
-    return A;
   std::string Problem = loop::verify(Loops);
   if (!Problem.empty())
     llvm::report_fatal_error(
@@ -122,8 +153,6 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
     tile::print(Schedule, *Opts.Out);
     gpu::print(GpuSchedule, *Opts.Out);
   }
-  if (Opts.Emit == EmitStage::Explain)
-    explain(F, Plan, Schedule, GpuSchedule, *Opts.Out);
 
   {
     StageScope T(Opts, "emitCpp");
@@ -143,6 +172,8 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   }
   if (Opts.Emit == EmitStage::Kernel)
     kernel::print(Kernels, *Opts.Out);
+  if (Opts.Emit == EmitStage::Explain)
+    explain(F, Plan, Schedule, GpuSchedule, Kernels, *Opts.Out);
 
   {
     StageScope T(Opts, "emitCuda");

@@ -56,8 +56,8 @@ struct KernelArtifacts {
 };
 
 /// Runs every pass on `F`: shape inference, guards, canonicalisation,
-/// fusion, lowering to loops, the CPU schedule and C++, the GPU schedule,
-/// Kernel IR and CUDA.
+/// materialisation, fusion, lowering to loops, the CPU schedule and C++, the
+/// GPU schedule, Kernel IR and CUDA.
 KernelArtifacts compileKernel(ir::Function &F, const PipelineOptions &Opts);
 
 } // namespace pk::driver

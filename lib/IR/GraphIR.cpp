@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cassert>
 #include <cmath>
 
@@ -323,6 +325,61 @@ NodeId Builder::add(Node N) {
   return F.Nodes.size() - 1;
 }
 
+llvm::ArrayRef<NodeId> pk::ir::valueOperands(const Node &N) {
+  llvm::ArrayRef<NodeId> Ops = N.Operands;
+  if (N.Kind == NodeKind::BroadcastTo)
+    return Ops.take_front(1);
+  if (N.Kind == NodeKind::Index)
+    return {};
+  return Ops;
+}
+
+ReduceSignature pk::ir::reduceSignature(const Function &F, const Node &N) {
+  if (N.Kind == NodeKind::MatMul)
+    return {N.rank() + 1, {N.rank()}};
+  unsigned Rank = F.Nodes[N.Operands[0]].rank();
+  ReduceSignature S{Rank, {}};
+  for (int A : N.Axes)
+    S.Axes.push_back(A < 0 ? A + static_cast<int>(Rank) : A);
+  if (N.Axes.empty())
+    for (unsigned A = 0; A < Rank; ++A)
+      S.Axes.push_back(A);
+  std::sort(S.Axes.begin(), S.Axes.end());
+  return S;
+}
+
+std::vector<NodeId> pk::ir::cone(const Function &F,
+                                 llvm::ArrayRef<NodeId> Roots) {
+  std::vector<bool> In(F.Nodes.size(), false);
+  std::vector<NodeId> Work(Roots.begin(), Roots.end());
+  while (!Work.empty()) {
+    NodeId V = Work.back();
+    Work.pop_back();
+    if (In[V])
+      continue;
+    In[V] = true;
+    for (NodeId O : valueOperands(F.Nodes[V]))
+      Work.push_back(O);
+  }
+  std::vector<NodeId> Out;
+  for (NodeId V = 0; V < F.Nodes.size(); ++V)
+    if (In[V])
+      Out.push_back(V);
+  return Out;
+}
+
+ExtentId pk::ir::refExtent(const Function &F, unsigned Param, unsigned Axis) {
+  const ir::Param &P = F.Params[Param];
+  return P.isTemp() ? P.TempShape[Axis] : F.Extents.dim(Param, Axis);
+}
+
+Shape pk::ir::refShape(const Function &F, unsigned Param) {
+  Shape S;
+  for (unsigned A = 0; A < F.Params[Param].Rank; ++A)
+    S.push_back(refExtent(F, Param, A));
+  return S;
+}
+
 unsigned Builder::addParam(llvm::StringRef Name, ParamKind K, DType T,
                            unsigned Rank, SrcLoc Loc) {
   Param P;
@@ -568,6 +625,8 @@ static llvm::StringRef paramKindName(ParamKind K) {
     return "inout";
   case ParamKind::Scalar:
     return "scalar";
+  case ParamKind::Temp:
+    return "temp";
   }
   llvm_unreachable("bad param kind");
 }
@@ -626,10 +685,14 @@ static std::string nodeBody(const Function &F, const Node &N) {
 void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
                    const llvm::DenseMap<NodeId, unsigned> *GroupOf) {
   OS << "func @" << F.QualifiedName << "(";
+  bool First = true;
   for (size_t I = 0; I < F.Params.size(); ++I) {
     const Param &P = F.Params[I];
-    if (I)
+    if (P.isTemp())
+      continue;
+    if (!First)
       OS << ", ";
+    First = false;
     OS << paramKindName(P.Kind) << " " << P.Name << ": " << dtypeName(P.Type);
     if (P.isRef()) {
       OS << "[";
@@ -639,6 +702,10 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
     }
   }
   OS << ") {\n";
+  for (const Param &P : F.Params)
+    if (P.isTemp())
+      OS << "  temp " << P.Name << ": " << dtypeName(P.Type)
+         << shapeToString(F, P.TempShape) << "  ; " << P.Why << "\n";
   for (const Guard &G : F.Guards) {
     static const char *const Kinds[] = {"fits", "equal", "nonzero"};
     OS << "  guard " << Kinds[G.K] << " " << extentToString(F, G.A);
@@ -685,6 +752,17 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
 //===----------------------------------------------------------------------===//
 
 std::string pk::ir::verify(const Function &F) {
+  bool SeenTemp = false;
+  for (const Param &P : F.Params) {
+    if (SeenTemp && !P.isTemp())
+      return fmt::format("parameter {} follows a temporary", P.Name);
+    SeenTemp |= P.isTemp();
+    if (P.isTemp() && P.TempShape.size() != P.Rank)
+      return fmt::format("temporary {} has rank {} and {} extents", P.Name,
+                         P.Rank, P.TempShape.size());
+    if (P.isTemp() && isStorageOnly(P.Type))
+      return fmt::format("temporary {} has a storage-only dtype", P.Name);
+  }
   for (size_t I = 0; I < F.Nodes.size(); ++I) {
     const Node &N = F.Nodes[I];
     if (N.Dead)

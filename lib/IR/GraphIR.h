@@ -92,11 +92,11 @@ struct OpInfo {
   llvm::StringRef Source; ///< spelling in the kernel language
   unsigned Arity;
   ResultRule Result;
-  llvm::StringRef Cpp;     ///< fmt template over {0} {1} {2}
+  llvm::StringRef Cpp;       ///< fmt template over {0} {1} {2}
   llvm::StringRef CppScalar; ///< for a value computed once per row
-  llvm::StringRef CudaF32; ///< CUDA spelling for float/integer/bool results
-  llvm::StringRef CudaF64; ///< CUDA spelling for double results
-  OpCost Cost;             ///< Costly: worth buffering over recomputing
+  llvm::StringRef CudaF32;   ///< CUDA spelling for float/integer/bool results
+  llvm::StringRef CudaF64;   ///< CUDA spelling for double results
+  OpCost Cost;               ///< Costly: worth buffering over recomputing
 };
 
 const OpInfo &opInfo(OpCode C);
@@ -184,18 +184,32 @@ private:
 // Parameters and nodes
 //===----------------------------------------------------------------------===//
 
-enum class ParamKind : uint8_t { In, Out, InOut, Scalar };
+/// In, Out, InOut and Scalar are the kernel's parameters; Temp is a buffer
+/// pkc adds (lib/Transforms/Materialize.cpp): a value kept in memory between
+/// two fused groups, which the generated code allocates per call.
+enum class ParamKind : uint8_t { In, Out, InOut, Scalar, Temp };
 
+/// A buffer of the kernel: one of its parameters (in signature order, first)
+/// or a temporary (after them). Loads and stores address both the same way.
 struct Param {
   std::string Name;
   ParamKind Kind = ParamKind::In;
   DType Type = DType::F32;
   unsigned Rank = 0; ///< 0 for scalars
   SrcLoc Loc;
+  /// Temp: its extents (those of the value it holds). A parameter's extents
+  /// are the symbols `Dim(param, axis)` instead (refExtent()).
+  Shape TempShape;
+  /// Temp: why it exists, for --emit=graph and --explain.
+  std::string Why;
   bool isRef() const { return Kind != ParamKind::Scalar; }
   bool isWritable() const {
-    return Kind == ParamKind::Out || Kind == ParamKind::InOut;
+    return Kind == ParamKind::Out || Kind == ParamKind::InOut ||
+           Kind == ParamKind::Temp;
   }
+  bool isTemp() const { return Kind == ParamKind::Temp; }
+  /// A parameter of the kernel's signature (not a temporary).
+  bool isArgument() const { return Kind != ParamKind::Temp; }
 };
 
 using NodeId = unsigned;
@@ -278,7 +292,7 @@ struct Function {
   /// of the same file has the same Name (overloads, other namespaces); empty
   /// means Name.
   std::string Symbol;
-  std::string File;          ///< main source file, for comments
+  std::string File; ///< main source file, for comments
   SrcLoc Loc;
   std::vector<Param> Params; ///< in signature order
   std::vector<Node> Nodes;   ///< SSA order; stores keep program order
@@ -337,11 +351,46 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
+// Walking
+//===----------------------------------------------------------------------===//
+
+/// The operands whose elements a node reads: broadcast_to's second operand
+/// and index's operand only give a shape.
+llvm::ArrayRef<NodeId> valueOperands(const Node &N);
+
+/// What a reduce or matmul node reduces: values of rank `Rank` over `Axes`
+/// (normalised, sorted). matmul(a, b) of rank n is the sum over the last
+/// axis of the rank-(n+1) products. Nodes with one signature can share a
+/// loop nest (docs/design.md, "Fusion").
+struct ReduceSignature {
+  unsigned Rank = 0;
+  std::vector<unsigned> Axes;
+  bool operator==(const ReduceSignature &O) const {
+    return Rank == O.Rank && Axes == O.Axes;
+  }
+  bool operator<(const ReduceSignature &O) const {
+    return std::tie(Rank, Axes) < std::tie(O.Rank, O.Axes);
+  }
+};
+ReduceSignature reduceSignature(const Function &F, const Node &N);
+
+/// The live nodes whose values `Roots` are computed from (the roots
+/// included), walking value operands and stopping at loads: one fused
+/// group recomputes all of them. In SSA order.
+std::vector<NodeId> cone(const Function &F, llvm::ArrayRef<NodeId> Roots);
+
+//===----------------------------------------------------------------------===//
 // Printing and verification
 //===----------------------------------------------------------------------===//
 
 /// `x.0`, `128`, `bcast(a.0, b.0)`.
 std::string extentToString(const Function &F, ExtentId E);
+/// Extent `Axis` of buffer `Param`: the symbol `Dim(Param, Axis)` of a
+/// parameter, the stored value's extent of a temporary.
+ExtentId refExtent(const Function &F, unsigned Param, unsigned Axis);
+/// Every extent of buffer `Param`.
+Shape refShape(const Function &F, unsigned Param);
+
 /// `[x.0, x.1]`.
 std::string shapeToString(const Function &F, llvm::ArrayRef<ExtentId> S);
 /// The readable text form used by `--emit=graph`. `GroupOf`, when given,

@@ -90,7 +90,7 @@ private:
     case NodeKind::Store: {
       Shape RefShape;
       for (unsigned A = 0; A < F.Params[N.Param].Rank; ++A)
-        RefShape.push_back(X.dim(N.Param, A));
+        RefShape.push_back(refExtent(F, N.Param, A));
       if (F.Nodes[N.Operands[0]].rank() <= RefShape.size())
         fitShape(N.Operands[0], RefShape, Id, N.Loc);
       return;
@@ -116,7 +116,8 @@ private:
       if (N.rank() == 3)
         for (auto [Op, Other] : {std::pair{N.Operands[0], N.Operands[1]},
                                  std::pair{N.Operands[1], N.Operands[0]}})
-          if (F.Nodes[Op].rank() == 3 && !alwaysFits(F.Nodes[Op].Sh[0], N.Sh[0]))
+          if (F.Nodes[Op].rank() == 3 &&
+              !alwaysFits(F.Nodes[Op].Sh[0], N.Sh[0]))
             add(Guard::Fits, F.Nodes[Op].Sh[0], N.Sh[0], Op, Other, -3, N.Loc);
       return;
     }

@@ -1,17 +1,20 @@
 //===- Fusion.cpp - Partition a kernel into fused groups ------------------===//
 //
 // The rule (documented in docs/design.md, "Fusion"):
-//  * Every store roots a cone: the nodes its value is computed from.
-//    Elementwise work is recomputed inside each cone, never materialised.
+//  * Every store roots a cone: the nodes its value is computed from, down
+//    to the loads of refs and of temporaries. Elementwise work is
+//    recomputed inside each cone; what no cone can recompute was put in a
+//    temporary by materialize() (Materialize.cpp).
 //  * A store whose cone reduces values of rank n over the axes R belongs to
 //    the reduction group (n, R): one nest over the rows (the axes not in R)
 //    that runs the reductions and the stores of that row in phases. All the
-//    reductions of one store must agree on (n, R).
+//    reductions of one store agree on (n, R) (materialize() made sure).
 //  * A store without reductions to a ref of rank n joins the first
 //    reduction group of rank n (it becomes the last phase of each row);
 //    otherwise the stores to refs of one rank form an elementwise group: one
 //    loop nest over the shape of the first store's ref (LowerToLoops adds a
 //    run-time check that the other refs have that shape, and a fallback).
+//  * A matmul group computes one product (with its epilogue stores).
 //  * matmul(a, b) is a reduction too: of the rank-(n+1) products
 //    a[..., m, k] * b[..., k, n] over their last axis k. Its consumers
 //    (bias, activation, residual) become the row values of that group, so an
@@ -21,64 +24,39 @@
 //  * softmax(s) v with s an elementwise function of q kᵀ (attention, see
 //    IR/AttentionPattern.h) is a group of its own: one nest over the query
 //    rows that runs an online softmax over the keys; no [T, S] buffer.
+//  * A group never reads a temporary it writes.
 //  * Groups run in an order where a group that reads a ref's old value runs
-//    before the group that overwrites it. A cycle needs a temporary, which
-//    pkc does not create yet: it is reported.
+//    before the group that overwrites it, and a temporary's writer before
+//    its readers. A cycle is broken by copying the old contents of one ref
+//    into a temporary (FusionPlan::Snapshot); the driver then partitions
+//    again.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Passes.h"
 
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/ErrorHandling.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
 using namespace pk;
 using namespace pk::ir;
 
-namespace {
-
-/// The value operands of a node: broadcast_to's second operand and index's
-/// operand only give a shape, their elements are never read.
-llvm::ArrayRef<NodeId> valueOperands(const Node &N) {
-  llvm::ArrayRef<NodeId> Ops = N.Operands;
-  if (N.Kind == NodeKind::BroadcastTo)
-    return Ops.take_front(1);
-  if (N.Kind == NodeKind::Index)
-    return {};
-  return Ops;
-}
-
-/// The reduced rank and axes of a reduce or matmul node, normalised.
-std::pair<unsigned, std::vector<unsigned>> reduceSignature(const Function &F,
-                                                           const Node &N) {
-  if (N.Kind == NodeKind::MatMul)
-    return {N.rank() + 1, {N.rank()}};
-  unsigned Rank = F.Nodes[N.Operands[0]].rank();
-  std::vector<unsigned> Axes;
-  for (int A : N.Axes)
-    Axes.push_back(A < 0 ? A + static_cast<int>(Rank) : A);
-  if (N.Axes.empty())
-    for (unsigned A = 0; A < Rank; ++A)
-      Axes.push_back(A);
-  std::sort(Axes.begin(), Axes.end());
-  return {Rank, Axes};
-}
-
-} // namespace
-
-FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
+FusionPlan pk::fuse(const Function &F) {
   FusionPlan Plan;
   std::vector<NodeId> Stores;
   std::map<NodeId, std::set<unsigned>> &Reads = Plan.StoreReads;
   // Store -> the signature of its reductions, and whether one is a matmul:
   // a matmul's group takes no other reductions (they would turn its gemm
   // into one dot product per element).
-  using GroupKey = std::pair<std::pair<unsigned, std::vector<unsigned>>, bool>;
+  using GroupKey = std::pair<ReduceSignature, bool>;
   std::map<NodeId, GroupKey> Signature;
-  std::set<NodeId> Reported;
   std::map<NodeId, AttentionMatch> Attention;
   for (NodeId I = 0; I < F.Nodes.size(); ++I) {
     if (F.Nodes[I].Dead || !F.Nodes[I].isStore())
@@ -103,7 +81,7 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
     }
     std::vector<NodeId> Work = {F.Nodes[I].Operands[0]};
     std::set<NodeId> Visited;
-    std::optional<std::pair<unsigned, std::vector<unsigned>>> Sig;
+    std::optional<ReduceSignature> Sig;
     bool HasMatMul = false;
     while (!Work.empty()) {
       NodeId V = Work.back();
@@ -113,19 +91,15 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
       const Node &N = F.Nodes[V];
       if (N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul) {
         HasMatMul |= N.Kind == NodeKind::MatMul;
-        auto S = reduceSignature(F, N);
+        ReduceSignature S = reduceSignature(F, N);
         if (!Sig)
           Sig = S;
-        else if (*Sig != S && Reported.insert(V).second)
-          Diags.push_back(
-              {N.Loc, "pk-not-supported-yet",
-               N.Kind == NodeKind::MatMul
-                   ? "pkc cannot fuse a matmul with a reduction over other "
-                     "axes (or another matmul's result) into one output yet"
-                   : "pkc cannot fuse reductions over different axes (or of "
-                     "values of different ranks) into one output yet",
-               "write the intermediate result to an Out ref and reduce it "
-               "in a second kernel"});
+        else if (!(*Sig == S))
+          // materialize() buffers every value that would mix loop forms.
+          llvm::report_fatal_error(
+              llvm::Twine("pkc internal error: reductions of two loop forms "
+                          "in the cone of one store of ") +
+              F.Name);
       }
       if (N.Kind == NodeKind::Load)
         Reads[I].insert(N.Param);
@@ -135,14 +109,9 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
     if (Sig)
       Signature[I] = {*Sig, HasMatMul};
   }
-  if (!Diags.empty())
-    return Plan;
-
   // Reduction groups first (source order), then elementwise stores join a
   // reduction group of their rank or group by rank.
   std::vector<FusionPlan::Group> Groups;
-  std::map<GroupKey, unsigned> GroupOfSig;
-  std::map<unsigned, unsigned> ElementwiseGroupOfRank;
   for (NodeId S : Stores) {
     auto A = Attention.find(S);
     if (A == Attention.end())
@@ -154,18 +123,69 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
     Groups.back().ReduceAxes = {R, R + 1};
     Groups.back().Attention = A->second;
   }
+  // A group never reads a temporary it writes, directly or through other
+  // temporaries: the loads of one element would see other elements' new
+  // values (or none yet), and the groups could not be ordered.
+  std::map<unsigned, NodeId> WriterOf; // temporary -> its store
+  for (NodeId S : Stores)
+    if (F.Params[F.Nodes[S].Param].isTemp())
+      WriterOf[F.Nodes[S].Param] = S;
+  std::map<NodeId, std::set<unsigned>> DependsOn; // store -> temps it needs
+  std::function<std::set<unsigned>(NodeId)> Needs = [&](NodeId S) {
+    auto Found = DependsOn.find(S);
+    if (Found != DependsOn.end())
+      return Found->second;
+    std::set<unsigned> D;
+    for (unsigned P : Reads[S])
+      if (F.Params[P].isTemp()) {
+        D.insert(P);
+        auto W = WriterOf.find(P);
+        if (W != WriterOf.end()) {
+          std::set<unsigned> More = Needs(W->second);
+          D.insert(More.begin(), More.end());
+        }
+      }
+    DependsOn[S] = D;
+    return D;
+  };
+  auto CanJoin = [&](const FusionPlan::Group &G, NodeId S) {
+    unsigned SW = F.Nodes[S].Param;
+    for (NodeId O : G.Stores) {
+      unsigned OW = F.Nodes[O].Param;
+      if ((F.Params[OW].isTemp() && Needs(S).count(OW)) ||
+          (F.Params[SW].isTemp() && Needs(O).count(SW)))
+        return false;
+    }
+    return true;
+  };
   for (NodeId S : Stores) {
     auto It = Signature.find(S);
     if (It == Signature.end())
       continue;
-    auto [G, Inserted] = GroupOfSig.try_emplace(It->second, Groups.size());
-    if (Inserted) {
+    // One product per matmul group (two would turn its gemm into dot
+    // products): stores of the same product's values share it.
+    auto Products = [&](NodeId Store) {
+      std::set<NodeId> P;
+      for (NodeId V : cone(F, {Store}))
+        if (F.Nodes[V].Kind == NodeKind::MatMul)
+          P.insert(V);
+      return P;
+    };
+    auto Same = llvm::find_if(Groups, [&](const FusionPlan::Group &G) {
+      return !G.Attention && G.Rank == It->second.first.Rank &&
+             G.ReduceAxes == It->second.first.Axes &&
+             G.MatMul == It->second.second &&
+             (!G.MatMul || Products(G.Stores.front()) == Products(S)) &&
+             CanJoin(G, S);
+    });
+    if (Same == Groups.end()) {
       Groups.emplace_back();
-      Groups.back().Rank = It->second.first.first;
-      Groups.back().ReduceAxes = It->second.first.second;
+      Groups.back().Rank = It->second.first.Rank;
+      Groups.back().ReduceAxes = It->second.first.Axes;
       Groups.back().MatMul = It->second.second;
+      Same = Groups.end() - 1;
     }
-    Groups[G->second].Stores.push_back(S);
+    Same->Stores.push_back(S);
   }
   for (NodeId S : Stores) {
     if (Signature.count(S) || Attention.count(S))
@@ -175,25 +195,32 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
     // that rank is not of its rows (and would break the gemm).
     auto Joined = llvm::find_if(Groups, [&](const FusionPlan::Group &G) {
       return !G.ReduceAxes.empty() && !G.Attention && !G.MatMul &&
-             G.Rank == Rank;
+             G.Rank == Rank && CanJoin(G, S);
     });
     if (Joined != Groups.end()) {
       Joined->Stores.push_back(S);
       std::sort(Joined->Stores.begin(), Joined->Stores.end());
       continue;
     }
-    auto [It, Inserted] =
-        ElementwiseGroupOfRank.try_emplace(Rank, Groups.size());
-    if (Inserted)
-      Groups.emplace_back();
-    Groups[It->second].Stores.push_back(S);
+    auto Elementwise = llvm::find_if(Groups, [&](const FusionPlan::Group &G) {
+      return G.ReduceAxes.empty() && !G.Attention &&
+             F.Params[F.Nodes[G.Stores.front()].Param].Rank == Rank &&
+             CanJoin(G, S);
+    });
+    if (Elementwise != Groups.end()) {
+      Elementwise->Stores.push_back(S);
+      continue;
+    }
+    Groups.emplace_back();
+    Groups.back().Stores.push_back(S);
   }
   std::stable_sort(Groups.begin(), Groups.end(),
                    [](const FusionPlan::Group &A, const FusionPlan::Group &B) {
                      return A.Stores.front() < B.Stores.front();
                    });
 
-  // Order: a group reading a ref's old value runs before the one writing it.
+  // Order: a group reading a ref's old value runs before the one writing
+  // it; a group writing a temporary runs before those reading it.
   size_t G = Groups.size();
   std::vector<std::set<unsigned>> GroupReads(G), GroupWrites(G);
   for (size_t I = 0; I < G; ++I)
@@ -206,8 +233,12 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
     for (size_t J = 0; J < G; ++J)
       if (I != J)
         for (unsigned P : GroupReads[I])
-          if (GroupWrites[J].count(P))
-            Before[J].insert(I);
+          if (GroupWrites[J].count(P)) {
+            if (F.Params[P].isTemp())
+              Before[I].insert(J);
+            else
+              Before[J].insert(I);
+          }
   std::vector<bool> Done(G, false);
   for (size_t Emitted = 0; Emitted < G; ++Emitted) {
     size_t Pick = G;
@@ -221,13 +252,23 @@ FusionPlan pk::fuse(const Function &F, std::vector<UserDiag> &Diags) {
         Pick = J;
     }
     if (Pick == G) {
-      const Node &S = F.Nodes[Groups[0].Stores[0]];
-      Diags.push_back(
-          {S.Loc, "pk-not-supported-yet",
-           "pkc cannot order these stores: fused groups read each other's "
-           "old values",
-           "read the old values into the kernel through separate In refs"});
-      return Plan;
+      // A cycle: copy the smallest ref that a group still to run reads
+      // and another one overwrites, and partition again.
+      std::optional<unsigned> Best;
+      for (size_t I = 0; I < G; ++I)
+        for (size_t J = 0; J < G; ++J)
+          if (!Done[I] && !Done[J] && I != J)
+            for (unsigned P : GroupReads[I])
+              if (GroupWrites[J].count(P) && !F.Params[P].isTemp() &&
+                  (!Best || F.Params[P].Rank < F.Params[*Best].Rank))
+                Best = P;
+      if (!Best)
+        llvm::report_fatal_error(
+            llvm::Twine("pkc internal error: temporaries in a cycle in ") +
+            F.Name);
+      FusionPlan Retry;
+      Retry.Snapshot = Best;
+      return Retry;
     }
     Done[Pick] = true;
     Plan.Groups.push_back(Groups[Pick]);

@@ -114,7 +114,7 @@ private:
     case NodeKind::Load:
       N.Sh.clear();
       for (unsigned A = 0; A < F.Params[N.Param].Rank; ++A)
-        N.Sh.push_back(X.dim(N.Param, A));
+        N.Sh.push_back(refExtent(F, N.Param, A));
       return;
     case NodeKind::Elementwise:
       visitElementwise(Id);

@@ -79,8 +79,8 @@ bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
 class Lowering {
 public:
   Lowering(const Function &F, const FusionPlan &Plan,
-           std::vector<UserDiag> &Diags)
-      : F(F), Plan(Plan), Names(F), Diags(Diags) {}
+           std::vector<UserDiag> &Diags, std::optional<LoopRetry> *Retry)
+      : F(F), Plan(Plan), Names(F), Diags(Diags), Retry(Retry) {}
 
   loop::Program run() {
     loop::Program P;
@@ -124,7 +124,7 @@ private:
         if (Dims.empty() && F.Params[F.Nodes[S].Param].Rank != 0)
           return N; // reported
         for (size_t K = 0; K < Dims.size(); ++K) {
-          ExtentId E = F.Extents.dim(F.Nodes[S].Param, K);
+          ExtentId E = refExtent(F, F.Nodes[S].Param, K);
           unsigned D = Dims[K];
           if (isReduceAxis(D)) {
             N.Domain[D] = E;
@@ -164,12 +164,21 @@ private:
       } else if (M == Outer.size()) {
         Dims.assign(Outer.begin(), Outer.end());
       } else {
-        report(S, fmt::format("pkc cannot fuse the store to {} (rank {}) "
-                              "with a reduction of rank-{} values over {} "
-                              "ax{} yet",
-                              F.Params[S.Param].Name, M, Rank,
-                              Grp.ReduceAxes.size(),
-                              Grp.ReduceAxes.size() == 1 ? "is" : "es"));
+        // A reduced value stored into a ref of another rank: keep it in a
+        // buffer, and store the buffer in a group of its own.
+        NodeId Id = static_cast<NodeId>(&S - F.Nodes.data());
+        retry({S.Operands[0],
+               {Id},
+               std::nullopt,
+               fmt::format("stored at line {} into {}, whose rank is not "
+                           "the reduction's",
+                           S.Loc.Line, F.Params[S.Param].Name)},
+              S,
+              fmt::format("pkc cannot fuse the store to {} (rank {}) with a "
+                          "reduction of rank-{} values over {} ax{} yet",
+                          F.Params[S.Param].Name, M, Rank,
+                          Grp.ReduceAxes.size(),
+                          Grp.ReduceAxes.size() == 1 ? "is" : "es"));
       }
       return Dims;
     }
@@ -191,10 +200,13 @@ private:
           if (S.K == Stmt::Load && S.Param == St.Param) {
             Read = true;
             if (S.Dims != St.Dims) {
-              report(F.Nodes[Grp.Stores.front()],
-                     fmt::format("pkc cannot fuse the update of {}: it is "
-                                 "read along other axes than it is written",
-                                 F.Params[St.Param].Name));
+              // Its old contents are read along other axes: copy them
+              // first.
+              retry({std::nullopt, {}, St.Param, ""},
+                    F.Nodes[Grp.Stores.front()],
+                    fmt::format("pkc cannot fuse the update of {}: it is "
+                                "read along other axes than it is written",
+                                F.Params[St.Param].Name));
               return;
             }
           }
@@ -207,6 +219,18 @@ private:
       L.Diags.push_back({At.Loc, "pk-not-supported-yet", std::move(Message),
                          "write the value to an Out ref of the reduced "
                          "shape and use it in a second kernel"});
+    }
+
+    /// The group cannot be one nest as planned: ask the driver for a buffer
+    /// (or a copy of a ref) and to partition again. Without a driver to ask
+    /// (unit tests), `Message` is reported.
+    void retry(LoopRetry R, const Node &At, std::string Message) {
+      if (!L.Retry) {
+        report(At, std::move(Message));
+        return;
+      }
+      if (!*L.Retry)
+        *L.Retry = std::move(R);
     }
 
     unsigned add(Stmt S) {
@@ -240,7 +264,7 @@ private:
       for (size_t K = 0; K < Dims.size(); ++K)
         if (isReduceAxis(Dims[K])) {
           St.Inner = true;
-          St.LoopExtents.push_back(F.Extents.dim(S.Param, K));
+          St.LoopExtents.push_back(refExtent(F, S.Param, K));
         }
       St.Phase = available(*Value);
       N.Lines.push_back(S.Loc.Line);
@@ -395,9 +419,16 @@ private:
           Fits = Expect[K] == -2 || Expect[K] == Emb[K] ||
                  F.Extents.isConst(Nd.Sh[K], 1);
         if (!Fits) {
-          report(Nd, "pkc cannot compile this use of a reduction yet: its "
-                     "result is broadcast along other axes than the ones it "
-                     "keeps");
+          retry({Id,
+                 {},
+                 std::nullopt,
+                 fmt::format("a reduction's result used at line {} along "
+                             "other axes than the ones it keeps",
+                             Nd.Loc.Line)},
+                Nd,
+                "pkc cannot compile this use of a reduction yet: its "
+                "result is broadcast along other axes than the ones it "
+                "keeps");
           return std::nullopt;
         }
         std::optional<unsigned> A = lower(Nd.Operands[0], Canonical);
@@ -496,7 +527,7 @@ private:
       const Node &St = F.Nodes[A.Store];
       N.Domain.assign(R + 2, F.Extents.constant(1));
       for (unsigned K = 0; K < R; ++K)
-        N.Domain[K] = F.Extents.dim(St.Param, K);
+        N.Domain[K] = refExtent(F, St.Param, K);
       N.Domain[P.SAxis] = P.Keys;
       N.Domain[P.DAxis] = P.HeadDim;
       // An operand's embedding: its batch axis (if it has one), then two.
@@ -594,12 +625,16 @@ private:
       for (unsigned K = 0; Fits && K < R; ++K)
         Fits = Emb[K] == static_cast<int>(K) || F.Extents.isConst(Nd.Sh[K], 1);
       if (!Fits) {
-        L.Diags.push_back(
-            {Nd.Loc, "pk-not-supported-yet",
-             "pkc cannot compile this use of a matmul yet: its result feeds "
-             "another matmul or a reduction, or is broadcast along other "
-             "axes than its own",
-             "write the matmul to an Out ref and use it in a second kernel"});
+        retry({Id,
+               {},
+               std::nullopt,
+               fmt::format("a matmul's result used at line {} along other "
+                           "axes than its own",
+                           Nd.Loc.Line)},
+              Nd,
+              "pkc cannot compile this use of a matmul yet: its result feeds "
+              "another matmul or a reduction, or is broadcast along other "
+              "axes than its own");
         return std::nullopt;
       }
       int KAxis = static_cast<int>(R), MAxis = R - 2, NAxis = R - 1;
@@ -657,10 +692,8 @@ private:
   };
 
   std::vector<ExtentId> refShape(unsigned Param) {
-    std::vector<ExtentId> S;
-    for (unsigned A = 0; A < F.Params[Param].Rank; ++A)
-      S.push_back(F.Extents.dim(Param, A));
-    return S;
+    Shape S = ir::refShape(F, Param);
+    return {S.begin(), S.end()};
   }
 
   Nest lowerGroup(unsigned G, const std::vector<NodeId> &Stores) {
@@ -743,7 +776,7 @@ private:
         S.Name = Names.get(F.Params[Nd.Param].Name + "_v");
         unsigned R = F.Params[Nd.Param].Rank;
         for (unsigned K = 0; K < R; ++K) {
-          ExtentId Mine = F.Extents.dim(Nd.Param, K);
+          ExtentId Mine = refExtent(F, Nd.Param, K);
           ExtentId Dom = Domain[Domain.size() - R + K];
           S.Axes.push_back(Mine == Dom                  ? AxisMap::Same
                            : F.Extents.isConst(Mine, 1) ? AxisMap::Broadcast
@@ -777,7 +810,7 @@ private:
         N.Lines.push_back(Nd.Loc.Line);
         break;
       default:
-        // fuse() reported it; never reached for a kernel without errors.
+        // materialize() buffered it; never reached.
         llvm_unreachable("node kind not lowered to loops");
       }
       StmtOf[V] = N.Body.size();
@@ -790,11 +823,13 @@ private:
   const FusionPlan &Plan;
   NameGen Names;
   std::vector<UserDiag> &Diags;
+  std::optional<LoopRetry> *Retry;
 };
 
 } // namespace
 
 loop::Program pk::lowerToLoops(const Function &F, const FusionPlan &Plan,
-                               std::vector<UserDiag> &Diags) {
-  return Lowering(F, Plan, Diags).run();
+                               std::vector<UserDiag> &Diags,
+                               std::optional<LoopRetry> *Retry) {
+  return Lowering(F, Plan, Diags, Retry).run();
 }

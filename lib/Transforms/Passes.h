@@ -16,7 +16,9 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace pk {
@@ -35,6 +37,24 @@ void canonicalize(ir::Function &F);
 /// broadcast against another, and every value stored into a ref, must fit.
 /// Guards that always hold are dropped, duplicates merged.
 void deriveGuards(ir::Function &F);
+
+/// Keeps in a pk-managed buffer (a Temp parameter) every value whose
+/// consumer needs another loop form than its producer (see Materialize.cpp
+/// for the rule): a matmul of a matmul, a reduction over a matmul's result,
+/// a transposed product, ... Returns the number of buffers added.
+unsigned materialize(ir::Function &F);
+
+/// Keeps the value `V` in a new Temp: a store right after it, and a load
+/// that every non-store use of V, and the stores `Redirect`, read instead.
+/// Returns the temporary's parameter index.
+unsigned materializeValue(ir::Function &F, ir::NodeId V,
+                          llvm::ArrayRef<ir::NodeId> Redirect,
+                          const std::string &Why);
+
+/// Breaks a cycle between groups: the old contents of ref `Ref` are copied
+/// into a new Temp first, and every read of them reads the copy. Returns the
+/// temporary's parameter index.
+unsigned snapshotRef(ir::Function &F, unsigned Ref);
 
 /// The partition of a kernel's stores into fused groups (see Fusion.cpp for
 /// the rule), in execution order.
@@ -55,18 +75,38 @@ struct FusionPlan {
   /// Every live node -> the group that computes it (a node recomputed in
   /// several groups maps to the first). For `--emit=graph`.
   llvm::DenseMap<ir::NodeId, unsigned> GroupOf;
-  /// Store -> the refs whose old contents its value is computed from.
+  /// Store -> the refs whose old contents its value is computed from (and
+  /// the temporaries it reads).
   std::map<ir::NodeId, std::set<unsigned>> StoreReads;
+  /// Set when the groups read each other's old values (a cycle): the ref
+  /// to copy first (snapshotRef) before partitioning again. Groups is then
+  /// empty.
+  std::optional<unsigned> Snapshot;
 };
 
 /// Partitions the graph into groups, each one loop nest (CPU) or kernel
-/// launch (GPU). Reports constructs no lowering handles yet.
-FusionPlan fuse(const ir::Function &F, std::vector<ir::UserDiag> &Diags);
+/// launch (GPU), after materialize() has buffered what no group can
+/// recompute.
+FusionPlan fuse(const ir::Function &F);
 
-/// Turns each group into a loop nest with a scalar body. Reports the few
-/// fusions the loop form cannot express yet.
+/// What lowerToLoops asks the driver for when a group cannot be one nest as
+/// planned (a value used through an embedding its nest cannot index): a
+/// buffer for `Buffer` (materializeValue; the stores `Redirect` read it
+/// too), or a copy of the ref `Snapshot` (snapshotRef). The driver applies
+/// it and partitions again.
+struct LoopRetry {
+  std::optional<ir::NodeId> Buffer;
+  std::vector<ir::NodeId> Redirect;
+  std::optional<unsigned> Snapshot;
+  std::string Why;
+};
+
+/// Turns each group into a loop nest with a scalar body. When `Retry` is
+/// given, a group that needs a buffer sets it (the result is then not
+/// valid); otherwise such a group is reported in `Diags`.
 loop::Program lowerToLoops(const ir::Function &F, const FusionPlan &Plan,
-                           std::vector<ir::UserDiag> &Diags);
+                           std::vector<ir::UserDiag> &Diags,
+                           std::optional<LoopRetry> *Retry = nullptr);
 
 /// Decides the CPU schedule of every nest (Tile IR): threads, vector loop,
 /// loop order, blocks.

@@ -52,6 +52,7 @@ public:
     emitExtents(F, Out, "  ");
     emitGuards(F, Out, "  ");
     emitAliasChecks(F, Out, "  ");
+    emitTemporaries(P, WorkspaceFrom::CpuArena, Out, "  ");
     for (size_t I = 0; I < P.Nests.size(); ++I)
       emitGroup(P.Nests[I], Sched.Nests[I]);
     Out += "}";
@@ -462,8 +463,7 @@ private:
       Out += fmt::format("{}  // B(batch, k, j), read in place\n{}  {},\n",
                          Indent, Indent, *Strided);
     else
-      Operand("B(batch, k, j)", G->B, G->BStmts, G->BAxes, G->KAxis,
-              G->NAxis);
+      Operand("B(batch, k, j)", G->B, G->BStmts, G->BAxes, G->KAxis, G->NAxis);
     Out += fmt::format("{}  // Epilogue: row i, columns [pk_j, pk_j + pk_len) "
                        "of a finished C tile.\n",
                        Indent);
@@ -749,6 +749,8 @@ pk::cpu::KernelCpp pk::cpu::emitKernel(const tile::Program &S) {
       fmt::format("pk_{}_cpu", F.Symbol.empty() ? F.Name : F.Symbol);
   std::vector<std::string> Params, Args;
   for (const Param &P : F.Params) {
+    if (P.isTemp())
+      continue;
     Params.push_back(fmt::format("{} {}", paramType(P), P.Name));
     Args.push_back(P.Name);
   }

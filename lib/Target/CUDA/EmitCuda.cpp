@@ -27,13 +27,50 @@ using namespace pk::target;
 
 namespace {
 
-std::string signature(const Function &F, bool WithDefault) {
+/// The kernel's parameters as declared; with `UnnamedScalars`, scalars
+/// only in a comment (a function that needs only the shapes).
+std::vector<std::string> refParams(const Function &F,
+                                   bool UnnamedScalars = false) {
   std::vector<std::string> Parts;
   for (const Param &P : F.Params)
-    Parts.push_back(fmt::format("{} {}", paramType(P), P.Name));
+    if (P.isArgument())
+      Parts.push_back(UnnamedScalars && !P.isRef()
+                          ? fmt::format("{} /*{}*/", paramType(P), P.Name)
+                          : fmt::format("{} {}", paramType(P), P.Name));
+  return Parts;
+}
+
+std::vector<std::string> refArgs(const Function &F) {
+  std::vector<std::string> Args;
+  for (const Param &P : F.Params)
+    if (P.isArgument())
+      Args.push_back(P.Name);
+  return Args;
+}
+
+bool hasTemporaries(const Function &F) {
+  return llvm::any_of(F.Params, [](const Param &P) { return P.isTemp(); });
+}
+
+/// `void k(refs..., CUstream_st *pk_stream)`; with `Workspace`, the overload
+/// that takes the caller's device memory for the temporaries.
+std::string signature(const Function &F, bool WithDefault,
+                      bool Workspace = false) {
+  std::vector<std::string> Parts = refParams(F);
+  if (Workspace) {
+    Parts.push_back("void *pk_workspace");
+    Parts.push_back("int64_t pk_workspace_bytes");
+  }
   Parts.push_back(
       fmt::format("CUstream_st *pk_stream{}", WithDefault ? " = nullptr" : ""));
   return fmt::format("void {}({})", F.Name, fmt::join(Parts, ", "));
+}
+
+/// `int64_t k_workspace_bytes(refs...)`; the definition leaves the
+/// scalars unnamed (only the shapes matter).
+std::string workspaceBytesSignature(const Function &F, bool Definition) {
+  return fmt::format("int64_t {}_workspace_bytes({})", F.Name,
+                     fmt::join(refParams(F, Definition), ", "));
 }
 
 /// The launcher template an instantiation of a kernel template
@@ -43,6 +80,8 @@ std::string templateDeclaration(const Function &F) {
   const KernelTemplate &T = *F.Template;
   std::vector<std::string> Parts;
   for (size_t I = 0; I < F.Params.size(); ++I) {
+    if (F.Params[I].isTemp())
+      continue;
     const std::string &Generic =
         I < T.ParamTypes.size() ? T.ParamTypes[I] : std::string();
     Parts.push_back(
@@ -340,6 +379,22 @@ public:
     } else {
       T.Declaration = signature(F, true) + ";\n";
     }
+    // A kernel with temporaries also takes the caller's device memory for
+    // them (a graph-captured loop then allocates nothing): the bytes it
+    // needs at these shapes, and the overload that uses it.
+    const bool CallerWorkspace = hasTemporaries(F) && !F.Template;
+    if (CallerWorkspace)
+      T.Declaration +=
+          "/// Device bytes the temporaries of " + F.Name +
+          " need at these shapes (checks\n/// the shapes first).\n" +
+          workspaceBytesSignature(F, false) + ";\n" + "/// " + F.Name +
+          " with the temporaries in `pk_workspace` (at least "
+          "\n/// " +
+          F.Name +
+          "_workspace_bytes(...) bytes of device memory, "
+          "256-byte aligned as\n/// cudaMalloc's; it must stay valid until "
+          "the work queued on pk_stream is done).\n" +
+          signature(F, true, true) + ";\n";
     // A 16-bit ref's pointer is passed to the kernels as the CUDA type of
     // the same layout (DTypes.def), which this checks at compile time.
     for (const Param &Pr : F.Params) {
@@ -353,11 +408,32 @@ public:
           Info.CudaStorage, Info.Cpp));
     }
     std::string &L = T.Launcher;
-    L += (F.Template ? "template <>\n" : "") + signature(F, false) + " {\n";
+    if (CallerWorkspace) {
+      L += workspaceBytesSignature(F, true) + " {\n";
+      emitExtents(F, L, "  ");
+      emitGuards(F, L, "  ");
+      const std::string Total = emitWorkspaceSlots(*P.Loops, L, "  ");
+      L += "  return " + Total + ";\n}\n\n";
+      L += signature(F, false) + " {\n";
+      L += fmt::format("  const int64_t pk_bytes = {}_workspace_bytes({});\n",
+                       F.Name, fmt::join(refArgs(F), ", "));
+      L += fmt::format("  pk::cuda::detail::DeviceScratch<unsigned char> "
+                       "pk_scratch(pk_bytes, pk_stream, {});\n",
+                       stringLiteral(F.Name));
+      L += fmt::format(
+          "  {}({}, pk_scratch.get(), pk_bytes, pk_stream);\n}}\n\n", F.Name,
+          fmt::join(refArgs(F), ", "));
+    }
+    L += (F.Template ? "template <>\n" : "") +
+         signature(F, false, CallerWorkspace) + " {\n";
     L += "  // Shape guards, checked on the host before any launch.\n";
     emitExtents(F, L, "  ");
     emitGuards(F, L, "  ");
     emitAliasChecks(F, L, "  ");
+    emitTemporaries(*P.Loops,
+                    CallerWorkspace ? WorkspaceFrom::CudaCaller
+                                    : WorkspaceFrom::CudaScratch,
+                    L, "  ");
     for (size_t I = 0; I < P.Nests.size(); ++I) {
       const Nest &N = P.Loops->Nests[I];
       const kernel::NestKernels &K = P.Nests[I];

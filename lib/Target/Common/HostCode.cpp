@@ -8,7 +8,9 @@
 #include <fmt/args.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -110,8 +112,148 @@ void target::emitExtents(const Function &F, std::string &Out,
                          llvm::StringRef Indent) {
   for (unsigned P = 0; P < F.Params.size(); ++P)
     for (unsigned A = 0; A < F.Params[P].Rank; ++A)
-      Out += fmt::format("{}const int64_t {} = {}.extent({});\n", Indent,
-                         extentVar(F, P, A), F.Params[P].Name, A);
+      if (F.Params[P].isTemp())
+        Out += fmt::format("{}const int64_t {} = {};\n", Indent,
+                           extentVar(F, P, A),
+                           extentExpr(F, F.Params[P].TempShape[A]));
+      else
+        Out += fmt::format("{}const int64_t {} = {}.extent({});\n", Indent,
+                           extentVar(F, P, A), F.Params[P].Name, A);
+}
+
+namespace {
+
+/// Where each temporary lives in the workspace: slots in order, each holding
+/// temporaries whose lifetimes (first nest writing one to last nest reading
+/// it) do not overlap, first fit in the order they are written.
+struct WorkspaceLayout {
+  std::vector<std::vector<unsigned>> Slots;
+  std::map<unsigned, size_t> SlotOf;
+  std::vector<unsigned> ByStart; ///< temporaries, in the order first written
+};
+
+WorkspaceLayout layoutWorkspace(const loop::Program &Prog) {
+  const Function &F = *Prog.F;
+  std::map<unsigned, std::pair<size_t, size_t>> Life;
+  std::function<void(const Nest &, size_t)> Visit = [&](const Nest &N,
+                                                        size_t I) {
+    for (const Stmt &S : N.Body)
+      if ((S.K == Stmt::Load || S.K == Stmt::Store) &&
+          F.Params[S.Param].isTemp()) {
+        auto [It, New] = Life.try_emplace(S.Param, I, I);
+        It->second.first = std::min(It->second.first, I);
+        It->second.second = std::max(It->second.second, I);
+      }
+    for (const Nest &U : N.Unfused)
+      Visit(U, I);
+  };
+  for (size_t I = 0; I < Prog.Nests.size(); ++I)
+    Visit(Prog.Nests[I], I);
+  std::vector<std::pair<size_t, unsigned>> Starts;
+  for (auto &[P, L] : Life)
+    Starts.push_back({L.first, P});
+  std::sort(Starts.begin(), Starts.end());
+  WorkspaceLayout W;
+  std::vector<size_t> SlotEnd;
+  for (auto [Start, P] : Starts) {
+    size_t S = 0;
+    while (S < W.Slots.size() && SlotEnd[S] >= Start)
+      ++S;
+    if (S == W.Slots.size()) {
+      W.Slots.emplace_back();
+      SlotEnd.push_back(0);
+    }
+    W.Slots[S].push_back(P);
+    SlotEnd[S] = Life[P].second;
+    W.SlotOf[P] = S;
+    W.ByStart.push_back(P);
+  }
+  return W;
+}
+
+std::string slotName(size_t S) { return fmt::format("pk_slot{}", S); }
+
+} // namespace
+
+std::string target::emitWorkspaceSlots(const loop::Program &Prog,
+                                       std::string &Out,
+                                       llvm::StringRef Indent) {
+  const Function &F = *Prog.F;
+  WorkspaceLayout W = layoutWorkspace(Prog);
+  std::vector<std::string> Names;
+  for (size_t S = 0; S < W.Slots.size(); ++S) {
+    std::vector<std::string> Sizes;
+    for (unsigned P : W.Slots[S]) {
+      const Param &Pr = F.Params[P];
+      std::vector<std::string> Ext;
+      for (unsigned A = 0; A < Pr.Rank; ++A)
+        Ext.push_back(extentVar(F, P, A));
+      Sizes.push_back(fmt::format("pk::rt::buffer_bytes(sizeof({}), {{{}}})",
+                                  dtypeCppName(Pr.Type), fmt::join(Ext, ", ")));
+    }
+    Out +=
+        fmt::format("{}const int64_t {} = {};\n", Indent, slotName(S),
+                    Sizes.size() == 1 ? Sizes[0]
+                                      : fmt::format("std::max<int64_t>({{{}}})",
+                                                    fmt::join(Sizes, ", ")));
+    Names.push_back(slotName(S));
+  }
+  return Names.empty() ? "" : fmt::format("{}", fmt::join(Names, " + "));
+}
+
+void target::emitTemporaries(const loop::Program &Prog, WorkspaceFrom From,
+                             std::string &Out, llvm::StringRef Indent) {
+  const Function &F = *Prog.F;
+  WorkspaceLayout W = layoutWorkspace(Prog);
+  if (W.ByStart.empty())
+    return;
+  Out += fmt::format("{}// Temporaries (pkc keeps these values in memory "
+                     "between groups): one\n{}// workspace per call; "
+                     "buffers whose lifetimes do not overlap share a slot.\n",
+                     Indent, Indent);
+  const std::string Total = emitWorkspaceSlots(Prog, Out, Indent);
+  std::string Base;
+  switch (From) {
+  case WorkspaceFrom::CpuArena:
+    Out +=
+        fmt::format("{}pk::rt::Workspace pk_workspace({});\n", Indent, Total);
+    Base = "pk_workspace.data()";
+    break;
+  case WorkspaceFrom::CudaScratch:
+    Out += fmt::format("{}pk::cuda::detail::DeviceScratch<unsigned char> "
+                       "pk_workspace({}, pk_stream, {});\n",
+                       Indent, Total, stringLiteral(F.Name));
+    Base = "pk_workspace.get()";
+    break;
+  case WorkspaceFrom::CudaCaller:
+    Out += fmt::format(
+        "{}if (pk_workspace_bytes < {} || (pk_workspace == nullptr && {} > "
+        "0))\n"
+        "{}  pk::cuda::detail::workspace_fail({}, pk_workspace_bytes, {});\n",
+        Indent, Total, Total, Indent, stringLiteral(F.Name), Total);
+    Base = "static_cast<unsigned char *>(pk_workspace)";
+    break;
+  }
+  for (unsigned P : W.ByStart) {
+    const Param &Pr = F.Params[P];
+    size_t S = W.SlotOf[P];
+    std::vector<std::string> Before;
+    for (size_t K = 0; K < S; ++K)
+      Before.push_back(slotName(K));
+    std::string Offset =
+        Before.empty() ? "" : fmt::format(" + {}", fmt::join(Before, " + "));
+    std::vector<std::string> Ext;
+    for (unsigned A = 0; A < Pr.Rank; ++A)
+      Ext.push_back(extentVar(F, P, A));
+    Out +=
+        fmt::format("{}// {}: {}{} ({})\n", Indent, Pr.Name, dtypeName(Pr.Type),
+                    shapeToString(F, Pr.TempShape), Pr.Why);
+    Out += fmt::format(
+        "{}const pk::InOut<{}, {}> {}(reinterpret_cast<{} *>({}{}), "
+        "{{{}}});\n",
+        Indent, dtypeCppName(Pr.Type), Pr.Rank, Pr.Name, dtypeCppName(Pr.Type),
+        Base, Offset, fmt::join(Ext, ", "));
+  }
 }
 
 /// The run-time shape of a node, as an initializer list.
@@ -159,7 +301,7 @@ void target::emitGuards(const Function &F, std::string &Out,
       LabelB = F.Params[NB.Param].Name;
       Shape RefShape;
       for (unsigned K = 0; K < F.Params[NB.Param].Rank; ++K)
-        RefShape.push_back(F.Extents.dim(NB.Param, K));
+        RefShape.push_back(refExtent(F, NB.Param, K));
       ShapeB = shapeList(F, RefShape);
     }
     if (G.K == Guard::Equal && G.NodeA == G.NodeB) {
@@ -224,7 +366,7 @@ void target::emitAliasChecks(const Function &F, std::string &Out,
   std::vector<std::string> Spans;
   bool AnyWritten = false;
   for (const Param &P : F.Params) {
-    if (!P.isRef())
+    if (!P.isRef() || P.isTemp())
       continue;
     AnyWritten |= P.isWritable();
     Spans.push_back(

@@ -37,9 +37,29 @@ std::string stringLiteral(llvm::StringRef Text);
 /// A literal of the given dtype, valid in C++ and CUDA.
 std::string literal(ir::DType T, double FloatValue, int64_t IntValue);
 
-/// Declares `const int64_t pk_x_0 = x.extent(0);` for every ref.
+/// Declares `const int64_t pk_x_0 = x.extent(0);` for every ref, and the
+/// extents of every temporary from its shape.
 void emitExtents(const ir::Function &F, std::string &Out,
                  llvm::StringRef Indent);
+/// Where a call's temporaries live.
+enum class WorkspaceFrom {
+  CpuArena,    ///< pk::rt::Workspace: the calling thread's arena
+  CudaScratch, ///< cudaMallocAsync on pk_stream (DeviceScratch)
+  CudaCaller,  ///< the launcher's pk_workspace / pk_workspace_bytes
+};
+
+/// Declares `pk_slot<N>`, the bytes of each slot of the workspace, and
+/// returns their sum as an expression ("" when there are no temporaries).
+/// Needs emitExtents() first.
+std::string emitWorkspaceSlots(const loop::Program &P, std::string &Out,
+                               llvm::StringRef Indent);
+/// Declares the workspace of the call and a ref over it for every
+/// temporary (ir::ParamKind::Temp) the nests read or write. Temporaries
+/// whose lifetimes (from the first nest that writes one to the last that
+/// reads it) do not overlap share memory. Needs emitExtents() first;
+/// nothing when there are no temporaries.
+void emitTemporaries(const loop::Program &P, WorkspaceFrom From,
+                     std::string &Out, llvm::StringRef Indent);
 /// Checks every entry guard, throwing pk::ShapeError with a message naming
 /// the kernel, the values and their shapes. Needs emitExtents() first.
 void emitGuards(const ir::Function &F, std::string &Out,

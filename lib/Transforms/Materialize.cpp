@@ -1,0 +1,486 @@
+//===- Materialize.cpp - Keep values in memory between fused groups -------===//
+//
+// One fused group is one loop form (lib/Transforms/Fusion.cpp): an
+// elementwise nest, a reduction nest over one set of axes, a matrix product
+// with its prologue and epilogue, or attention. A value whose consumer needs
+// another form — a matmul of a matmul, a reduction over a matmul's result
+// or over other axes, a transposed product, two different products in one
+// expression, a reduced value stored into a ref of another rank — is kept in a
+// pk-managed buffer (a Temp parameter): a store writes it in the producer's
+// group and the consumer loads it.
+//
+// The rule (docs/design.md, "Materialisation"):
+//  * Conflicts are found bottom-up, one at a time; each is fixed by one
+//    buffer and the search starts again, until none is left.
+//  * At a conflict between a consumer and the reductions in its operand's
+//    cone, the buffer holds either the operand itself (the whole
+//    elementwise chain above the reductions is computed once, in the
+//    producer's group) or, when that is smaller, the conflicting reductions'
+//    results (each extended by the elementwise chain above it that keeps its
+//    shape): RMSNorm feeding a projection keeps the [rows, 1] statistic, not
+//    a normalised copy of x. Sizes are compared with symbolic extents taken
+//    as 1024 (constants as they are).
+//  * Every non-store use of a buffered value loads the buffer; stores of the
+//    value itself keep computing it in the producer's group (next to the
+//    buffer's store), so storing a hidden activation costs no copy.
+//  * Attention (IR/AttentionPattern.h) is one loop form: its cone is not
+//    searched unless another store also needs its values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/ErrorHandling.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+using namespace pk;
+using namespace pk::ir;
+
+namespace {
+
+/// A signature and whether it is a matmul's (a matmul's group takes no
+/// other reductions: they would turn its product into dot products).
+struct Form {
+  ReduceSignature Sig;
+  bool MatMul = false;
+  bool operator<(const Form &O) const {
+    return std::tie(Sig, MatMul) < std::tie(O.Sig, O.MatMul);
+  }
+  bool operator==(const Form &O) const {
+    return Sig == O.Sig && MatMul == O.MatMul;
+  }
+};
+
+/// Elements of a value, with each symbolic extent taken as 1024.
+double estimatedSize(const Function &F, const Shape &Sh) {
+  double N = 1;
+  for (ExtentId E : Sh) {
+    const Extent &X = F.Extents.get(E);
+    N *= X.K == Extent::Const ? static_cast<double>(X.Value) : 1024.0;
+  }
+  return N;
+}
+
+/// One buffer to add: the value, the stores whose operand it replaces (the
+/// non-store uses are always replaced), and why.
+struct Decision {
+  std::vector<NodeId> Values;
+  std::vector<NodeId> Stores; ///< stores whose operand loads the buffer
+  std::string Why;
+};
+
+class Materializer {
+public:
+  explicit Materializer(Function &F) : F(F) {}
+
+  unsigned run() {
+    unsigned Added = 0;
+    // Each round adds at least one buffer and removes a conflict; a kernel
+    // has fewer conflicts than nodes.
+    const size_t MaxRounds = F.Nodes.size() + 1;
+    for (size_t Round = 0;; ++Round) {
+      std::optional<Decision> D = findConflict();
+      if (!D)
+        return Added;
+      if (Round == MaxRounds)
+        llvm::report_fatal_error(llvm::Twine("pkc internal error: "
+                                             "materialising the values of ") +
+                                 F.Name + " does not converge");
+      // Latest first: a buffer's two nodes go right after its value, so the
+      // ids of the earlier values stay valid.
+      std::sort(D->Values.rbegin(), D->Values.rend());
+      for (NodeId V : D->Values)
+        Added += materialize(V, D->Stores, D->Why);
+    }
+  }
+
+private:
+  /// Per node, the loop forms of the reductions in its cone (a buffer's load
+  /// ends the cone).
+  void computeForms() {
+    Forms.assign(F.Nodes.size(), {});
+    HasMatMul.assign(F.Nodes.size(), false);
+    MatMuls.assign(F.Nodes.size(), {});
+    for (NodeId V = 0; V < F.Nodes.size(); ++V) {
+      const Node &N = F.Nodes[V];
+      if (N.Dead || N.isStore())
+        continue;
+      for (NodeId O : valueOperands(N)) {
+        Forms[V].insert(Forms[O].begin(), Forms[O].end());
+        HasMatMul[V] = HasMatMul[V] || HasMatMul[O];
+        MatMuls[V].insert(MatMuls[O].begin(), MatMuls[O].end());
+      }
+      if (N.Kind == NodeKind::MatMul)
+        MatMuls[V].insert(V);
+      if (N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul) {
+        Forms[V].insert({reduceSignature(F, N), N.Kind == NodeKind::MatMul});
+        HasMatMul[V] = HasMatMul[V] || N.Kind == NodeKind::MatMul;
+      }
+    }
+  }
+
+  /// Nodes computed by some store's group other than attention's.
+  std::vector<bool> checkedNodes() {
+    std::vector<NodeId> Roots;
+    for (NodeId S = 0; S < F.Nodes.size(); ++S)
+      if (!F.Nodes[S].Dead && F.Nodes[S].isStore() && !matchAttention(F, S))
+        Roots.push_back(S);
+    std::vector<bool> Checked(F.Nodes.size(), false);
+    for (NodeId V : cone(F, Roots))
+      Checked[V] = true;
+    return Checked;
+  }
+
+  /// The reductions in the cone of `Root` reached without passing another
+  /// reduction, whose form differs from `Keep` (all of them when Keep is
+  /// empty).
+  std::vector<NodeId> topReductions(NodeId Root, std::optional<Form> Keep) {
+    std::vector<NodeId> Tops;
+    std::vector<NodeId> Work = {Root};
+    std::set<NodeId> Seen;
+    while (!Work.empty()) {
+      NodeId V = Work.back();
+      Work.pop_back();
+      if (!Seen.insert(V).second)
+        continue;
+      const Node &N = F.Nodes[V];
+      if (N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul) {
+        Form Mine{reduceSignature(F, N), N.Kind == NodeKind::MatMul};
+        if (!Keep || !(Mine == *Keep) || HasMatMul[V])
+          Tops.push_back(V);
+        if (Keep && Mine == *Keep && !HasMatMul[V])
+          for (NodeId O : valueOperands(N))
+            Work.push_back(O);
+        continue;
+      }
+      for (NodeId O : valueOperands(N))
+        Work.push_back(O);
+    }
+    std::sort(Tops.begin(), Tops.end());
+    return Tops;
+  }
+
+  /// The highest node above `R` inside `Root`'s cone that computes an
+  /// elementwise function of R alone with R's shape (rsqrt(mean + eps)):
+  /// buffering it instead of R saves recomputing the chain per use.
+  NodeId extendUp(NodeId R, NodeId Root) {
+    std::vector<NodeId> InCone = cone(F, {Root});
+    std::set<NodeId> Cone(InCone.begin(), InCone.end());
+    NodeId Cur = R;
+    for (;;) {
+      std::optional<NodeId> Next;
+      unsigned Users = 0;
+      for (NodeId U : Cone) {
+        const Node &N = F.Nodes[U];
+        if (!llvm::is_contained(valueOperands(N), Cur))
+          continue;
+        ++Users;
+        bool Fits =
+            (N.Kind == NodeKind::Elementwise || N.Kind == NodeKind::Cast) &&
+            N.Sh == F.Nodes[Cur].Sh;
+        for (NodeId O : valueOperands(N))
+          Fits &= O == Cur || F.Nodes[O].rank() == 0;
+        if (Fits)
+          Next = U;
+      }
+      if (Users != 1 || !Next)
+        return Cur;
+      Cur = *Next;
+    }
+  }
+
+  /// Buffer the operand, or the conflicting reductions below it when they
+  /// are smaller.
+  Decision operandOrTops(NodeId Operand, std::optional<Form> Keep,
+                         std::string Why, bool TopsOnly = false) {
+    Decision D;
+    D.Why = std::move(Why);
+    std::vector<NodeId> Tops = topReductions(Operand, Keep);
+    double OperandSize = estimatedSize(F, F.Nodes[Operand].Sh), TopsSize = 0;
+    std::vector<NodeId> Extended;
+    for (NodeId T : Tops) {
+      NodeId E = extendUp(T, Operand);
+      if (!llvm::is_contained(Extended, E))
+        Extended.push_back(E);
+    }
+    for (NodeId E : Extended)
+      TopsSize += estimatedSize(F, F.Nodes[E].Sh);
+    if (!Extended.empty() && (TopsOnly || TopsSize < OperandSize) &&
+        !llvm::is_contained(Extended, Operand))
+      D.Values = Extended;
+    else
+      D.Values = {Operand};
+    return D;
+  }
+
+  std::string line(const Node &N) const {
+    return N.Loc.Line ? fmt::format(" at line {}", N.Loc.Line) : "";
+  }
+
+  std::optional<Decision> findConflict() {
+    computeForms();
+    std::vector<bool> Checked = checkedNodes();
+    for (NodeId C = 0; C < F.Nodes.size(); ++C) {
+      const Node &N = F.Nodes[C];
+      if (N.Dead || !Checked[C])
+        continue;
+      switch (N.Kind) {
+      case NodeKind::Reduce: {
+        NodeId O = N.Operands[0];
+        Form Mine{reduceSignature(F, N), false};
+        bool Clash = HasMatMul[O];
+        for (const Form &Fm : Forms[O])
+          Clash |= !(Fm == Mine);
+        if (Clash)
+          return operandOrTops(
+              O, Mine,
+              fmt::format("reduced{} over other axes than it is computed "
+                          "with",
+                          line(N)));
+        break;
+      }
+      case NodeKind::MatMul:
+        for (unsigned I = 0; I < 2; ++I)
+          if (!Forms[N.Operands[I]].empty())
+            return operandOrTops(N.Operands[I], std::nullopt,
+                                 fmt::format("operand {} of the matmul{}",
+                                             I == 0 ? "a" : "b", line(N)));
+        break;
+      case NodeKind::Transpose:
+      case NodeKind::ExpandDims:
+      case NodeKind::Squeeze:
+      case NodeKind::BroadcastTo:
+        if (HasMatMul[N.Operands[0]] &&
+            (N.Kind != NodeKind::BroadcastTo ||
+             N.rank() != F.Nodes[N.Operands[0]].rank()))
+          return Decision{{N.Operands[0]},
+                          {},
+                          fmt::format("a matmul's result viewed{}", line(N))};
+        break;
+      case NodeKind::Elementwise:
+      case NodeKind::Cast: {
+        // A matmul's result broadcast to a higher rank, or operands of
+        // different loop forms: buffer the smaller side.
+        std::optional<NodeId> Pick;
+        std::set<Form> All;
+        std::set<NodeId> Products;
+        for (NodeId O : valueOperands(N)) {
+          All.insert(Forms[O].begin(), Forms[O].end());
+          Products.insert(MatMuls[O].begin(), MatMuls[O].end());
+        }
+        // Two different products meet (SwiGLU's silu(x Wg) * (x Wu)): one
+        // group runs one product, so the smaller side is buffered.
+        if (Products.size() > 1)
+          All.insert(Form{ReduceSignature{0, {}}, false});
+        for (NodeId O : valueOperands(N))
+          if (HasMatMul[O] && F.Nodes[O].rank() != N.rank())
+            Pick = O;
+        if (!Pick && All.size() > 1) {
+          double Best = 0;
+          for (NodeId O : valueOperands(N)) {
+            if (Forms[O].empty())
+              continue;
+            double Size = estimatedSize(F, F.Nodes[O].Sh);
+            if (!Pick || Size <= Best) {
+              Pick = O;
+              Best = Size;
+            }
+          }
+        }
+        if (Pick)
+          return Decision{
+              {*Pick},
+              {},
+              Products.size() > 1
+                  ? fmt::format("combined{} with another matrix product",
+                                line(N))
+                  : fmt::format("combined{} with a value of another loop form",
+                                line(N))};
+        break;
+      }
+      case NodeKind::Store: {
+        NodeId V = N.Operands[0];
+        if (Forms[V].size() != 1)
+          break;
+        const Form &Fm = *Forms[V].begin();
+        unsigned M = F.Params[N.Param].Rank, Rank = Fm.Sig.Rank,
+                 Kept = Rank - Fm.Sig.Axes.size();
+        // The stored value's axes must be the nest's (or its rows'): a
+        // store that broadcasts a reduced value to a higher rank would
+        // index the reduce axes.
+        unsigned R = F.Nodes[V].rank();
+        bool ValueFits = Fm.MatMul ? R == Kept : R == Rank || R == Kept;
+        if (ValueFits && R == M)
+          break;
+        std::string Why = fmt::format("stored{} into {}, whose rank is not "
+                                      "the reduction's",
+                                      line(N), F.Params[N.Param].Name);
+        // The value fits a nest of its own: buffer it, and the store copies
+        // the buffer. Otherwise (a reduced value broadcast against another
+        // of higher rank) buffer the reductions in it.
+        if (ValueFits)
+          return Decision{{V}, {C}, Why};
+        return operandOrTops(V, std::nullopt, Why, /*TopsOnly=*/true);
+      }
+      default:
+        break;
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::string tempName(const Node &V) {
+    std::string Base;
+    for (char C : V.Name)
+      Base += llvm::isAlnum(C) || C == '_' ? C : '_';
+    if (Base.empty() || llvm::isDigit(Base[0]))
+      Base = V.Kind == NodeKind::MatMul   ? "mm"
+             : V.Kind == NodeKind::Reduce ? reduceKindName(V.Reduction).str()
+                                          : "t";
+    Base += "_buf";
+    std::string Name = Base;
+    for (unsigned N = 2;; ++N) {
+      bool Taken = llvm::any_of(F.Params,
+                                [&](const Param &P) { return P.Name == Name; });
+      if (!Taken)
+        return Name;
+      Name = fmt::format("{}{}", Base, N);
+    }
+  }
+
+public:
+  /// Adds the buffer of `V`: a store of V right after it and a load that
+  /// every non-store use of V (and the stores `Redirect`) reads instead.
+  unsigned materialize(NodeId V, llvm::ArrayRef<NodeId> Redirect,
+                       const std::string &Why) {
+    const Node Val = F.Nodes[V];
+    Param T;
+    T.Name = tempName(Val);
+    T.Kind = ParamKind::Temp;
+    T.Type = Val.Type;
+    T.Rank = Val.rank();
+    T.TempShape = Val.Sh;
+    T.Loc = Val.Loc;
+    T.Why = Why;
+    unsigned TP = F.Params.size();
+    F.Params.push_back(T);
+
+    Node St(NodeKind::Store);
+    St.Type = Val.Type;
+    St.Param = TP;
+    St.Loc = Val.Loc;
+    Node Ld(NodeKind::Load);
+    Ld.Type = Val.Type;
+    Ld.Param = TP;
+    Ld.Sh = Val.Sh;
+    Ld.Name = Val.Name.empty() ? T.Name : Val.Name;
+    Ld.Label = Val.Label.empty() ? T.Name : Val.Label;
+    Ld.Loc = Val.Loc;
+
+    // Rebuild the node list with the two nodes after V.
+    std::vector<Node> Old = std::move(F.Nodes);
+    std::vector<NodeId> NewId(Old.size());
+    F.Nodes.clear();
+    F.Nodes.reserve(Old.size() + 2);
+    NodeId LoadId = 0;
+    for (NodeId I = 0; I < Old.size(); ++I) {
+      Node N = std::move(Old[I]);
+      bool Redirected = N.isStore() ? llvm::is_contained(Redirect, I) : true;
+      for (NodeId &O : N.Operands)
+        O = (O == V && Redirected && I > V) ? LoadId : NewId[O];
+      NewId[I] = F.Nodes.size();
+      F.Nodes.push_back(std::move(N));
+      if (I == V) {
+        St.Operands = {NewId[V]};
+        F.Nodes.push_back(St);
+        LoadId = F.Nodes.size();
+        F.Nodes.push_back(Ld);
+      }
+    }
+    for (Guard &G : F.Guards) {
+      G.NodeA = NewId[G.NodeA];
+      G.NodeB = NewId[G.NodeB];
+    }
+    return 1;
+  }
+
+private:
+  Function &F;
+  std::vector<std::set<Form>> Forms;
+  std::vector<bool> HasMatMul;
+  /// The matmul nodes in each node's cone.
+  std::vector<std::set<NodeId>> MatMuls;
+};
+
+} // namespace
+
+unsigned pk::materialize(Function &F) { return Materializer(F).run(); }
+
+unsigned pk::materializeValue(Function &F, NodeId V,
+                              llvm::ArrayRef<NodeId> Redirect,
+                              const std::string &Why) {
+  Materializer(F).materialize(V, Redirect, Why);
+  return F.Params.size() - 1;
+}
+
+unsigned pk::snapshotRef(Function &F, unsigned Ref) {
+  const Param P = F.Params[Ref];
+  Param T;
+  T.Name = P.Name + "_old";
+  for (unsigned N = 2;
+       llvm::any_of(F.Params, [&](const Param &Q) { return Q.Name == T.Name; });
+       ++N)
+    T.Name = fmt::format("{}_old{}", P.Name, N);
+  T.Kind = ParamKind::Temp;
+  T.Type = computeType(P.Type);
+  T.Rank = P.Rank;
+  T.TempShape = refShape(F, Ref);
+  T.Loc = P.Loc;
+  T.Why = fmt::format("the old contents of {}, read after {} is overwritten",
+                      P.Name, P.Name);
+  unsigned TP = F.Params.size();
+  F.Params.push_back(T);
+
+  // At the front: copy = load(ref); store temp, copy; old = load(temp).
+  Node Copy(NodeKind::Load);
+  Copy.Type = T.Type;
+  Copy.Param = Ref;
+  Copy.Sh = T.TempShape;
+  Copy.Name = P.Name;
+  Copy.Label = P.Name;
+  Copy.Loc = P.Loc;
+  Node St(NodeKind::Store);
+  St.Type = T.Type;
+  St.Param = TP;
+  St.Operands = {0};
+  St.Loc = P.Loc;
+  Node Ld = Copy;
+  Ld.Param = TP;
+
+  std::vector<Node> Old = std::move(F.Nodes);
+  F.Nodes = {Copy, St, Ld};
+  const NodeId Shift = 3;
+  for (Node N : Old) {
+    for (NodeId &O : N.Operands)
+      O += Shift;
+    F.Nodes.push_back(std::move(N));
+  }
+  for (NodeId I = Shift; I < F.Nodes.size(); ++I) {
+    Node &N = F.Nodes[I];
+    for (NodeId &O : N.Operands)
+      if (F.Nodes[O].Kind == NodeKind::Load && F.Nodes[O].Param == Ref &&
+          O != 0)
+        O = 2;
+  }
+  for (Guard &G : F.Guards) {
+    G.NodeA += Shift;
+    G.NodeB += Shift;
+  }
+  return TP;
+}
