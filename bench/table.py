@@ -232,9 +232,12 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
     rows = [key for key in results if key[0] != "stream" and key[2] == "pk"]
     rows.sort(key=lambda key: (cases.index(f"{key[0]}/{key[1]}"), key[3]))
     attention_rows = [key for key in rows if key[0] in matmul_kernels and key[0] in ATTENTION_KERNELS]
-    matmul_rows = [key for key in rows if key[0] in matmul_kernels and key[0] not in ATTENTION_KERNELS]
+    program_rows = [key for key in rows if key[0] in PROGRAM_KERNELS]
+    matmul_rows = [key for key in rows if key[0] in matmul_kernels and key[0] not in ATTENTION_KERNELS
+                   and key[0] not in PROGRAM_KERNELS]
     decode_rows = [key for key in rows if key[0] == DECODE_KERNEL]
-    rows = [key for key in rows if key[0] not in matmul_kernels and key[0] not in DECODE_KERNELS]
+    rows = [key for key in rows if key[0] not in matmul_kernels and key[0] not in DECODE_KERNELS
+            and key[0] not in PROGRAM_KERNELS]
     if rows:
         out.append("| " + " | ".join(cols) + " |")
         out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
@@ -271,6 +274,9 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
         out.extend(render_attention(results, attention_rows, flops, bool(rows or matmul_rows)))
     if decode_rows:
         out.extend(render_decode(results, decode_rows, bool(rows or matmul_rows or attention_rows)))
+    if program_rows:
+        out.extend(render_programs(results, program_rows, flops,
+                                   bool(rows or matmul_rows or attention_rows or decode_rows)))
     if peers:
         if unavailable or failed:
             out.append("")
@@ -284,6 +290,42 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
             out.extend(f"- {n}" for n in pctx["notes"])
         out.extend(render_targets(results, rows))
     return "\n".join(out) + "\n"
+
+
+PROGRAM_KERNELS = ("mlp", "swiglu_mlp")
+PROGRAM_PEERS = (("hand", "separate"), ("openblas", "OpenBLAS"))
+
+
+def render_programs(results, rows, flops, after_table):
+    """The whole-program table (kernels_programs.cpp): GFLOP/s of pk's one kernel, of the
+    same products as separate pk kernels, of OpenBLAS with loops; pk ÷ separate, pk ÷
+    OpenBLAS."""
+    out = [""] if after_table else []
+    out.append("Whole-program kernels (shape T x D x F: T tokens, D -> F -> D; GFLOP/s = "
+               "4·T·D·F (mlp) or 6·T·D·F (swiglu_mlp) / median wall time; separate = the same "
+               "products as separate pk kernels with caller-allocated buffers; OpenBLAS = "
+               "cblas_sgemm per product, bias and activation as OpenMP loops)")
+    out.append("")
+    cols = (["kernel", "shape", "threads", "pk time", "pk GFLOP/s"]
+            + [f"{name} GFLOP/s" for _, name in PROGRAM_PEERS] + ["pk ÷ separate", "pk ÷ OpenBLAS"])
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
+    for (k, shape, _, th) in rows:
+        f = flops.get((k, shape))
+        t_pk, _, busy_pk = results[(k, shape, "pk", th)]
+        mark_pk = PREEMPTED if busy_pk < 0.8 else ""
+        gf = (lambda t: f"{f / t / 1e9:.3g}") if f else (lambda t: "?")
+        cells = [k, shape, str(th), fmt_time(t_pk) + mark_pk, gf(t_pk) + mark_pk]
+        for peer, _ in PROGRAM_PEERS:
+            got = results.get((k, shape, peer, th))
+            cells.append("n/a" if got is None else gf(got[0]))
+        for peer, _ in PROGRAM_PEERS:
+            got = results.get((k, shape, peer, th))
+            cells.append("n/a" if got is None else fmt_ratio(got[0] / t_pk))
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("pk ÷ X = t_X / t_pk: > 1 means pk's one kernel is faster.")
+    return out
 
 
 DECODE_KERNEL, READ_KERNEL = "linear_decode", "weights_read"
