@@ -30,7 +30,7 @@ bool elementwiseCone(const Function &F, NodeId Root,
       return false;
     case NodeKind::Index:
       continue; // its operand only gives a shape
-    case NodeKind::BroadcastTo:
+    case NodeKind::View:
       Work.push_back(N.Operands[0]);
       continue;
     default:

@@ -325,9 +325,62 @@ NodeId Builder::add(Node N) {
   return F.Nodes.size() - 1;
 }
 
+llvm::StringRef pk::ir::viewKindName(ViewKind K) {
+  switch (K) {
+  case ViewKind::BroadcastTo:
+    return "broadcast_to";
+  case ViewKind::ExpandDims:
+    return "expand_dims";
+  case ViewKind::Squeeze:
+    return "squeeze";
+  case ViewKind::Transpose:
+    return "transpose";
+  }
+  llvm_unreachable("bad view kind");
+}
+
+bool pk::ir::IndexMap::isBroadcast(unsigned ViewRank) const {
+  if (Source.size() > ViewRank)
+    return false;
+  unsigned Off = ViewRank - Source.size();
+  for (unsigned K = 0; K < Source.size(); ++K)
+    if (Source[K] != static_cast<int>(K + Off))
+      return false;
+  return true;
+}
+
+bool pk::ir::IndexMap::isIdentity(unsigned ViewRank) const {
+  return Source.size() == ViewRank && isBroadcast(ViewRank);
+}
+
+IndexMap pk::ir::viewMap(ViewKind K, unsigned Axis, unsigned OperandRank,
+                         unsigned ViewRank) {
+  IndexMap M;
+  for (unsigned A = 0; A < OperandRank; ++A) {
+    int S = static_cast<int>(A);
+    switch (K) {
+    case ViewKind::BroadcastTo:
+      S += static_cast<int>(ViewRank) - static_cast<int>(OperandRank);
+      break;
+    case ViewKind::ExpandDims:
+      S += A >= Axis ? 1 : 0;
+      break;
+    case ViewKind::Squeeze:
+      S = A == Axis ? -1 : A > Axis ? S - 1 : S;
+      break;
+    case ViewKind::Transpose:
+      if (OperandRank >= 2 && A + 2 >= OperandRank)
+        S = static_cast<int>(2 * OperandRank - 3 - A);
+      break;
+    }
+    M.Source.push_back(S);
+  }
+  return M;
+}
+
 llvm::ArrayRef<NodeId> pk::ir::valueOperands(const Node &N) {
   llvm::ArrayRef<NodeId> Ops = N.Operands;
-  if (N.Kind == NodeKind::BroadcastTo)
+  if (N.Kind == NodeKind::View)
     return Ops.take_front(1);
   if (N.Kind == NodeKind::Index)
     return {};
@@ -517,30 +570,36 @@ NodeId Builder::reduce(ReduceKind K, NodeId V, llvm::ArrayRef<int> Axes,
   return add(std::move(N));
 }
 
-NodeId Builder::broadcastTo(NodeId V, NodeId ShapeOf, SrcLoc Loc) {
-  Node N(NodeKind::BroadcastTo);
+/// A view of `V` written as `K`; inferShapes() fills in its map.
+static Node viewNode(const Function &F, ViewKind K, NodeId V, SrcLoc Loc) {
+  Node N(NodeKind::View);
+  N.View = K;
   N.Type = F.Nodes[V].Type;
-  N.Operands = {V, ShapeOf};
+  N.Operands = {V};
   N.Loc = Loc;
+  return N;
+}
+
+NodeId Builder::broadcastTo(NodeId V, NodeId ShapeOf, SrcLoc Loc) {
+  Node N = viewNode(F, ViewKind::BroadcastTo, V, Loc);
+  N.Operands.push_back(ShapeOf);
   return add(std::move(N));
 }
 
 NodeId Builder::expandDims(NodeId V, int Axis, SrcLoc Loc) {
-  Node N(NodeKind::ExpandDims);
-  N.Type = F.Nodes[V].Type;
-  N.Operands = {V};
+  Node N = viewNode(F, ViewKind::ExpandDims, V, Loc);
   N.Axes = {Axis};
-  N.Loc = Loc;
   return add(std::move(N));
 }
 
 NodeId Builder::squeeze(NodeId V, int Axis, SrcLoc Loc) {
-  Node N(NodeKind::Squeeze);
-  N.Type = F.Nodes[V].Type;
-  N.Operands = {V};
+  Node N = viewNode(F, ViewKind::Squeeze, V, Loc);
   N.Axes = {Axis};
-  N.Loc = Loc;
   return add(std::move(N));
+}
+
+NodeId Builder::transpose(NodeId V, SrcLoc Loc) {
+  return add(viewNode(F, ViewKind::Transpose, V, Loc));
 }
 
 NodeId Builder::index(NodeId V, int Axis, SrcLoc Loc) {
@@ -556,14 +615,6 @@ NodeId Builder::matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc) {
   Node N(NodeKind::MatMul);
   N.Type = Result;
   N.Operands = {A, B};
-  N.Loc = Loc;
-  return add(std::move(N));
-}
-
-NodeId Builder::transpose(NodeId V, SrcLoc Loc) {
-  Node N(NodeKind::Transpose);
-  N.Type = F.Nodes[V].Type;
-  N.Operands = {V};
   N.Loc = Loc;
   return add(std::move(N));
 }
@@ -664,18 +715,24 @@ static std::string nodeBody(const Function &F, const Node &N) {
     return fmt::format("reduce.{} {} axes=[{}]{}", reduceKindName(N.Reduction),
                        Ops(), fmt::join(N.Axes, ", "),
                        N.KeepDims ? " keepdims" : "");
-  case NodeKind::BroadcastTo:
-    return fmt::format("broadcast_to {}", Ops());
-  case NodeKind::ExpandDims:
-    return fmt::format("expand_dims {} axis={}", Ops(), N.Axes[0]);
-  case NodeKind::Squeeze:
-    return fmt::format("squeeze {} axis={}", Ops(), N.Axes[0]);
+  case NodeKind::View: {
+    // `view.transpose %3 (d1, d0)`: per operand axis, the view's index
+    // that reads it (0: a dropped extent-1 axis), once inferShapes() has
+    // set the map; expand_dims and squeeze also show the axis as written.
+    std::string Text = fmt::format("view.{} {}", viewKindName(N.View), Ops());
+    if (!N.Axes.empty())
+      Text += fmt::format(" axis={}", N.Axes[0]);
+    std::vector<std::string> Index;
+    for (int S : N.Map.Source)
+      Index.push_back(S < 0 ? "0" : fmt::format("d{}", S));
+    if (!Index.empty())
+      Text += fmt::format(" ({})", fmt::join(Index, ", "));
+    return Text;
+  }
   case NodeKind::Index:
     return fmt::format("index {} axis={}", Ops(), N.Axes[0]);
   case NodeKind::MatMul:
     return fmt::format("matmul {}", Ops());
-  case NodeKind::Transpose:
-    return fmt::format("transpose {}", Ops());
   case NodeKind::Store:
     return fmt::format("store {}, {}", F.Params[N.Param].Name, Ops());
   }
@@ -825,13 +882,30 @@ std::string pk::ir::verify(const Function &F) {
     }
     case NodeKind::Cast:
     case NodeKind::Reduce:
-    case NodeKind::ExpandDims:
-    case NodeKind::Squeeze:
     case NodeKind::Index:
-    case NodeKind::Transpose:
       Err = ExpectOperands(1);
       break;
-    case NodeKind::BroadcastTo:
+    case NodeKind::View: {
+      Err = ExpectOperands(N.View == ViewKind::BroadcastTo ? 2 : 1);
+      // The map, once inferShapes() has set it: one entry per operand
+      // axis, each a distinct axis of the view or -1.
+      const Node &Op = F.Nodes[N.Operands[0]];
+      if (!Err.empty() || N.Map.Source.empty())
+        break;
+      if (N.Map.Source.size() != Op.rank())
+        return fmt::format("%{}: index map of {} entries for rank {}", I,
+                           N.Map.Source.size(), Op.rank());
+      std::vector<bool> Used(N.rank(), false);
+      for (unsigned K = 0; K < N.Map.Source.size(); ++K) {
+        int S = N.Map.Source[K];
+        if (S >= static_cast<int>(N.rank()) || S < -1 || (S >= 0 && Used[S]))
+          return fmt::format("%{}: bad index map entry {} for axis {}", I, S,
+                             K);
+        if (S >= 0)
+          Used[S] = true;
+      }
+      break;
+    }
     case NodeKind::MatMul:
       Err = ExpectOperands(2);
       break;

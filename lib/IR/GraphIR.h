@@ -221,17 +221,50 @@ enum class NodeKind : uint8_t {
   Elementwise, ///< `Op` over `Operands` (broadcast together)
   Cast,        ///< operand 0 converted to `Type`
   Reduce,      ///< `Reduction` of operand 0 over `Axes`, `KeepDims`
-  BroadcastTo, ///< operand 0 broadcast to the shape of operand 1
-  ExpandDims,  ///< new extent-1 axis at `Axes[0]`
-  Squeeze,     ///< remove the extent-1 axis `Axes[0]`
+  View,        ///< operand 0 read through the index map `Map` (no copy)
   Index,       ///< coordinate along `Axes[0]` of each element of operand 0
   MatMul,      ///< matrix product of operands 0 and 1 (rank 2 or 3)
-  Transpose,   ///< swap the last two axes of operand 0
   Store,       ///< write operand 0 to ref `Param`, broadcast to its shape
 };
 
 enum class ReduceKind : uint8_t { Sum, Max, Min, Mean };
 llvm::StringRef reduceKindName(ReduceKind K);
+
+/// How a view was written. Shape inference turns it into the node's
+/// IndexMap (and reports what does not fit); every pass after it reads the
+/// map only.
+enum class ViewKind : uint8_t {
+  BroadcastTo, ///< to the shape of operand 1 (which gives only a shape)
+  ExpandDims,  ///< a new extent-1 axis at `Axes[0]`
+  Squeeze,     ///< remove the extent-1 axis `Axes[0]`
+  Transpose,   ///< swap the last two axes
+};
+llvm::StringRef viewKindName(ViewKind K);
+
+/// Which element of its operand each element of a view reads: operand axis
+/// k is indexed by the view's axis `Source[k]`, or by 0 where Source[k] is
+/// -1 (an axis of extent 1 the view drops). As in NumPy, an operand axis of
+/// extent 1 under a longer view axis is read at 0 too (stride 0), so
+/// broadcasting needs no entry of its own. A view axis no entry names is a
+/// new one (expand_dims, or broadcast_to's leading axes).
+///
+/// broadcast_to [x.0] -> [y.0, x.0]: (d1); expand_dims(v, 0) of [x.0]:
+/// (d1); squeeze(v, 0) of [1, x.0]: (0, d0); transpose of [a, b]: (d1, d0).
+struct IndexMap {
+  llvm::SmallVector<int, 4> Source;
+  /// True when operand axis k is the view's axis k + (rank - operand rank)
+  /// for every k: a NumPy broadcast, which flat elementwise loops index
+  /// like any other operand.
+  bool isBroadcast(unsigned ViewRank) const;
+  /// True when the view reads its operand unchanged (same rank, axis k is
+  /// axis k): a broadcast to the operand's own rank.
+  bool isIdentity(unsigned ViewRank) const;
+};
+
+/// The map of a view written as `K` of an operand of rank `OperandRank`
+/// giving rank `ViewRank`; `Axis` (expand_dims, squeeze) is normalised.
+IndexMap viewMap(ViewKind K, unsigned Axis, unsigned OperandRank,
+                 unsigned ViewRank);
 
 struct Node {
   explicit Node(NodeKind K) : Kind(K) {}
@@ -245,7 +278,9 @@ struct Node {
   int64_t IntValue = 0;    ///< Const of integer or bool type
   bool Weak = false;       ///< scalar that takes the array's float type
   ReduceKind Reduction = ReduceKind::Sum;
-  llvm::SmallVector<int, 2> Axes; ///< as written (may be negative)
+  llvm::SmallVector<int, 2> Axes;        ///< as written (may be negative)
+  ViewKind View = ViewKind::BroadcastTo; ///< View: how it was written
+  IndexMap Map; ///< View: filled by inferShapes() (or by the pass adding it)
   bool KeepDims = false;
   /// A readable name: the local variable or ref it was bound to, or "".
   std::string Name;
@@ -329,12 +364,13 @@ public:
   NodeId cast(NodeId V, DType T, SrcLoc Loc = {});
   NodeId reduce(ReduceKind K, NodeId V, llvm::ArrayRef<int> Axes, bool KeepDims,
                 DType Result, SrcLoc Loc = {});
+  /// The views: View nodes whose IndexMap inferShapes() fills in.
   NodeId broadcastTo(NodeId V, NodeId ShapeOf, SrcLoc Loc = {});
   NodeId expandDims(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId squeeze(NodeId V, int Axis, SrcLoc Loc = {});
+  NodeId transpose(NodeId V, SrcLoc Loc = {});
   NodeId index(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc = {});
-  NodeId transpose(NodeId V, SrcLoc Loc = {});
   NodeId store(unsigned Param, NodeId V, SrcLoc Loc = {});
 
   /// Returns the value of a Const node (after folding), or nullopt. The
@@ -354,8 +390,8 @@ private:
 // Walking
 //===----------------------------------------------------------------------===//
 
-/// The operands whose elements a node reads: broadcast_to's second operand
-/// and index's operand only give a shape.
+/// The operands whose elements a node reads: a broadcast view's second
+/// operand and index's operand only give a shape.
 llvm::ArrayRef<NodeId> valueOperands(const Node &N);
 
 /// What a reduce or matmul node reduces: values of rank `Rank` over `Axes`

@@ -19,23 +19,22 @@ using namespace pk::ir;
 namespace {
 
 /// Everything that makes two nodes compute the same value.
-using NodeKey = std::tuple<int, int, int, std::vector<NodeId>, unsigned,
-                           uint64_t, int64_t, int, std::vector<int>, bool>;
+using NodeKey =
+    std::tuple<int, int, int, std::vector<NodeId>, unsigned, uint64_t, int64_t,
+               int, std::vector<int>, bool, int, std::vector<int>>;
 
 NodeKey keyOf(const Node &N) {
   uint64_t Bits;
   static_assert(sizeof(Bits) == sizeof(N.FloatValue));
   std::memcpy(&Bits, &N.FloatValue, sizeof(Bits));
-  return {static_cast<int>(N.Kind),
-          static_cast<int>(N.Op),
+  return {static_cast<int>(N.Kind), static_cast<int>(N.Op),
           static_cast<int>(N.Type),
-          std::vector<NodeId>(N.Operands.begin(), N.Operands.end()),
-          N.Param,
-          Bits,
-          N.IntValue,
-          static_cast<int>(N.Reduction),
-          std::vector<int>(N.Axes.begin(), N.Axes.end()),
-          N.KeepDims};
+          std::vector<NodeId>(N.Operands.begin(), N.Operands.end()), N.Param,
+          Bits, N.IntValue, static_cast<int>(N.Reduction),
+          std::vector<int>(N.Axes.begin(), N.Axes.end()), N.KeepDims,
+          // Views: expand_dims(x, 0) and squeeze(x, 0) differ only here.
+          static_cast<int>(N.View),
+          std::vector<int>(N.Map.Source.begin(), N.Map.Source.end())};
 }
 
 void eliminateCommonSubexpressions(Function &F) {

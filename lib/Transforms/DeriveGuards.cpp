@@ -84,24 +84,27 @@ private:
       }
       return;
     }
-    case NodeKind::BroadcastTo:
-      fitShape(N.Operands[0], N.Sh, N.Operands[1], N.Loc);
+    case NodeKind::View: {
+      // A broadcast fits its operand to the target's shape; an operand axis
+      // the view drops (squeeze) must have extent 1.
+      if (N.View == ViewKind::BroadcastTo) {
+        fitShape(N.Operands[0], N.Sh, N.Operands[1], N.Loc);
+        return;
+      }
+      const Shape &In = F.Nodes[N.Operands[0]].Sh;
+      int R = In.size();
+      for (int K = 0; K < R; ++K)
+        if (N.Map.Source[K] < 0 && !X.isConst(In[K], 1))
+          add(Guard::Equal, In[K], X.constant(1), N.Operands[0], N.Operands[0],
+              K - R, N.Loc);
       return;
+    }
     case NodeKind::Store: {
       Shape RefShape;
       for (unsigned A = 0; A < F.Params[N.Param].Rank; ++A)
         RefShape.push_back(refExtent(F, N.Param, A));
       if (F.Nodes[N.Operands[0]].rank() <= RefShape.size())
         fitShape(N.Operands[0], RefShape, Id, N.Loc);
-      return;
-    }
-    case NodeKind::Squeeze: {
-      const Shape &In = F.Nodes[N.Operands[0]].Sh;
-      int R = In.size();
-      int K = N.Axes[0] < 0 ? N.Axes[0] + R : N.Axes[0];
-      if (K >= 0 && K < R && !X.isConst(In[K], 1))
-        add(Guard::Equal, In[K], X.constant(1), N.Operands[0], N.Operands[0],
-            K - R, N.Loc);
       return;
     }
     case NodeKind::MatMul: {

@@ -103,6 +103,65 @@ private:
     N.Sh = std::move(Sh);
   }
 
+  /// The shape and index map of a view, from how it was written.
+  void visitView(Node &N) {
+    const NodeId From = N.Operands[0];
+    Shape In = F.Nodes[From].Sh;
+    unsigned Axis = 0;
+    switch (N.View) {
+    case ViewKind::BroadcastTo: {
+      const Shape &To = F.Nodes[N.Operands[1]].Sh;
+      N.Sh = To;
+      if (In.size() > To.size()) {
+        error(N, fmt::format("cannot broadcast {} to the shape {}: it has "
+                             "more axes",
+                             describe(From), shapeToString(F, To)));
+        return;
+      }
+      for (unsigned K = 0; K < In.size(); ++K)
+        broadcastInto(N, To[To.size() - In.size() + K], N.Operands[1], In[K],
+                      From);
+      break;
+    }
+    case ViewKind::ExpandDims: {
+      int K = normaliseAxis(N, N.Axes[0], In.size() + 1);
+      if (K < 0)
+        return;
+      Axis = K;
+      In.insert(In.begin() + K, X.constant(1));
+      N.Sh = std::move(In);
+      break;
+    }
+    case ViewKind::Squeeze: {
+      int K = normaliseAxis(N, N.Axes[0], In.size());
+      if (K < 0)
+        return;
+      Axis = K;
+      const Extent &E = X.get(In[K]);
+      if (E.K == Extent::Const && E.Value != 1)
+        error(N,
+              fmt::format("cannot squeeze axis {} of {}: its extent is {}",
+                          N.Axes[0], describe(From), E.Value),
+              "squeeze removes an axis of extent 1 only");
+      In.erase(In.begin() + K);
+      N.Sh = std::move(In);
+      break;
+    }
+    case ViewKind::Transpose:
+      if (In.size() < 2) {
+        error(N, fmt::format("transpose needs a value of rank 2 or more, {} "
+                             "has rank {}",
+                             describe(From), In.size()));
+        N.Sh = In;
+        return;
+      }
+      std::swap(In[In.size() - 1], In[In.size() - 2]);
+      N.Sh = std::move(In);
+      break;
+    }
+    N.Map = viewMap(N.View, Axis, F.Nodes[From].rank(), N.rank());
+  }
+
   void visit(NodeId Id) {
     Node &N = F.Nodes[Id];
     auto Operand = [&](unsigned I) -> Node & { return F.Nodes[N.Operands[I]]; };
@@ -145,57 +204,9 @@ private:
       }
       return;
     }
-    case NodeKind::BroadcastTo: {
-      const Shape &From = Operand(0).Sh, &To = Operand(1).Sh;
-      N.Sh = To;
-      if (From.size() > To.size()) {
-        error(N, fmt::format("cannot broadcast {} to the shape {}: it has "
-                             "more axes",
-                             describe(N.Operands[0]), shapeToString(F, To)));
-        return;
-      }
-      for (unsigned K = 0; K < From.size(); ++K)
-        broadcastInto(N, To[To.size() - From.size() + K], N.Operands[1],
-                      From[K], N.Operands[0]);
+    case NodeKind::View:
+      visitView(N);
       return;
-    }
-    case NodeKind::ExpandDims: {
-      Shape In = Operand(0).Sh;
-      int K = normaliseAxis(N, N.Axes[0], In.size() + 1);
-      if (K < 0)
-        return;
-      In.insert(In.begin() + K, X.constant(1));
-      N.Sh = std::move(In);
-      return;
-    }
-    case NodeKind::Squeeze: {
-      Shape In = Operand(0).Sh;
-      int K = normaliseAxis(N, N.Axes[0], In.size());
-      if (K < 0)
-        return;
-      const Extent &E = X.get(In[K]);
-      if (E.K == Extent::Const && E.Value != 1)
-        error(N,
-              fmt::format("cannot squeeze axis {} of {}: its extent is {}",
-                          N.Axes[0], describe(N.Operands[0]), E.Value),
-              "squeeze removes an axis of extent 1 only");
-      In.erase(In.begin() + K);
-      N.Sh = std::move(In);
-      return;
-    }
-    case NodeKind::Transpose: {
-      Shape In = Operand(0).Sh;
-      if (In.size() < 2) {
-        error(N, fmt::format("transpose needs a value of rank 2 or more, {} "
-                             "has rank {}",
-                             describe(N.Operands[0]), In.size()));
-        N.Sh = In;
-        return;
-      }
-      std::swap(In[In.size() - 1], In[In.size() - 2]);
-      N.Sh = std::move(In);
-      return;
-    }
     case NodeKind::MatMul: {
       const Shape &A = Operand(0).Sh, &B = Operand(1).Sh;
       if (A.size() < 2 || B.size() < 2 || A.size() > 3 || B.size() > 3) {

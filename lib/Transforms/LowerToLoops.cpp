@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -67,8 +68,8 @@ bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
     if (!Seen.insert(V).second)
       continue;
     const Node &N = F.Nodes[V];
-    if (N.Kind == NodeKind::ExpandDims || N.Kind == NodeKind::Squeeze ||
-        N.Kind == NodeKind::Index || N.Kind == NodeKind::Transpose)
+    if (N.Kind == NodeKind::Index ||
+        (N.Kind == NodeKind::View && !N.Map.isBroadcast(N.rank())))
       return true;
     if (N.Kind != NodeKind::Index)
       Work.insert(Work.end(), N.Operands.begin(), N.Operands.end());
@@ -358,20 +359,12 @@ private:
         inherit(S);
         return add(std::move(S));
       }
-      case NodeKind::BroadcastTo:
-        return lower(Nd.Operands[0], rightAligned(Emb, Nd.Operands[0]));
-      case NodeKind::ExpandDims: {
-        std::vector<int> Inner = Emb;
-        int K = Nd.Axes[0] < 0 ? Nd.Axes[0] + static_cast<int>(Emb.size())
-                               : Nd.Axes[0];
-        Inner.erase(Inner.begin() + K);
-        return lower(Nd.Operands[0], Inner);
-      }
-      case NodeKind::Squeeze: {
-        std::vector<int> Inner = Emb;
-        int R = F.Nodes[Nd.Operands[0]].rank();
-        int K = Nd.Axes[0] < 0 ? Nd.Axes[0] + R : Nd.Axes[0];
-        Inner.insert(Inner.begin() + K, -1);
+      case NodeKind::View: {
+        // No statement: operand axis k is indexed by the domain axis of
+        // the view's axis Map.Source[k] (-1: extent 1, index 0).
+        std::vector<int> Inner;
+        for (int S : Nd.Map.Source)
+          Inner.push_back(S < 0 ? -1 : Emb[S]);
         return lower(Nd.Operands[0], Inner);
       }
       case NodeKind::Index: {
@@ -391,13 +384,6 @@ private:
         if (isReduceAxis(Emb[K]) || N.Domain[Emb[K]] != Nd.Sh[K])
           S.LoopExtents = {Nd.Sh[K]};
         return add(std::move(S));
-      }
-      case NodeKind::Transpose: {
-        // A view: the operand's last two axes are the domain axes of the
-        // result's last two, swapped.
-        std::vector<int> Inner = Emb;
-        std::swap(Inner[Inner.size() - 1], Inner[Inner.size() - 2]);
-        return lower(Nd.Operands[0], Inner);
       }
       case NodeKind::MatMul:
         return lowerMatMul(Id, Emb);
@@ -752,15 +738,16 @@ private:
       if (!Cone.insert(V).second)
         continue;
       const Node &Nd = F.Nodes[V];
-      llvm::ArrayRef<NodeId> Ops = Nd.Operands;
-      if (Nd.Kind == NodeKind::BroadcastTo)
-        Ops = Ops.take_front(1);
+      llvm::ArrayRef<NodeId> Ops = valueOperands(Nd);
       Work.insert(Work.end(), Ops.begin(), Ops.end());
     }
     std::map<NodeId, unsigned> StmtOf;
     for (NodeId V : Cone) { // std::set iterates in SSA order
       const Node &Nd = F.Nodes[V];
-      if (Nd.Kind == NodeKind::BroadcastTo) {
+      if (Nd.Kind == NodeKind::View) {
+        // A flat nest only sees broadcasts (needsIndexing): the operand's
+        // loads index it right-aligned, with stride 0 where it is 1.
+        assert(Nd.Map.isBroadcast(Nd.rank()) && "a view in a flat nest");
         StmtOf[V] = StmtOf.at(Nd.Operands[0]);
         continue;
       }

@@ -252,13 +252,10 @@ private:
                                  fmt::format("operand {} of the matmul{}",
                                              I == 0 ? "a" : "b", line(N)));
         break;
-      case NodeKind::Transpose:
-      case NodeKind::ExpandDims:
-      case NodeKind::Squeeze:
-      case NodeKind::BroadcastTo:
-        if (HasMatMul[N.Operands[0]] &&
-            (N.Kind != NodeKind::BroadcastTo ||
-             N.rank() != F.Nodes[N.Operands[0]].rank()))
+      case NodeKind::View:
+        // A product's tile is written in its own layout: only a view that
+        // reads it unchanged (a broadcast to its own rank) stays fused.
+        if (HasMatMul[N.Operands[0]] && !N.Map.isIdentity(N.rank()))
           return Decision{{N.Operands[0]},
                           {},
                           fmt::format("a matmul's result viewed{}", line(N))};
@@ -360,47 +357,94 @@ public:
   unsigned materialize(NodeId V, llvm::ArrayRef<NodeId> Redirect,
                        const std::string &Why) {
     const Node Val = F.Nodes[V];
+    // The buffer leaves out the axes of constant extent 1 (a keepdims
+    // statistic [T, 1] is kept as [T]): squeezes before its store,
+    // expand_dims after its load. A loop over an extent-1 axis would only
+    // cost an index and a stride the generated code never uses.
+    std::vector<unsigned> Unit;
+    Shape Kept;
+    for (unsigned A = 0; A < Val.rank(); ++A)
+      if (F.Extents.isConst(Val.Sh[A], 1))
+        Unit.push_back(A);
+      else
+        Kept.push_back(Val.Sh[A]);
     Param T;
     T.Name = tempName(Val);
     T.Kind = ParamKind::Temp;
     T.Type = Val.Type;
-    T.Rank = Val.rank();
-    T.TempShape = Val.Sh;
+    T.Rank = Kept.size();
+    T.TempShape = Kept;
     T.Loc = Val.Loc;
     T.Why = Why;
     unsigned TP = F.Params.size();
     F.Params.push_back(T);
 
+    // After V: squeeze..., store, load, expand_dims... (relative ids: the
+    // first squeeze reads V, every other node the one before it).
+    std::vector<Node> After;
+    Shape Sh = Val.Sh;
+    for (auto It = Unit.rbegin(); It != Unit.rend(); ++It) {
+      Node Sq(NodeKind::View);
+      Sq.View = ViewKind::Squeeze;
+      Sq.Type = Val.Type;
+      Sq.Axes = {static_cast<int>(*It)};
+      Sq.Map = viewMap(ViewKind::Squeeze, *It, Sh.size(), Sh.size() - 1);
+      Sh.erase(Sh.begin() + *It);
+      Sq.Sh = Sh;
+      Sq.Name = Val.Name;
+      Sq.Label = Val.Label;
+      Sq.Loc = Val.Loc;
+      After.push_back(std::move(Sq));
+    }
     Node St(NodeKind::Store);
     St.Type = Val.Type;
     St.Param = TP;
     St.Loc = Val.Loc;
+    After.push_back(St);
     Node Ld(NodeKind::Load);
     Ld.Type = Val.Type;
     Ld.Param = TP;
-    Ld.Sh = Val.Sh;
+    Ld.Sh = Kept;
     Ld.Name = Val.Name.empty() ? T.Name : Val.Name;
     Ld.Label = Val.Label.empty() ? T.Name : Val.Label;
     Ld.Loc = Val.Loc;
+    After.push_back(Ld);
+    for (unsigned A : Unit) {
+      Node Ex(NodeKind::View);
+      Ex.View = ViewKind::ExpandDims;
+      Ex.Type = Val.Type;
+      Ex.Axes = {static_cast<int>(A)};
+      Ex.Map = viewMap(ViewKind::ExpandDims, A, Sh.size(), Sh.size() + 1);
+      Sh.insert(Sh.begin() + A, Val.Sh[A]);
+      Ex.Sh = Sh;
+      Ex.Name = Ld.Name;
+      Ex.Label = Ld.Label;
+      Ex.Loc = Val.Loc;
+      After.push_back(std::move(Ex));
+    }
+    const size_t LoadAt = Unit.size() + 1;
 
-    // Rebuild the node list with the two nodes after V.
+    // Rebuild the node list with those nodes after V.
     std::vector<Node> Old = std::move(F.Nodes);
     std::vector<NodeId> NewId(Old.size());
     F.Nodes.clear();
-    F.Nodes.reserve(Old.size() + 2);
-    NodeId LoadId = 0;
+    F.Nodes.reserve(Old.size() + After.size());
+    NodeId UseId = 0;
     for (NodeId I = 0; I < Old.size(); ++I) {
       Node N = std::move(Old[I]);
       bool Redirected = N.isStore() ? llvm::is_contained(Redirect, I) : true;
       for (NodeId &O : N.Operands)
-        O = (O == V && Redirected && I > V) ? LoadId : NewId[O];
+        O = (O == V && Redirected && I > V) ? UseId : NewId[O];
       NewId[I] = F.Nodes.size();
       F.Nodes.push_back(std::move(N));
       if (I == V) {
-        St.Operands = {NewId[V]};
-        F.Nodes.push_back(St);
-        LoadId = F.Nodes.size();
-        F.Nodes.push_back(Ld);
+        for (size_t K = 0; K < After.size(); ++K) {
+          Node &A = After[K];
+          if (K != LoadAt)
+            A.Operands = {K == 0 ? NewId[V] : NodeId(F.Nodes.size() - 1)};
+          F.Nodes.push_back(A);
+        }
+        UseId = F.Nodes.size() - 1;
       }
     }
     for (Guard &G : F.Guards) {

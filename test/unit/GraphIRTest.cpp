@@ -167,6 +167,29 @@ TEST(Builder, DoesNotFoldTranscendentals) {
       << "exp must run as the generated code runs it, not as the host's libm";
 }
 
+// Every view is one node; its index map says, per operand axis, which axis
+// of the view indexes it (-1: an extent-1 axis the view drops).
+TEST(IndexMap, EveryViewKindIsAMapOfAxes) {
+  using V = llvm::SmallVector<int, 4>;
+  EXPECT_EQ(viewMap(ViewKind::BroadcastTo, 0, 1, 3).Source, V({2}));
+  EXPECT_EQ(viewMap(ViewKind::BroadcastTo, 0, 2, 2).Source, V({0, 1}));
+  EXPECT_EQ(viewMap(ViewKind::ExpandDims, 0, 2, 3).Source, V({1, 2}));
+  EXPECT_EQ(viewMap(ViewKind::ExpandDims, 2, 2, 3).Source, V({0, 1}));
+  EXPECT_EQ(viewMap(ViewKind::Squeeze, 1, 3, 2).Source, V({0, -1, 1}));
+  EXPECT_EQ(viewMap(ViewKind::Transpose, 0, 2, 2).Source, V({1, 0}));
+  EXPECT_EQ(viewMap(ViewKind::Transpose, 0, 3, 3).Source, V({0, 2, 1}));
+
+  EXPECT_TRUE(viewMap(ViewKind::BroadcastTo, 0, 1, 3).isBroadcast(3));
+  EXPECT_FALSE(viewMap(ViewKind::BroadcastTo, 0, 1, 3).isIdentity(3));
+  EXPECT_TRUE(viewMap(ViewKind::BroadcastTo, 0, 2, 2).isIdentity(2));
+  // expand_dims at the front is a broadcast (NumPy right-aligns); inside
+  // it is not, nor is a squeeze or a transpose.
+  EXPECT_TRUE(viewMap(ViewKind::ExpandDims, 0, 2, 3).isBroadcast(3));
+  EXPECT_FALSE(viewMap(ViewKind::ExpandDims, 2, 2, 3).isBroadcast(3));
+  EXPECT_FALSE(viewMap(ViewKind::Squeeze, 1, 3, 2).isBroadcast(2));
+  EXPECT_FALSE(viewMap(ViewKind::Transpose, 0, 2, 2).isBroadcast(2));
+}
+
 TEST(Printer, ShowsParamsNodesAndNames) {
   Function F;
   F.Name = F.QualifiedName = "scale";
@@ -207,6 +230,27 @@ TEST(Verifier, AcceptsWellFormedAndRejectsBrokenGraphs) {
   Function StoreIn = F;
   StoreIn.Nodes[2].Param = X;
   EXPECT_NE(verify(StoreIn).find("store to an In"), std::string::npos);
+
+  // A view's map names distinct axes of the view, one per operand axis.
+  Function V;
+  Builder VB(V);
+  unsigned Y = VB.addParam("y", ParamKind::In, DType::F32, 2);
+  unsigned P = VB.addParam("p", ParamKind::Out, DType::F32, 2);
+  NodeId YL = VB.load(Y);
+  NodeId T = VB.transpose(YL);
+  VB.store(P, T);
+  V.Nodes[YL].Sh = {V.Extents.dim(Y, 0), V.Extents.dim(Y, 1)};
+  V.Nodes[T].Sh = {V.Extents.dim(Y, 1), V.Extents.dim(Y, 0)};
+  V.Nodes[T].Map = viewMap(ViewKind::Transpose, 0, 2, 2);
+  EXPECT_EQ(verify(V), "");
+  Function Twice = V;
+  Twice.Nodes[T].Map.Source = {0, 0};
+  EXPECT_NE(verify(Twice).find("bad index map entry 0 for axis 1"),
+            std::string::npos);
+  Function Short = V;
+  Short.Nodes[T].Map.Source = {1};
+  EXPECT_NE(verify(Short).find("index map of 1 entries for rank 2"),
+            std::string::npos);
 }
 
 } // namespace

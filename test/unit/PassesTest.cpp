@@ -241,13 +241,27 @@ TEST(Materialize, KeepsTheRowStatisticNotANormalisedCopy) {
   canonicalize(F);
   EXPECT_EQ(materialize(F), 1u);
   ASSERT_EQ(F.Params.size(), 4u);
-  // [x.0, 1]: rsqrt(mean(x * x)), the statistic with its rsqrt.
-  EXPECT_EQ(shapeToString(F, F.Params[3].TempShape), "[x.0, 1]");
-  bool StoresRsqrt = false;
-  for (const Node &N : F.Nodes)
-    StoresRsqrt |= N.isStore() && N.Param == 3 &&
-                   F.node(N.Operands[0]).Op == OpCode::Rsqrt;
+  // [x.0]: rsqrt(mean(x * x)), the statistic with its rsqrt, without its
+  // extent-1 axis (a squeeze before the store, an expand_dims after the
+  // load).
+  EXPECT_EQ(shapeToString(F, F.Params[3].TempShape), "[x.0]");
+  EXPECT_EQ(F.Params[3].Rank, 1u);
+  bool StoresRsqrt = false, ExpandsLoad = false;
+  for (const Node &N : F.Nodes) {
+    if (N.isStore() && N.Param == 3) {
+      const Node &Sq = F.node(N.Operands[0]);
+      StoresRsqrt = Sq.Kind == NodeKind::View && Sq.View == ViewKind::Squeeze &&
+                    F.node(Sq.Operands[0]).Op == OpCode::Rsqrt;
+    }
+    if (N.Kind == NodeKind::View && N.View == ViewKind::ExpandDims) {
+      const Node &Ld = F.node(N.Operands[0]);
+      ExpandsLoad = Ld.Kind == NodeKind::Load && Ld.Param == 3 &&
+                    shapeToString(F, N.Sh) == "[x.0, 1]";
+    }
+  }
   EXPECT_TRUE(StoresRsqrt);
+  EXPECT_TRUE(ExpandsLoad);
+  EXPECT_EQ(verify(F), "");
 }
 
 TEST(Fusion, ACycleBetweenGroupsAsksForACopy) {

@@ -14,7 +14,7 @@ PK_KERNEL void accumulate(InOut<float, 2> acc, In<float, 1> v) {
   acc[_] += v[_];
   // A second update reads the first one's value.
   // CHECK-DAG: [[HALF:%[0-9]+]] = const 0.5 : f32[] weak
-  // CHECK-DAG: [[SEEN:%[0-9]+]] = broadcast_to [[SUM]], [[ACC]] : f32[acc.0, acc.1]
+  // CHECK-DAG: [[SEEN:%[0-9]+]] = view.broadcast_to [[SUM]], [[ACC]] {{.*}}: f32[acc.0, acc.1]
   // CHECK: [[PROD:%[0-9]+]] = mul [[SEEN]], [[HALF]] : f32[acc.0, acc.1]
   // CHECK: store acc, [[PROD]]
   // CHECK-NEXT: }
@@ -31,7 +31,7 @@ PK_KERNEL void mixed(In<float> x, Out<pk::half> h, InOut<int32_t> k) {
   // CHECK: [[R:%[0-9]+]] = round_f16 [[X]] : f32[x.0]
   h[_] = x[_];
   // CHECK-DAG: [[ONE:%[0-9]+]] = const 1 : f32[] weak
-  // CHECK-DAG: [[HS:%[0-9]+]] = broadcast_to [[R]], {{%[0-9]+}} : f32[h.0]
+  // CHECK-DAG: [[HS:%[0-9]+]] = view.broadcast_to [[R]], {{%[0-9]+}} {{.*}}: f32[h.0]
   // CHECK: [[HN:%[0-9]+]] = sub [[HS]], [[ONE]] : f32[h.0]
   // CHECK: store h, [[HN]]
   h[_] -= 1;
@@ -39,7 +39,7 @@ PK_KERNEL void mixed(In<float> x, Out<pk::half> h, InOut<int32_t> k) {
   // CHECK: [[K:%[0-9]+]] = load k : i32[k.0]
   // CHECK: [[REM:%[0-9]+]] = rem [[K]], [[THREE]] : i32[k.0]
   k[_] %= 3;
-  // CHECK: [[KS:%[0-9]+]] = broadcast_to [[REM]], [[K]] : i32[k.0]
+  // CHECK: [[KS:%[0-9]+]] = view.broadcast_to [[REM]], [[K]] {{.*}}: i32[k.0]
   // CHECK: [[KF:%[0-9]+]] = cast [[KS]] : f32[k.0]
   // CHECK: [[KX:%[0-9]+]] = div [[KF]], [[X]] : f32[bcast(x.0, k.0)]
   // CHECK: [[KI:%[0-9]+]] = cast [[KX]] : i32[bcast(x.0, k.0)]

@@ -44,12 +44,12 @@ PK_KERNEL void reductions(In<bool, 2> m, In<int32_t, 2> i, In<float, 2> x, Out<i
 
 // CHECK-LABEL: func @shapes(
 // CHECK:      [[X:%[0-9]+]] = load x : f32
-// CHECK:      [[E:%[0-9]+]] = expand_dims [[X]] axis=0 : f32
-// CHECK:      [[S:%[0-9]+]] = squeeze [[E]] axis=-3 : f32
+// CHECK:      [[E:%[0-9]+]] = view.expand_dims [[X]] axis=0 : f32
+// CHECK:      [[S:%[0-9]+]] = view.squeeze [[E]] axis=-3 : f32
 // CHECK:      [[IX:%[0-9]+]] = index [[X]] axis=-1 : i64
 // CHECK:      [[IY:%[0-9]+]] = index [[X]] axis=0 : i64
 // CHECK:      [[LE:%[0-9]+]] = le [[IX]], [[IY]] : bool
-// CHECK:      [[T:%[0-9]+]] = transpose [[X]] : f32
+// CHECK:      [[T:%[0-9]+]] = view.transpose [[X]] : f32
 // CHECK:      [[MM:%[0-9]+]] = matmul [[S]], [[T]] : f32
 // CHECK:      select [[LE]], [[MM]], {{%[0-9]+}} : f32
 PK_KERNEL void shapes(In<float, 2> x, Out<float, 2> o) {

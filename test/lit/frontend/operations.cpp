@@ -35,6 +35,6 @@ PK_KERNEL void int_math(In<int32_t> i, Out<double> o) { o[_] = exp(i[_]); }
 // CHECK-LABEL: func @broadcast_to_ref(
 // CHECK:      [[ONE:%[0-9]+]] = const 1 : f32[] weak
 // CHECK:      [[SH:%[0-9]+]] = load x : f32[x.0, x.1]
-// CHECK:      [[B:%[0-9]+]] = broadcast_to [[ONE]], [[SH]] : f32[x.0, x.1]
+// CHECK:      [[B:%[0-9]+]] = view.broadcast_to [[ONE]], [[SH]] {{.*}}: f32[x.0, x.1]
 // CHECK:      store o, [[B]]
 PK_KERNEL void broadcast_to_ref(In<float, 2> x, Out<float, 2> o) { o[_] = broadcast_to(1.0f, x); }

@@ -25,11 +25,11 @@ PK_KERNEL void inout(In<float> x, InOut<float> acc, Out<float> o) {
   // CHECK: [[X:%[0-9]+]] = load x : f32[x.0]
   // CHECK: [[SUM:%[0-9]+]] = add [[ACC]], [[X]]
   acc[_] = acc[_] + x[_];
-  // CHECK: [[SEEN:%[0-9]+]] = broadcast_to [[SUM]], [[ACC]] : f32[acc.0] {{.*}}; acc line [[@LINE+3]]
+  // CHECK: [[SEEN:%[0-9]+]] = view.broadcast_to [[SUM]], [[ACC]] {{.*}}: f32[acc.0] {{.*}}; acc line [[@LINE+3]]
   // CHECK: [[OV:%[0-9]+]] = mul [[SEEN]], {{%[0-9]+}} : f32[acc.0]
   // CHECK: store o, [[OV]]
   o[_] = acc[_] * 0.5f;
-  // CHECK: [[OSEEN:%[0-9]+]] = broadcast_to [[OV]], {{%[0-9]+}} : f32[o.0] {{.*}}; o line [[@LINE+3]]
+  // CHECK: [[OSEEN:%[0-9]+]] = view.broadcast_to [[OV]], {{%[0-9]+}} {{.*}}: f32[o.0] {{.*}}; o line [[@LINE+3]]
   // CHECK: [[NEW:%[0-9]+]] = sub [[OSEEN]], {{%[0-9]+}} : f32[o.0]
   // CHECK: store acc, [[NEW]]
   acc[_] = o[_] - 1.0f;
@@ -42,7 +42,7 @@ PK_KERNEL void snapshot(In<float> x, Out<float> o, Out<float> p) {
   // CHECK: [[X:%[0-9]+]] = load x
   // CHECK: store o, [[X]]
   o[_] = x[_];
-  // CHECK: [[S:%[0-9]+]] = broadcast_to [[X]], {{%[0-9]+}} : f32[o.0]
+  // CHECK: [[S:%[0-9]+]] = view.broadcast_to [[X]], {{%[0-9]+}} {{.*}}: f32[o.0]
   auto s = o[_];
   // CHECK: [[S2:%[0-9]+]] = mul [[S]], {{%[0-9]+}} : f32[o.0] {{.*}}; s line [[@LINE+1]]
   s = s * 3.0f;
