@@ -9,7 +9,10 @@
 
 #include "Driver/Pipeline.h"
 #include "Driver/Explain.h"
+#include "IR/GpuTileIR.h"
+#include "IR/KernelIR.h"
 #include "IR/LoopIR.h"
+#include "IR/TileIR.h"
 #include "Target/CPU/EmitCpp.h"
 #include "Target/CUDA/LowerToKernels.h"
 #include "Transforms/Passes.h"
@@ -38,6 +41,21 @@ void logAfter(const PipelineOptions &Opts, const ir::Function &F,
     return;
   *Opts.Log << "// ----- Graph IR after " << Pass << " -----\n";
   ir::print(F, *Opts.Log);
+}
+
+/// The layers below Graph IR: check the program a pass made (a failure is a
+/// compiler bug) and, under --pk-print-after-all, print it.
+template <typename ProgramT>
+void checkAndLog(const PipelineOptions &Opts, const ProgramT &P,
+                 const char *Layer, const char *Pass) {
+  std::string Problem = verify(P);
+  if (!Problem.empty())
+    llvm::report_fatal_error(llvm::Twine("pkc internal error: invalid ") +
+                             Layer + " after " + Pass + ": " + Problem);
+  if (!Opts.PrintAfterAll || !Opts.Log)
+    return;
+  *Opts.Log << "// ----- " << Layer << " after " << Pass << " -----\n";
+  print(P, *Opts.Log);
 }
 
 /// Times the enclosing scope as `Stage` under `-v` (a no-op otherwise).
@@ -135,10 +153,7 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   if (Opts.Emit == EmitStage::Graph)
     ir::print(F, *Opts.Out, &Plan.GroupOf);
 
-  std::string Problem = loop::verify(Loops);
-  if (!Problem.empty())
-    llvm::report_fatal_error(
-        llvm::Twine("pkc internal error: invalid Loop IR: ") + Problem);
+  checkAndLog(Opts, Loops, "Loop IR", "lowerToLoops");
   if (Opts.Emit == EmitStage::Loop)
     loop::print(Loops, *Opts.Out);
 
@@ -149,6 +164,8 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
     Schedule = scheduleForCpu(Loops);
     GpuSchedule = scheduleForGpu(Loops);
   }
+  checkAndLog(Opts, Schedule, "Tile IR", "scheduleForCpu");
+  checkAndLog(Opts, GpuSchedule, "GPU Tile IR", "scheduleForGpu");
   if (Opts.Emit == EmitStage::Tile) {
     tile::print(Schedule, *Opts.Out);
     gpu::print(GpuSchedule, *Opts.Out);
@@ -170,6 +187,7 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
     StageScope T(Opts, "lowerToKernels");
     Kernels = cuda::lowerToKernels(GpuSchedule);
   }
+  checkAndLog(Opts, Kernels, "Kernel IR", "lowerToKernels");
   if (Opts.Emit == EmitStage::Kernel)
     kernel::print(Kernels, *Opts.Out);
   if (Opts.Emit == EmitStage::Explain)

@@ -1,12 +1,12 @@
 //===- GraphBuilder.cpp - One kernel's AST to Graph IR --------------------===//
 //
-// The statements of the AST walker (Lowering.h) and the kernel itself:
+// The statements of the AST walker (ASTToGraph.h) and the kernel itself:
 // parameters, the return type, "every Out is written".
 //
 //===----------------------------------------------------------------------===//
 
 #include "Frontend/GraphBuilder.h"
-#include "Frontend/Lowering.h"
+#include "Frontend/ASTToGraph.h"
 
 using namespace clang;
 using namespace pk;
@@ -32,7 +32,7 @@ namespace pk::frontend::lowering {
 // Statements
 //===----------------------------------------------------------------------===//
 
-std::string Lowering::dependenceOf(NodeId Id, bool &OnData) const {
+std::string ASTToGraph::dependenceOf(NodeId Id, bool &OnData) const {
   OnData = false;
   std::optional<unsigned> Scalar;
   std::vector<NodeId> Work{Id};
@@ -58,8 +58,8 @@ std::string Lowering::dependenceOf(NodeId Id, bool &OnData) const {
   return "a run-time value";
 }
 
-std::optional<bool> Lowering::condition(const Expr *Cond, llvm::StringRef What,
-                                        bool IsLoop) {
+std::optional<bool> ASTToGraph::condition(const Expr *Cond,
+                                          llvm::StringRef What, bool IsLoop) {
   std::optional<NodeId> Id = valueOf(eval(Cond));
   if (!Id)
     return std::nullopt;
@@ -81,7 +81,7 @@ std::optional<bool> Lowering::condition(const Expr *Cond, llvm::StringRef What,
   return std::nullopt;
 }
 
-Flow Lowering::exec(const Stmt *S) {
+Flow ASTToGraph::exec(const Stmt *S) {
   if (!S)
     return Flow::Normal;
   if (const auto *CS = dyn_cast<CompoundStmt>(S)) {
@@ -188,7 +188,7 @@ Flow Lowering::exec(const Stmt *S) {
   return Flow::Normal;
 }
 
-Flow Lowering::execDecl(const VarDecl *VD, const DeclStmt *At) {
+Flow ASTToGraph::execDecl(const VarDecl *VD, const DeclStmt *At) {
   QualType T = VD->getType();
   std::string Name = VD->getNameAsString();
   QualType Bare = T.getNonReferenceType();
@@ -271,7 +271,7 @@ Flow Lowering::execDecl(const VarDecl *VD, const DeclStmt *At) {
   return Flow::Normal;
 }
 
-Flow Lowering::execIf(const IfStmt *S) {
+Flow ASTToGraph::execIf(const IfStmt *S) {
   if (S->isConsteval()) {
     unsupported(S, "'if consteval'");
     return Flow::Normal;
@@ -288,9 +288,9 @@ Flow Lowering::execIf(const IfStmt *S) {
   return exec(*C ? S->getThen() : S->getElse());
 }
 
-Flow Lowering::execLoop(const Stmt *Loop, const Stmt *Init, const Expr *Cond,
-                        const DeclStmt *CondVar, const Expr *Inc,
-                        const Stmt *Body, bool BodyFirst) {
+Flow ASTToGraph::execLoop(const Stmt *Loop, const Stmt *Init, const Expr *Cond,
+                          const DeclStmt *CondVar, const Expr *Inc,
+                          const Stmt *Body, bool BodyFirst) {
   if (Init)
     exec(Init);
   for (unsigned N = 0;; ++N) {
@@ -336,7 +336,7 @@ Flow Lowering::execLoop(const Stmt *Loop, const Stmt *Init, const Expr *Cond,
 // The kernel
 //===----------------------------------------------------------------------===//
 
-bool Lowering::bindParams() {
+bool ASTToGraph::bindParams() {
   bool OK = true;
   unsigned Index = 0;
   for (const ParmVarDecl *PVD : Kernel->parameters()) {
@@ -427,7 +427,7 @@ bool Lowering::bindParams() {
   return OK;
 }
 
-void Lowering::checkOutsWritten() {
+void ASTToGraph::checkOutsWritten() {
   for (unsigned P = 0; P < F.Params.size(); ++P) {
     const ir::Param &Pm = F.Params[P];
     if (Pm.Kind != ir::ParamKind::Out || Refs[P].Written)
@@ -440,7 +440,7 @@ void Lowering::checkOutsWritten() {
   }
 }
 
-void Lowering::dropUnusedConstants() {
+void ASTToGraph::dropUnusedConstants() {
   // Folding leaves the constants it consumed (loop counters, axes, literals
   // folded into others) without users; they are the frontend's scratch work.
   std::vector<unsigned> Uses(F.Nodes.size());
@@ -452,7 +452,7 @@ void Lowering::dropUnusedConstants() {
       F.Nodes[I].Dead = true;
 }
 
-bool Lowering::run() {
+bool ASTToGraph::run() {
   Frames.emplace_back();
   QualType RT = Kernel->getReturnType();
   if (!RT->isVoidType()) {
@@ -476,5 +476,5 @@ bool Lowering::run() {
 
 bool pk::frontend::buildKernelGraph(const FunctionDecl *Kernel, ASTContext &Ctx,
                                     Reporter &Rep, ir::Function &F) {
-  return lowering::Lowering(Kernel, Ctx, Rep, F).run();
+  return lowering::ASTToGraph(Kernel, Ctx, Rep, F).run();
 }

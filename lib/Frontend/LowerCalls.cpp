@@ -1,13 +1,13 @@
 //===- LowerCalls.cpp - pk operations, library calls, helper inlining -----===//
 //
-// Part of the AST walker (Lowering.h): a call is a pk operation (an op of
+// Part of the AST walker (ASTToGraph.h): a call is a pk operation (an op of
 // the table, a reduction, a shape op), a C/C++ library function (scalar
 // math maps to the same ops; anything else is opaque), or a helper whose
 // definition is visible, which is inlined in a new frame.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Frontend/Lowering.h"
+#include "Frontend/ASTToGraph.h"
 #include "Frontend/StdMath.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -50,7 +50,7 @@ const ir::OpInfo *scalarMathOp(llvm::StringRef Name) {
 }
 } // namespace
 
-std::optional<int> Lowering::constAxis(const Expr *Arg, llvm::StringRef Op) {
+std::optional<int> ASTToGraph::constAxis(const Expr *Arg, llvm::StringRef Op) {
   Val V = eval(Arg);
   std::optional<NodeId> Id = valueOf(V);
   if (!Id)
@@ -66,8 +66,8 @@ std::optional<int> Lowering::constAxis(const Expr *Arg, llvm::StringRef Op) {
   return static_cast<int>(*C);
 }
 
-Val Lowering::evalPkElementwise(const ir::OpInfo &Op, const Expr *E,
-                                llvm::ArrayRef<const Expr *> Args) {
+Val ASTToGraph::evalPkElementwise(const ir::OpInfo &Op, const Expr *E,
+                                  llvm::ArrayRef<const Expr *> Args) {
   if (Args.size() != Op.Arity)
     return unsupported(E, "'" + Op.Source + "' with " +
                               std::to_string(Args.size()) + " operands");
@@ -94,8 +94,8 @@ Val Lowering::evalPkElementwise(const ir::OpInfo &Op, const Expr *E,
   return Val::value(buildOp(Op.Code, Ops, ComputeIn, *R, E));
 }
 
-Val Lowering::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
-                         llvm::ArrayRef<const Expr *> Args) {
+Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
+                           llvm::ArrayRef<const Expr *> Args) {
   llvm::StringRef Name = FD->getIdentifier() ? FD->getName() : "";
   std::optional<DType> R = dtypeOf(E->getType());
   auto Arg0 = [&]() -> std::optional<NodeId> {
@@ -209,8 +209,8 @@ Val Lowering::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
                      "use the operations of pk::lang (language.md §3)");
 }
 
-Val Lowering::evalLibraryCall(const FunctionDecl *FD, const CallExpr *E,
-                              llvm::ArrayRef<const Expr *> Args) {
+Val ASTToGraph::evalLibraryCall(const FunctionDecl *FD, const CallExpr *E,
+                                llvm::ArrayRef<const Expr *> Args) {
   llvm::StringRef Name = FD->getIdentifier() ? FD->getName() : "";
   std::string Qual = FD->getQualifiedNameAsString();
   bool Std = FD->isInStdNamespace();
@@ -279,7 +279,7 @@ Val Lowering::evalLibraryCall(const FunctionDecl *FD, const CallExpr *E,
   return Val::invalid();
 }
 
-Val Lowering::evalCall(const CallExpr *E) {
+Val ASTToGraph::evalCall(const CallExpr *E) {
   const FunctionDecl *FD = E->getDirectCallee();
   if (!FD) {
     if (E->getCallee()->getType()->isMemberPointerType())
@@ -307,8 +307,8 @@ Val Lowering::evalCall(const CallExpr *E) {
   return inlineCall(FD, E, Args);
 }
 
-Val Lowering::inlineCall(const FunctionDecl *FD, const CallExpr *E,
-                         llvm::ArrayRef<const Expr *> Args) {
+Val ASTToGraph::inlineCall(const FunctionDecl *FD, const CallExpr *E,
+                           llvm::ArrayRef<const Expr *> Args) {
   const FunctionDecl *Def = nullptr;
   if (!FD->hasBody(Def) || !Def || !Def->getBody()) {
     error(rule::OpaqueCall, E,

@@ -1,12 +1,12 @@
 //===- LowerExprs.cpp - Values, refs and expressions ----------------------===//
 //
-// Part of the AST walker (Lowering.h): how each expression becomes IR
+// Part of the AST walker (ASTToGraph.h): how each expression becomes IR
 // values, how `ref[_]` reads and writes become loads, stores and SSA
 // renames, and the promotion rules that put casts before every op.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Frontend/Lowering.h"
+#include "Frontend/ASTToGraph.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -114,7 +114,7 @@ const Expr *strip(const Expr *E) {
 // Values
 //===----------------------------------------------------------------------===//
 
-std::optional<NodeId> Lowering::valueOf(Val V) {
+std::optional<NodeId> ASTToGraph::valueOf(Val V) {
   if (V.K == Val::Value)
     return V.Id;
   if (V.K == Val::LazyScalar) {
@@ -129,7 +129,7 @@ std::optional<NodeId> Lowering::valueOf(Val V) {
   return std::nullopt;
 }
 
-NodeId Lowering::castTo(NodeId V, DType T, const Expr *At) {
+NodeId ASTToGraph::castTo(NodeId V, DType T, const Expr *At) {
   size_t Before = F.Nodes.size();
   NodeId R = B.cast(V, T, loc(At));
   if (R >= Before && F.node(R).Label.empty())
@@ -137,7 +137,7 @@ NodeId Lowering::castTo(NodeId V, DType T, const Expr *At) {
   return R;
 }
 
-Val Lowering::convertTo(Val V, QualType T, const Expr *At) {
+Val ASTToGraph::convertTo(Val V, QualType T, const Expr *At) {
   if (T->isVoidType())
     return V.ok() ? Val::voidVal() : V;
   if (V.K != Val::Value && V.K != Val::LazyScalar)
@@ -149,7 +149,7 @@ Val Lowering::convertTo(Val V, QualType T, const Expr *At) {
   return Val::value(castTo(*Id, *To, At));
 }
 
-NodeId Lowering::constant(const APValue &V, QualType T, const Expr *At) {
+NodeId ASTToGraph::constant(const APValue &V, QualType T, const Expr *At) {
   DType D = *valueDType(T, Ctx);
   if (V.isInt()) {
     const llvm::APSInt &I = V.getInt();
@@ -164,8 +164,8 @@ NodeId Lowering::constant(const APValue &V, QualType T, const Expr *At) {
   return B.constFloat(X.convertToDouble(), D, /*Weak=*/true, loc(At));
 }
 
-NodeId Lowering::buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,
-                         DType ComputeIn, DType Result, const Expr *At) {
+NodeId ASTToGraph::buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,
+                           DType ComputeIn, DType Result, const Expr *At) {
   llvm::SmallVector<NodeId, 3> Cast;
   const ir::OpInfo &Info = ir::opInfo(Op);
   for (size_t I = 0; I < Operands.size(); ++I) {
@@ -185,7 +185,7 @@ NodeId Lowering::buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,
 // Refs
 //===----------------------------------------------------------------------===//
 
-NodeId Lowering::entryLoad(unsigned P, const Expr *At) {
+NodeId ASTToGraph::entryLoad(unsigned P, const Expr *At) {
   RefState &S = Refs[P];
   if (!S.Load) {
     S.Load = B.load(P, At ? loc(At) : makeSrcLoc(S.Decl->getLocation(), SM));
@@ -195,7 +195,7 @@ NodeId Lowering::entryLoad(unsigned P, const Expr *At) {
   return *S.Load;
 }
 
-NodeId Lowering::shapeSource(unsigned P, const Expr *At) {
+NodeId ASTToGraph::shapeSource(unsigned P, const Expr *At) {
   RefState &S = Refs[P];
   if (param(P).Kind != ir::ParamKind::Out)
     return entryLoad(P, nullptr);
@@ -206,7 +206,7 @@ NodeId Lowering::shapeSource(unsigned P, const Expr *At) {
   return *S.ShapeSrc;
 }
 
-Val Lowering::readRef(unsigned P, const Expr *At) {
+Val ASTToGraph::readRef(unsigned P, const Expr *At) {
   RefState &S = Refs[P];
   const ir::Param &Pm = param(P);
   if (!S.Written) {
@@ -230,7 +230,7 @@ Val Lowering::readRef(unsigned P, const Expr *At) {
   return Val::value(*S.Current);
 }
 
-void Lowering::storeRef(unsigned P, NodeId V, const Expr *At) {
+void ASTToGraph::storeRef(unsigned P, NodeId V, const Expr *At) {
   RefState &S = Refs[P];
   const DType T = param(P).Type;
   NodeId Stored = castTo(V, ir::computeType(T), At);
@@ -250,7 +250,7 @@ void Lowering::storeRef(unsigned P, NodeId V, const Expr *At) {
 // Expressions
 //===----------------------------------------------------------------------===//
 
-Val Lowering::eval(const Expr *E) {
+Val ASTToGraph::eval(const Expr *E) {
   if (!E)
     return Val::invalid();
   if (E->containsErrors() || E->isValueDependent() || E->isTypeDependent()) {
@@ -279,7 +279,7 @@ Val Lowering::eval(const Expr *E) {
   return V;
 }
 
-std::optional<Val> Lowering::tryFold(const Expr *E) {
+std::optional<Val> ASTToGraph::tryFold(const Expr *E) {
   QualType T = E->getType();
   if (!(isArithmeticScalar(T) || T->isEnumeralType()) || !dtypeOf(T))
     return std::nullopt;
@@ -295,7 +295,7 @@ std::optional<Val> Lowering::tryFold(const Expr *E) {
   return Val::value(constant(R.Val, E->getType(), E));
 }
 
-Val Lowering::evalImpl(const Expr *E) {
+Val ASTToGraph::evalImpl(const Expr *E) {
   if (std::optional<Val> C = tryFold(E))
     return *C;
 
@@ -390,7 +390,7 @@ Val Lowering::evalImpl(const Expr *E) {
                             E->getStmtClassName() + ")");
 }
 
-Val Lowering::evalCast(const CastExpr *E) {
+Val ASTToGraph::evalCast(const CastExpr *E) {
   if (isa<CXXReinterpretCastExpr>(E))
     return unsupported(E, "'reinterpret_cast'");
   if (isa<CXXConstCastExpr>(E))
@@ -433,7 +433,7 @@ Val Lowering::evalCast(const CastExpr *E) {
                             "'");
 }
 
-Val Lowering::evalDeclRef(const DeclRefExpr *E) {
+Val ASTToGraph::evalDeclRef(const DeclRefExpr *E) {
   const ValueDecl *D = E->getDecl();
   if (const auto *VD = dyn_cast<VarDecl>(D)) {
     if (isPkClass(VD->getType(), "Whole"))
@@ -465,7 +465,7 @@ Val Lowering::evalDeclRef(const DeclRefExpr *E) {
   return unsupported(E, "'" + text(E) + "'");
 }
 
-Val Lowering::evalUnary(const UnaryOperator *E) {
+Val ASTToGraph::evalUnary(const UnaryOperator *E) {
   switch (E->getOpcode()) {
   case UO_AddrOf:
     return unsupported(E, "taking an address ('&')",
@@ -502,7 +502,7 @@ Val Lowering::evalUnary(const UnaryOperator *E) {
   }
 }
 
-Val Lowering::evalIncDec(const UnaryOperator *E) {
+Val ASTToGraph::evalIncDec(const UnaryOperator *E) {
   const Expr *Sub = strip(E->getSubExpr());
   const auto *DR = dyn_cast<DeclRefExpr>(Sub);
   const auto *VD = DR ? dyn_cast<VarDecl>(DR->getDecl()) : nullptr;
@@ -525,7 +525,7 @@ Val Lowering::evalIncDec(const UnaryOperator *E) {
   return Val::value(E->isPrefix() ? New : *Old);
 }
 
-Val Lowering::evalBinary(const BinaryOperator *E) {
+Val ASTToGraph::evalBinary(const BinaryOperator *E) {
   BinaryOperatorKind K = E->getOpcode();
   if (K == BO_Assign)
     return evalAssign(E, E->getLHS(), E->getRHS(), "", nullptr);
@@ -606,14 +606,14 @@ Val Lowering::evalBinary(const BinaryOperator *E) {
   return Val::value(buildOp(Op->Code, {*L, *R}, *In, *T, E));
 }
 
-Val Lowering::evalConditional(const ConditionalOperator *E) {
+Val ASTToGraph::evalConditional(const ConditionalOperator *E) {
   std::optional<bool> C = condition(E->getCond(), "'?:'", false);
   if (!C)
     return Val::invalid();
   return convert(eval(*C ? E->getTrueExpr() : E->getFalseExpr()), E);
 }
 
-Val Lowering::subscriptError(const Expr *E) {
+Val ASTToGraph::subscriptError(const Expr *E) {
   // `x[0]` -> `x[_]`: the fix-it replaces the index (a call operator
   // `t(0, 1)` has no single obvious rewrite).
   std::optional<FixItHint> Fix;
@@ -629,7 +629,8 @@ Val Lowering::subscriptError(const Expr *E) {
   return Val::invalid();
 }
 
-Val Lowering::evalSubscript(const Expr *E, const Expr *Base, const Expr *Idx) {
+Val ASTToGraph::evalSubscript(const Expr *E, const Expr *Base,
+                              const Expr *Idx) {
   Val BV = eval(Base);
   if (!BV.ok())
     return BV;
@@ -640,9 +641,9 @@ Val Lowering::evalSubscript(const Expr *E, const Expr *Base, const Expr *Idx) {
   return subscriptError(E);
 }
 
-Val Lowering::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
-                         llvm::StringRef CompoundOp,
-                         const CompoundAssignOperator *CA) {
+Val ASTToGraph::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
+                           llvm::StringRef CompoundOp,
+                           const CompoundAssignOperator *CA) {
   const Expr *L = strip(LHS);
 
   // `ref[_] = v`, `ref[_] += v`.
@@ -781,7 +782,7 @@ Val Lowering::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
                      "assign to locals or store with ref[_] = ...");
 }
 
-Val Lowering::evalOperatorCall(const CXXOperatorCallExpr *E) {
+Val ASTToGraph::evalOperatorCall(const CXXOperatorCallExpr *E) {
   OverloadedOperatorKind OO = E->getOperator();
   const FunctionDecl *FD = E->getDirectCallee();
   if (OO == OO_Subscript)
@@ -821,7 +822,7 @@ Val Lowering::evalOperatorCall(const CXXOperatorCallExpr *E) {
   return evalCall(E);
 }
 
-Val Lowering::evalMemberCall(const CXXMemberCallExpr *E) {
+Val ASTToGraph::evalMemberCall(const CXXMemberCallExpr *E) {
   const CXXMethodDecl *MD = E->getMethodDecl();
   if (!MD)
     return unsupported(E, "calling through a member pointer");
@@ -854,7 +855,7 @@ Val Lowering::evalMemberCall(const CXXMemberCallExpr *E) {
       "write a free helper function; it is inlined");
 }
 
-Val Lowering::evalConstruct(const CXXConstructExpr *E) {
+Val ASTToGraph::evalConstruct(const CXXConstructExpr *E) {
   QualType T = E->getType();
   if (isPkClass(T, "Whole"))
     return Val::make(Val::Whole);

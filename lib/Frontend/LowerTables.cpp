@@ -1,6 +1,6 @@
 //===- LowerTables.cpp - Constant tables: const arrays of numbers ---------===//
 //
-// Part of the AST walker (Lowering.h). A const or constexpr array of numbers
+// Part of the AST walker (ASTToGraph.h). A const or constexpr array of numbers
 // (a C array, of any rank, or std::array) with a constant initializer is a
 // table (language.md §4): its elements are constant nodes, built once at the
 // declaration, and `c[i]` with `i` a compile-time constant in the walk (a
@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Frontend/Lowering.h"
+#include "Frontend/ASTToGraph.h"
 
 #include "clang/AST/DeclTemplate.h"
 
@@ -50,8 +50,8 @@ const char *const TableNote =
 
 bool isStdArray(QualType T) { return stdArrayField(T) != nullptr; }
 
-bool Lowering::tableShape(QualType T, llvm::SmallVectorImpl<uint64_t> &Dims,
-                          QualType &Elem) const {
+bool ASTToGraph::tableShape(QualType T, llvm::SmallVectorImpl<uint64_t> &Dims,
+                            QualType &Elem) const {
   T = T.getNonReferenceType();
   if (const ConstantArrayType *CAT = Ctx.getAsConstantArrayType(T)) {
     Dims.push_back(CAT->getZExtSize());
@@ -65,7 +65,7 @@ bool Lowering::tableShape(QualType T, llvm::SmallVectorImpl<uint64_t> &Dims,
   return true;
 }
 
-Flow Lowering::execTableDecl(const VarDecl *VD, const DeclStmt *At) {
+Flow ASTToGraph::execTableDecl(const VarDecl *VD, const DeclStmt *At) {
   QualType T = VD->getType();
   std::string Name = VD->getNameAsString();
   llvm::SmallVector<uint64_t, 2> Dims;
@@ -105,7 +105,7 @@ Flow Lowering::execTableDecl(const VarDecl *VD, const DeclStmt *At) {
   return Flow::Normal;
 }
 
-std::optional<Val> Lowering::globalTable(const VarDecl *VD) {
+std::optional<Val> ASTToGraph::globalTable(const VarDecl *VD) {
   if (!VD->hasGlobalStorage() || !VD->getInit())
     return std::nullopt;
   llvm::SmallVector<uint64_t, 2> Dims;
@@ -126,7 +126,7 @@ std::optional<Val> Lowering::globalTable(const VarDecl *VD) {
   return V;
 }
 
-std::optional<Val> Lowering::buildTable(const VarDecl *VD, const Expr *Init) {
+std::optional<Val> ASTToGraph::buildTable(const VarDecl *VD, const Expr *Init) {
   llvm::SmallVector<uint64_t, 2> Dims;
   QualType Elem;
   tableShape(VD->getType(), Dims, Elem);
@@ -141,8 +141,8 @@ std::optional<Val> Lowering::buildTable(const VarDecl *VD, const Expr *Init) {
   return Val::table(Tables.size() - 1);
 }
 
-bool Lowering::collectTable(const Expr *Init, QualType T, const VarDecl *VD,
-                            std::vector<NodeId> &Out) {
+bool ASTToGraph::collectTable(const Expr *Init, QualType T, const VarDecl *VD,
+                              std::vector<NodeId> &Out) {
   T = T.getNonReferenceType();
   llvm::SmallVector<uint64_t, 2> Dims;
   QualType Elem;
@@ -227,7 +227,7 @@ bool Lowering::collectTable(const Expr *Init, QualType T, const VarDecl *VD,
   return true;
 }
 
-Val Lowering::indexTable(const Expr *E, Val Tab, const Expr *Idx) {
+Val ASTToGraph::indexTable(const Expr *E, Val Tab, const Expr *Idx) {
   // A copy: Tables grows below.
   Table T = Tables[Tab.Param];
   std::optional<NodeId> I = valueOf(eval(Idx));
@@ -268,7 +268,7 @@ Val Lowering::indexTable(const Expr *E, Val Tab, const Expr *Idx) {
   return Val::table(Tables.size() - 1);
 }
 
-Val Lowering::tableSize(const Expr *E, Val Tab) {
+Val ASTToGraph::tableSize(const Expr *E, Val Tab) {
   const Table &T = Tables[Tab.Param];
   std::optional<DType> D = dtypeOf(E->getType());
   if (!D)

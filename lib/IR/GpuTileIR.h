@@ -96,6 +96,10 @@ struct Program {
 };
 
 void print(const Program &P, llvm::raw_ostream &OS);
+/// Structural checks of a GPU schedule against its Loop IR and target (one
+/// plan per nest and fallback nest, a strategy the nest can run as, block
+/// shapes within the device's limits). "" when valid.
+std::string verify(const Program &P);
 
 } // namespace pk::gpu
 

@@ -2,9 +2,12 @@
 
 #include "IR/KernelIR.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
+
+#include <set>
 
 using namespace pk;
 using namespace pk::kernel;
@@ -304,3 +307,104 @@ void kernel::print(const Program &P, llvm::raw_ostream &OS) {
     printNest(F, K, OS, 2);
   OS << "}\n";
 }
+
+namespace {
+
+class Verifier {
+public:
+  std::string run(const Program &P) {
+    if (!P.Loops)
+      return "no Loop IR";
+    if (P.Nests.size() != P.Loops->Nests.size())
+      return fmt::format("{} kernel sets for {} nests", P.Nests.size(),
+                         P.Loops->Nests.size());
+    for (size_t I = 0; I < P.Nests.size(); ++I)
+      if (std::string E =
+              nest(P.Loops->Nests[I], P.Nests[I], fmt::format("nest {}", I));
+          !E.empty())
+        return E;
+    return "";
+  }
+
+private:
+  std::string nest(const loop::Nest &N, const NestKernels &K,
+                   const std::string &Where) {
+    if (K.Unfused.size() != N.Unfused.size())
+      return fmt::format("{}: {} fallback kernel sets for {} fallback nests",
+                         Where, K.Unfused.size(), N.Unfused.size());
+    for (const Kernel &Kn : K.Kernels) {
+      if (Kn.Name.empty() || !Names.insert(Kn.Name).second)
+        return fmt::format("{}: kernel name '{}' is empty or taken", Where,
+                           Kn.Name);
+      if (!Kn.Nest)
+        return fmt::format("{}: kernel {} has no nest", Where, Kn.Name);
+      if (std::string E = stmts(*Kn.Nest, Kn.Body, Where + ", " + Kn.Name);
+          !E.empty())
+        return E;
+    }
+    for (const std::vector<LaunchStep> *Steps :
+         {&K.Launch.Steps, &K.Launch.SplitSteps})
+      for (const LaunchStep &L : *Steps) {
+        auto It = llvm::find_if(
+            K.Kernels, [&](const Kernel &Kn) { return Kn.Name == L.Kernel; });
+        if (It == K.Kernels.end())
+          return fmt::format("{}: a launch of unknown kernel {}", Where,
+                             L.Kernel);
+        if (L.Args.size() != It->Params.size())
+          return fmt::format("{}: {} arguments for the {} parameters of {}",
+                             Where, L.Args.size(), It->Params.size(), L.Kernel);
+        if (L.Variants.empty())
+          return fmt::format("{}: a launch of {} without a variant", Where,
+                             L.Kernel);
+      }
+    if (K.Launch.SplitWhen.empty() != K.Launch.SplitSteps.empty())
+      return fmt::format("{}: a split launch without its condition or steps",
+                         Where);
+    for (size_t U = 0; U < K.Unfused.size(); ++U)
+      if (std::string E = nest(N.Unfused[U], K.Unfused[U],
+                               fmt::format("{}, fallback {}", Where, U));
+          !E.empty())
+        return E;
+    return "";
+  }
+
+  std::string stmts(const loop::Nest &N, const std::vector<Stmt> &Body,
+                    const std::string &Where) {
+    for (const Stmt &S : Body) {
+      switch (S.K) {
+      case Stmt::Compute:
+      case Stmt::AccInit:
+      case Stmt::AccUpdate:
+      case Stmt::AccFinal:
+      case Stmt::WarpReduce:
+      case Stmt::BlockReduce:
+        if (S.LoopStmt >= N.Body.size())
+          return fmt::format("{}: statement {} of a nest of {}", Where,
+                             S.LoopStmt, N.Body.size());
+        if (S.K != Stmt::Compute && N.Body[S.LoopStmt].K != loop::Stmt::Reduce)
+          return fmt::format("{}: accumulator of statement {}, not a "
+                             "reduction",
+                             Where, S.LoopStmt);
+        break;
+      case Stmt::For:
+        if (S.Name.empty() || S.Begin.empty() || S.End.empty() ||
+            S.Step.empty())
+          return fmt::format("{}: a loop without its variable or bounds",
+                             Where);
+        break;
+      default:
+        break;
+      }
+      for (const std::vector<Stmt> *Inner : {&S.Body, &S.Else})
+        if (std::string E = stmts(N, *Inner, Where); !E.empty())
+          return E;
+    }
+    return "";
+  }
+
+  std::set<std::string> Names;
+};
+
+} // namespace
+
+std::string kernel::verify(const Program &P) { return Verifier().run(P); }

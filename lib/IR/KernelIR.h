@@ -159,6 +159,11 @@ struct Program {
 };
 
 void print(const Program &P, llvm::raw_ostream &OS);
+/// Structural checks (one entry per nest and fallback nest, kernel names
+/// unique, every launch names a kernel of its nest with one argument per
+/// parameter, statements refer to statements of the kernel's nest and
+/// accumulator statements to reductions). "" when valid.
+std::string verify(const Program &P);
 
 } // namespace pk::kernel
 

@@ -75,3 +75,65 @@ void tile::print(const Program &P, llvm::raw_ostream &OS) {
     printNest(F, P.Loops->Nests[I], P.Nests[I], OS, 2);
   OS << "}\n";
 }
+
+namespace {
+
+std::string verifyNest(const loop::Nest &N, const NestSchedule &S,
+                       const std::string &Where) {
+  if (S.Unfused.size() != N.Unfused.size())
+    return fmt::format("{}: {} fallback schedules for {} fallback nests", Where,
+                       S.Unfused.size(), N.Unfused.size());
+  bool Elementwise = S.Kind == LoopKind::Flat ||
+                     S.Kind == LoopKind::FlatOrStrided ||
+                     S.Kind == LoopKind::Strided;
+  if ((S.Kind == LoopKind::Attention) != N.Attention.has_value())
+    return fmt::format("{}: {} schedule for {} nest", Where,
+                       loopKindName(S.Kind),
+                       N.Attention ? "an attention" : "a non-attention");
+  if (!N.Attention && Elementwise == N.isReduction())
+    return fmt::format("{}: {} schedule for {} nest", Where,
+                       loopKindName(S.Kind),
+                       N.isReduction() ? "a reduction" : "an elementwise");
+  if (S.Kind == LoopKind::Flat && !N.canFlatten())
+    return fmt::format("{}: flat schedule for a nest that cannot be "
+                       "flattened",
+                       Where);
+  if (S.Kind == LoopKind::Columns && S.ColumnBlock <= 0)
+    return fmt::format("{}: columns schedule without a column block", Where);
+  if (S.Kind != LoopKind::Rows &&
+      (!S.RowBuffers.empty() || !S.StreamedStores.empty()))
+    return fmt::format("{}: row buffers or streamed stores outside a rows "
+                       "schedule",
+                       Where);
+  for (unsigned I : S.RowBuffers)
+    if (I >= N.Body.size() || !N.Body[I].Inner)
+      return fmt::format("{}: row buffer {} is not an inner statement", Where,
+                         I);
+  for (unsigned I : S.StreamedStores)
+    if (I >= N.Body.size() || N.Body[I].K != loop::Stmt::Store)
+      return fmt::format("{}: streamed store {} is not a store", Where, I);
+  for (size_t U = 0; U < S.Unfused.size(); ++U) {
+    std::string E = verifyNest(N.Unfused[U], S.Unfused[U],
+                               fmt::format("{}, fallback {}", Where, U));
+    if (!E.empty())
+      return E;
+  }
+  return "";
+}
+
+} // namespace
+
+std::string tile::verify(const Program &P) {
+  if (!P.Loops)
+    return "no Loop IR";
+  if (P.Nests.size() != P.Loops->Nests.size())
+    return fmt::format("{} schedules for {} nests", P.Nests.size(),
+                       P.Loops->Nests.size());
+  for (size_t I = 0; I < P.Nests.size(); ++I) {
+    std::string E =
+        verifyNest(P.Loops->Nests[I], P.Nests[I], fmt::format("nest {}", I));
+    if (!E.empty())
+      return E;
+  }
+  return "";
+}

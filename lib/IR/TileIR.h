@@ -77,6 +77,10 @@ struct Program {
 };
 
 void print(const Program &P, llvm::raw_ostream &OS);
+/// Structural checks of a schedule against its Loop IR (one schedule per
+/// nest and fallback nest, a loop kind the nest can run as, statement
+/// indices in range). "" when valid; the driver runs it after the pass.
+std::string verify(const Program &P);
 
 } // namespace pk::tile
 

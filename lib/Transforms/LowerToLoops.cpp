@@ -77,10 +77,12 @@ bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
   return false;
 }
 
-class Lowering {
+/// Turns each fused group of a FusionPlan into one Loop IR nest (or asks
+/// the driver for a buffer when a group cannot be one nest).
+class GroupsToNests {
 public:
-  Lowering(const Function &F, const FusionPlan &Plan,
-           std::vector<UserDiag> &Diags, std::optional<LoopRetry> *Retry)
+  GroupsToNests(const Function &F, const FusionPlan &Plan,
+                std::vector<UserDiag> &Diags, std::optional<LoopRetry> *Retry)
       : F(F), Plan(Plan), Names(F), Diags(Diags), Retry(Retry) {}
 
   loop::Program run() {
@@ -100,7 +102,8 @@ private:
   /// from a store down to the loads.
   class IndexedNestBuilder {
   public:
-    IndexedNestBuilder(Lowering &L, unsigned G, const FusionPlan::Group &Grp)
+    IndexedNestBuilder(GroupsToNests &L, unsigned G,
+                       const FusionPlan::Group &Grp)
         : L(L), F(L.F), Grp(Grp), GroupId(G) {}
 
     Nest run() {
@@ -668,7 +671,7 @@ private:
       return add(std::move(S));
     }
 
-    Lowering &L;
+    GroupsToNests &L;
     const Function &F;
     const FusionPlan::Group &Grp;
     unsigned GroupId;
@@ -818,5 +821,5 @@ private:
 loop::Program pk::lowerToLoops(const Function &F, const FusionPlan &Plan,
                                std::vector<UserDiag> &Diags,
                                std::optional<LoopRetry> *Retry) {
-  return Lowering(F, Plan, Diags, Retry).run();
+  return GroupsToNests(F, Plan, Diags, Retry).run();
 }

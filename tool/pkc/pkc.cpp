@@ -55,7 +55,8 @@ static cl::opt<bool> Explain(
 
 static cl::opt<bool>
     PrintAfterAll("pk-print-after-all",
-                  cl::desc("Print the Graph IR after every pass to stderr"),
+                  cl::desc("Print the IR after every pass to stderr (Graph IR, "
+                           "then Loop, Tile, GPU Tile and Kernel IR)"),
                   cl::cat(PkcCategory));
 
 static cl::opt<bool>

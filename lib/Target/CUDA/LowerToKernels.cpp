@@ -62,9 +62,11 @@ std::string product(const std::vector<std::string> &Parts) {
   return fmt::format("{}", fmt::join(Parts, " * "));
 }
 
-class Lowering {
+/// Turns each scheduled nest of a GPU Tile IR program into Kernel IR:
+/// threads, shared memory, barriers, reductions and the launch plan.
+class NestsToKernels {
 public:
-  explicit Lowering(const gpu::Program &Plan)
+  explicit NestsToKernels(const gpu::Program &Plan)
       : Plan(Plan), F(*Plan.Loops->F), T(Plan.Target) {}
 
   kernel::Program run() {
@@ -1452,5 +1454,5 @@ private:
 } // namespace
 
 kernel::Program pk::cuda::lowerToKernels(const gpu::Program &Plan) {
-  return Lowering(Plan).run();
+  return NestsToKernels(Plan).run();
 }

@@ -1,5 +1,5 @@
 // Finding (docs/sanitizers-and-fuzzing.md): a chain of 10000 `+` overflows
-// the stack in the frontend's recursive lowering (Lowering::eval ->
+// the stack in the frontend's recursive lowering (ASTToGraph::eval ->
 // evalOperatorCall -> evalPkElementwise -> eval ...): SIGSEGV in a plain
 // Release pkc; under ASan 3000 terms suffice. clang++ and g++ accept the file.
 // Replay:

@@ -1,4 +1,4 @@
-//===- Lowering.h - The AST walker behind GraphBuilder ----------*- C++ -*-===//
+//===- ASTToGraph.h - The AST walker behind GraphBuilder --------*- C++ -*-===//
 //
 // The walk is an abstract interpreter over the AST: statements are executed
 // in order (constant loops unrolled, constant `if`s resolved), expressions
@@ -13,8 +13,8 @@
 // Only lib/Frontend includes this header.
 //
 //===----------------------------------------------------------------------===//
-#ifndef PK_FRONTEND_LOWERING_H
-#define PK_FRONTEND_LOWERING_H
+#ifndef PK_FRONTEND_ASTTOGRAPH_H
+#define PK_FRONTEND_ASTTOGRAPH_H
 
 #include "Frontend/ASTUtil.h"
 #include "Frontend/Diagnostics.h"
@@ -120,10 +120,12 @@ const Expr *strip(const Expr *E);
 /// True for std::array<T, N> (LowerTables.cpp).
 bool isStdArray(QualType T);
 
-class Lowering {
+/// Translates one kernel's AST into Graph IR nodes (the abstract
+/// interpreter described above); GraphBuilder.cpp runs it per kernel.
+class ASTToGraph {
 public:
-  Lowering(const FunctionDecl *Kernel, ASTContext &Ctx, Reporter &Rep,
-           ir::Function &F)
+  ASTToGraph(const FunctionDecl *Kernel, ASTContext &Ctx, Reporter &Rep,
+             ir::Function &F)
       : Kernel(Kernel), Ctx(Ctx), SM(Ctx.getSourceManager()), Rep(Rep), F(F),
         B(F), ErrorsAtStart(Rep.numErrors()) {}
 
@@ -326,4 +328,4 @@ private:
 
 } // namespace pk::frontend::lowering
 
-#endif // PK_FRONTEND_LOWERING_H
+#endif // PK_FRONTEND_ASTTOGRAPH_H
