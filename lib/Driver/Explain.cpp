@@ -75,24 +75,22 @@ void countNest(const Nest &N, const std::set<unsigned> &Kept, Traffic &T) {
   for (const LStmt &S : N.Body)
     Last = std::max(Last, S.Phase);
   for (unsigned P = 0; P <= Last; ++P) {
-    std::set<unsigned> Need, LoadedHere;
-    std::vector<unsigned> Work;
-    for (const LStmt &Root : N.Body)
+    std::vector<unsigned> Roots;
+    for (unsigned R = 0; R < N.Body.size(); ++R) {
+      const LStmt &Root = N.Body[R];
       if (Root.Phase == P &&
           (Root.K == LStmt::Reduce || (Root.K == LStmt::Store && Root.Inner)))
-        Work.insert(Work.end(), Root.Args.begin(), Root.Args.end());
-    while (!Work.empty()) {
-      unsigned I = Work.back();
-      Work.pop_back();
-      const LStmt &S = N.Body[I];
-      if (!S.Inner || S.K == LStmt::Reduce || !Need.insert(I).second)
-        continue;
-      if (Materialised.count(I))
-        continue;
-      if (S.K == LStmt::Load)
-        LoadedHere.insert(S.Param);
-      Work.insert(Work.end(), S.Args.begin(), S.Args.end());
+        Roots.push_back(R);
     }
+    std::set<unsigned> Need =
+                           loop::innerCone(N, Roots,
+                                           [&](unsigned I) {
+                                             return Materialised.count(I) > 0;
+                                           }),
+                       LoadedHere;
+    for (unsigned I : Need)
+      if (N.Body[I].K == LStmt::Load && !Materialised.count(I))
+        LoadedHere.insert(N.Body[I].Param);
     for (unsigned I : Need)
       if (Kept.count(I))
         Materialised.insert(I);

@@ -15,29 +15,13 @@ namespace {
 /// are not visited).
 bool elementwiseCone(const Function &F, NodeId Root,
                      const std::set<NodeId> &Allowed) {
-  std::vector<NodeId> Work = {Root};
-  std::set<NodeId> Seen;
-  while (!Work.empty()) {
-    NodeId V = Work.back();
-    Work.pop_back();
-    if (!Seen.insert(V).second || Allowed.count(V))
-      continue;
-    const Node &N = F.Nodes[V];
-    switch (N.Kind) {
-    case NodeKind::Reduce:
-    case NodeKind::MatMul:
-    case NodeKind::Store:
-      return false;
-    case NodeKind::Index:
-      continue; // its operand only gives a shape
-    case NodeKind::View:
-      Work.push_back(N.Operands[0]);
-      continue;
-    default:
-      Work.insert(Work.end(), N.Operands.begin(), N.Operands.end());
-    }
-  }
-  return true;
+  return walkCone(F, {Root}, [&](NodeId V, const Node &N) {
+    if (Allowed.count(V))
+      return Walk::Skip;
+    bool Elementwise = N.Kind != NodeKind::Reduce &&
+                       N.Kind != NodeKind::MatMul && !N.isStore();
+    return Elementwise ? Walk::Operands : Walk::Stop;
+  });
 }
 
 /// A reduction of `N` over its last axis only, keeping it.
@@ -51,25 +35,16 @@ bool lastAxisKept(const Function &F, const Node &N, ReduceKind K) {
 
 /// The one matmul in the cone of `Root` (nullopt for none or several).
 std::optional<NodeId> onlyMatMul(const Function &F, NodeId Root) {
-  std::vector<NodeId> Work = {Root};
-  std::set<NodeId> Seen;
   std::optional<NodeId> Found;
-  while (!Work.empty()) {
-    NodeId V = Work.back();
-    Work.pop_back();
-    if (!Seen.insert(V).second)
-      continue;
-    const Node &N = F.Nodes[V];
-    if (N.Kind == NodeKind::MatMul) {
-      if (Found)
-        return std::nullopt;
-      Found = V;
-      continue;
-    }
-    if (N.Kind != NodeKind::Index)
-      Work.insert(Work.end(), N.Operands.begin(), N.Operands.end());
-  }
-  return Found;
+  bool One = walkCone(F, {Root}, [&](NodeId V, const Node &N) {
+    if (N.Kind != NodeKind::MatMul)
+      return Walk::Operands;
+    if (Found)
+      return Walk::Stop;
+    Found = V;
+    return Walk::Skip;
+  });
+  return One ? Found : std::nullopt;
 }
 
 } // namespace

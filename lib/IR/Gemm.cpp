@@ -20,17 +20,12 @@ struct Closure {
 
 Closure closureOf(const Nest &N, llvm::ArrayRef<unsigned> Roots) {
   std::set<unsigned> Seen;
-  std::vector<unsigned> Work(Roots.begin(), Roots.end());
   Closure C;
-  while (!Work.empty()) {
-    unsigned I = Work.back();
-    Work.pop_back();
-    if (!Seen.insert(I).second)
-      continue;
-    const Stmt &S = N.Body[I];
+  walkArgs(N, Roots, [&](unsigned I, const Stmt &S) {
+    Seen.insert(I);
     if (S.K == Stmt::Reduce) {
       C.HasReduce = true;
-      continue;
+      return false;
     }
     if (S.K == Stmt::Load || S.K == Stmt::Store)
       for (int D : S.Dims)
@@ -38,8 +33,8 @@ Closure closureOf(const Nest &N, llvm::ArrayRef<unsigned> Roots) {
           C.Axes.insert(D);
     if (S.K == Stmt::Index)
       C.Axes.insert(S.Axis);
-    Work.insert(Work.end(), S.Args.begin(), S.Args.end());
-  }
+    return true;
+  });
   C.Stmts.assign(Seen.begin(), Seen.end()); // std::set: body order
   return C;
 }

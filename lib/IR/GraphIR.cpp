@@ -401,19 +401,37 @@ ReduceSignature pk::ir::reduceSignature(const Function &F, const Node &N) {
   return S;
 }
 
-std::vector<NodeId> pk::ir::cone(const Function &F,
-                                 llvm::ArrayRef<NodeId> Roots) {
-  std::vector<bool> In(F.Nodes.size(), false);
-  std::vector<NodeId> Work(Roots.begin(), Roots.end());
+bool pk::ir::walkCone(const Function &F, llvm::ArrayRef<NodeId> Roots,
+                      llvm::function_ref<Walk(NodeId, const Node &)> Visit) {
+  std::vector<bool> Seen(F.Nodes.size(), false);
+  std::vector<NodeId> Work(Roots.rbegin(), Roots.rend());
   while (!Work.empty()) {
     NodeId V = Work.back();
     Work.pop_back();
-    if (In[V])
+    if (Seen[V])
       continue;
-    In[V] = true;
-    for (NodeId O : valueOperands(F.Nodes[V]))
-      Work.push_back(O);
+    Seen[V] = true;
+    switch (Visit(V, F.Nodes[V])) {
+    case Walk::Stop:
+      return false;
+    case Walk::Skip:
+      break;
+    case Walk::Operands:
+      for (NodeId O : valueOperands(F.Nodes[V]))
+        Work.push_back(O);
+      break;
+    }
   }
+  return true;
+}
+
+std::vector<NodeId> pk::ir::cone(const Function &F,
+                                 llvm::ArrayRef<NodeId> Roots) {
+  std::vector<bool> In(F.Nodes.size(), false);
+  walkCone(F, Roots, [&](NodeId V, const Node &) {
+    In[V] = true;
+    return Walk::Operands;
+  });
   std::vector<NodeId> Out;
   for (NodeId V = 0; V < F.Nodes.size(); ++V)
     if (In[V])

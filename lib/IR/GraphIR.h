@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -409,6 +410,21 @@ struct ReduceSignature {
   }
 };
 ReduceSignature reduceSignature(const Function &F, const Node &N);
+
+/// What a walk over a cone does after visiting a node.
+enum class Walk : uint8_t {
+  Operands, ///< go on into the node's value operands
+  Skip,     ///< do not walk through this node
+  Stop,     ///< end the whole walk
+};
+
+/// Visits every node the values `Roots` are computed from (the roots
+/// included) once, depth first through value operands (valueOperands());
+/// `Visit` says whether to walk on through each node. Returns false when a
+/// visit stopped the walk. Every walk of a value's cone in the passes is
+/// this one.
+bool walkCone(const Function &F, llvm::ArrayRef<NodeId> Roots,
+              llvm::function_ref<Walk(NodeId, const Node &)> Visit);
 
 /// The live nodes whose values `Roots` are computed from (the roots
 /// included), walking value operands and stopping at loads: one fused

@@ -201,3 +201,34 @@ std::string pk::loop::verify(const Program &P) {
       return E;
   return "";
 }
+
+void loop::walkArgs(const Nest &N, llvm::ArrayRef<unsigned> Roots,
+                    llvm::function_ref<bool(unsigned, const Stmt &)> Visit) {
+  std::vector<bool> Seen(N.Body.size(), false);
+  std::vector<unsigned> Work(Roots.rbegin(), Roots.rend());
+  while (!Work.empty()) {
+    unsigned I = Work.back();
+    Work.pop_back();
+    if (Seen[I])
+      continue;
+    Seen[I] = true;
+    if (Visit(I, N.Body[I]))
+      Work.insert(Work.end(), N.Body[I].Args.rbegin(), N.Body[I].Args.rend());
+  }
+}
+
+std::set<unsigned> loop::innerCone(const Nest &N,
+                                   llvm::ArrayRef<unsigned> Roots,
+                                   llvm::function_ref<bool(unsigned)> Kept) {
+  std::vector<unsigned> Args;
+  for (unsigned R : Roots)
+    Args.insert(Args.end(), N.Body[R].Args.begin(), N.Body[R].Args.end());
+  std::set<unsigned> Need;
+  walkArgs(N, Args, [&](unsigned I, const Stmt &S) {
+    if (!S.Inner || S.K == Stmt::Reduce)
+      return false;
+    Need.insert(I);
+    return !(Kept && Kept(I));
+  });
+  return Need;
+}

@@ -12,7 +12,10 @@
 
 #include "IR/GraphIR.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -142,6 +145,19 @@ struct Program {
   const ir::Function *F = nullptr;
   std::vector<Nest> Nests;
 };
+
+/// Visits every statement `Roots` are computed from (the roots included)
+/// once, depth first through Args; `Visit` says whether to walk on into
+/// each statement's arguments.
+void walkArgs(const Nest &N, llvm::ArrayRef<unsigned> Roots,
+              llvm::function_ref<bool(unsigned, const Stmt &)> Visit);
+
+/// The inner statements (Stmt::Inner, not reductions) the arguments of
+/// `Roots` are computed from: what an inner loop that ends with the roots
+/// recomputes. A statement `Kept` holds for (in a per-row buffer by an
+/// earlier loop) is in the set but not walked through: it is read back.
+std::set<unsigned> innerCone(const Nest &N, llvm::ArrayRef<unsigned> Roots,
+                             llvm::function_ref<bool(unsigned)> Kept = nullptr);
 
 void print(const Program &P, llvm::raw_ostream &OS);
 /// One statement as `print` shows it: `t_2 = mul x_v, x_v : f32`.

@@ -65,30 +65,16 @@ FusionPlan pk::fuse(const Function &F) {
     if (auto A = matchAttention(F, I)) {
       Attention[I] = *A;
       // Only the refs it reads matter (for the order of the groups).
-      std::vector<NodeId> Work = {F.Nodes[I].Operands[0]};
-      std::set<NodeId> Visited;
-      while (!Work.empty()) {
-        NodeId V = Work.back();
-        Work.pop_back();
-        if (!Visited.insert(V).second)
-          continue;
-        if (F.Nodes[V].Kind == NodeKind::Load)
-          Reads[I].insert(F.Nodes[V].Param);
-        for (NodeId O : valueOperands(F.Nodes[V]))
-          Work.push_back(O);
-      }
+      walkCone(F, {F.Nodes[I].Operands[0]}, [&](NodeId, const Node &N) {
+        if (N.Kind == NodeKind::Load)
+          Reads[I].insert(N.Param);
+        return Walk::Operands;
+      });
       continue;
     }
-    std::vector<NodeId> Work = {F.Nodes[I].Operands[0]};
-    std::set<NodeId> Visited;
     std::optional<ReduceSignature> Sig;
     bool HasMatMul = false;
-    while (!Work.empty()) {
-      NodeId V = Work.back();
-      Work.pop_back();
-      if (!Visited.insert(V).second)
-        continue;
-      const Node &N = F.Nodes[V];
+    walkCone(F, {F.Nodes[I].Operands[0]}, [&](NodeId, const Node &N) {
       if (N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul) {
         HasMatMul |= N.Kind == NodeKind::MatMul;
         ReduceSignature S = reduceSignature(F, N);
@@ -103,9 +89,8 @@ FusionPlan pk::fuse(const Function &F) {
       }
       if (N.Kind == NodeKind::Load)
         Reads[I].insert(N.Param);
-      for (NodeId O : valueOperands(N))
-        Work.push_back(O);
-    }
+      return Walk::Operands;
+    });
     if (Sig)
       Signature[I] = {*Sig, HasMatMul};
   }
@@ -276,16 +261,10 @@ FusionPlan pk::fuse(const Function &F) {
 
   // Group ids per node, for --emit=graph.
   for (unsigned GI = 0; GI < Plan.Groups.size(); ++GI)
-    for (NodeId S : Plan.Groups[GI].Stores) {
-      std::vector<NodeId> Work = {S};
-      while (!Work.empty()) {
-        NodeId V = Work.back();
-        Work.pop_back();
-        if (!Plan.GroupOf.try_emplace(V, GI).second)
-          continue;
-        for (NodeId O : valueOperands(F.Nodes[V]))
-          Work.push_back(O);
-      }
-    }
+    walkCone(F, Plan.Groups[GI].Stores, [&](NodeId V, const Node &) {
+      // A node an earlier group computes keeps that group's id.
+      return Plan.GroupOf.try_emplace(V, GI).second ? Walk::Operands
+                                                    : Walk::Skip;
+    });
   return Plan;
 }

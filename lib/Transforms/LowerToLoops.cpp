@@ -60,21 +60,12 @@ private:
 bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
   if (!G.ReduceAxes.empty())
     return true;
-  std::vector<NodeId> Work(G.Stores.begin(), G.Stores.end());
-  std::set<NodeId> Seen;
-  while (!Work.empty()) {
-    NodeId V = Work.back();
-    Work.pop_back();
-    if (!Seen.insert(V).second)
-      continue;
-    const Node &N = F.Nodes[V];
-    if (N.Kind == NodeKind::Index ||
-        (N.Kind == NodeKind::View && !N.Map.isBroadcast(N.rank())))
-      return true;
-    if (N.Kind != NodeKind::Index)
-      Work.insert(Work.end(), N.Operands.begin(), N.Operands.end());
-  }
-  return false;
+  return !walkCone(F, G.Stores, [&](NodeId, const Node &N) {
+    return N.Kind == NodeKind::Index ||
+                   (N.Kind == NodeKind::View && !N.Map.isBroadcast(N.rank()))
+               ? Walk::Stop
+               : Walk::Operands;
+  });
 }
 
 /// Turns each fused group of a FusionPlan into one Loop IR nest (or asks
@@ -439,15 +430,14 @@ private:
 
     /// The statements `Roots` need, in body order, stopping at (and
     /// leaving out) Reduce statements.
-    std::vector<unsigned> closure(std::vector<unsigned> Work) const {
+    std::vector<unsigned> closure(const std::vector<unsigned> &Roots) const {
       std::set<unsigned> Seen;
-      while (!Work.empty()) {
-        unsigned I = Work.back();
-        Work.pop_back();
-        if (N.Body[I].K == Stmt::Reduce || !Seen.insert(I).second)
-          continue;
-        Work.insert(Work.end(), N.Body[I].Args.begin(), N.Body[I].Args.end());
-      }
+      walkArgs(N, Roots, [&](unsigned I, const Stmt &S) {
+        if (S.K == Stmt::Reduce)
+          return false;
+        Seen.insert(I);
+        return true;
+      });
       return {Seen.begin(), Seen.end()};
     }
 
@@ -733,19 +723,8 @@ private:
     Nest N;
     N.Group = G;
     N.Domain = Domain;
-    std::set<NodeId> Cone;
-    std::vector<NodeId> Work(Stores.begin(), Stores.end());
-    while (!Work.empty()) {
-      NodeId V = Work.back();
-      Work.pop_back();
-      if (!Cone.insert(V).second)
-        continue;
-      const Node &Nd = F.Nodes[V];
-      llvm::ArrayRef<NodeId> Ops = valueOperands(Nd);
-      Work.insert(Work.end(), Ops.begin(), Ops.end());
-    }
     std::map<NodeId, unsigned> StmtOf;
-    for (NodeId V : Cone) { // std::set iterates in SSA order
+    for (NodeId V : cone(F, Stores)) { // in SSA order
       const Node &Nd = F.Nodes[V];
       if (Nd.Kind == NodeKind::View) {
         // A flat nest only sees broadcasts (needsIndexing): the operand's

@@ -142,26 +142,15 @@ private:
   /// empty).
   std::vector<NodeId> topReductions(NodeId Root, std::optional<Form> Keep) {
     std::vector<NodeId> Tops;
-    std::vector<NodeId> Work = {Root};
-    std::set<NodeId> Seen;
-    while (!Work.empty()) {
-      NodeId V = Work.back();
-      Work.pop_back();
-      if (!Seen.insert(V).second)
-        continue;
-      const Node &N = F.Nodes[V];
-      if (N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul) {
-        Form Mine{reduceSignature(F, N), N.Kind == NodeKind::MatMul};
-        if (!Keep || !(Mine == *Keep) || HasMatMul[V])
-          Tops.push_back(V);
-        if (Keep && Mine == *Keep && !HasMatMul[V])
-          for (NodeId O : valueOperands(N))
-            Work.push_back(O);
-        continue;
-      }
-      for (NodeId O : valueOperands(N))
-        Work.push_back(O);
-    }
+    walkCone(F, {Root}, [&](NodeId V, const Node &N) {
+      if (N.Kind != NodeKind::Reduce && N.Kind != NodeKind::MatMul)
+        return Walk::Operands;
+      Form Mine{reduceSignature(F, N), N.Kind == NodeKind::MatMul};
+      if (Keep && Mine == *Keep && !HasMatMul[V])
+        return Walk::Operands; // one of the consumer's own reductions
+      Tops.push_back(V);
+      return Walk::Skip;
+    });
     std::sort(Tops.begin(), Tops.end());
     return Tops;
   }

@@ -126,17 +126,8 @@ std::vector<unsigned> rowBuffers(const Nest &N) {
     if (!(Root.K == loop::Stmt::Reduce ||
           (Root.K == loop::Stmt::Store && Root.Inner)))
       continue;
-    std::vector<unsigned> Work(Root.Args.begin(), Root.Args.end());
-    std::set<unsigned> Seen;
-    while (!Work.empty()) {
-      unsigned I = Work.back();
-      Work.pop_back();
-      const loop::Stmt &S = N.Body[I];
-      if (!S.Inner || S.K == loop::Stmt::Reduce || !Seen.insert(I).second)
-        continue;
+    for (unsigned I : loop::innerCone(N, {R}))
       PhasesUsing[I].insert(Root.Phase);
-      Work.insert(Work.end(), S.Args.begin(), S.Args.end());
-    }
   }
   for (auto &[I, Phases] : PhasesUsing) {
     const loop::Stmt &S = N.Body[I];

@@ -68,21 +68,13 @@ unsigned commonRefBytes(const Function &F, const Nest &N) {
 /// the lengths are equal at run time.)
 std::vector<unsigned> sharedRowValues(const Nest &N) {
   std::map<unsigned, std::set<unsigned>> PhasesUsing;
-  for (const loop::Stmt &Root : N.Body) {
+  for (unsigned R = 0; R < N.Body.size(); ++R) {
+    const loop::Stmt &Root = N.Body[R];
     if (!(Root.K == loop::Stmt::Reduce ||
           (Root.K == loop::Stmt::Store && Root.Inner)))
       continue;
-    std::vector<unsigned> Work(Root.Args.begin(), Root.Args.end());
-    std::set<unsigned> Seen;
-    while (!Work.empty()) {
-      unsigned I = Work.back();
-      Work.pop_back();
-      const loop::Stmt &S = N.Body[I];
-      if (!S.Inner || S.K == loop::Stmt::Reduce || !Seen.insert(I).second)
-        continue;
+    for (unsigned I : loop::innerCone(N, {R}))
       PhasesUsing[I].insert(Root.Phase);
-      Work.insert(Work.end(), S.Args.begin(), S.Args.end());
-    }
   }
   std::vector<unsigned> Values;
   for (auto &[I, Phases] : PhasesUsing) {

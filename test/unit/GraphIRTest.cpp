@@ -1,10 +1,13 @@
 // Graph IR: the op table, the builder (with folding), extents, the printer
 // and the verifier, without Clang.
 #include "IR/GraphIR.h"
+#include "IR/LoopIR.h"
 
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 using namespace pk::ir;
 
@@ -188,6 +191,64 @@ TEST(IndexMap, EveryViewKindIsAMapOfAxes) {
   EXPECT_FALSE(viewMap(ViewKind::ExpandDims, 2, 2, 3).isBroadcast(3));
   EXPECT_FALSE(viewMap(ViewKind::Squeeze, 1, 3, 2).isBroadcast(2));
   EXPECT_FALSE(viewMap(ViewKind::Transpose, 0, 2, 2).isBroadcast(2));
+}
+
+// The walkers every pass uses for cones: each node or statement once,
+// Skip stops at a node, Stop ends the walk.
+TEST(Walkers, ConesVisitOnceAndObeyTheVisitor) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 1);
+  unsigned O = B.addParam("o", ParamKind::Out, DType::F32, 1);
+  NodeId L = B.load(X);
+  NodeId Sq = B.elementwise(OpCode::Mul, {L, L}, DType::F32);
+  NodeId Sum = B.reduce(ReduceKind::Sum, Sq, {-1}, true, DType::F32);
+  NodeId Out = B.elementwise(OpCode::Add, {Sq, Sum}, DType::F32);
+  B.store(O, Out);
+  std::vector<NodeId> Seen;
+  EXPECT_TRUE(walkCone(F, {Out}, [&](NodeId V, const Node &N) {
+    Seen.push_back(V);
+    return N.Kind == NodeKind::Reduce ? Walk::Skip : Walk::Operands;
+  }));
+  std::sort(Seen.begin(), Seen.end());
+  EXPECT_EQ(Seen, std::vector<NodeId>({L, Sq, Sum, Out}));
+  unsigned Visits = 0;
+  EXPECT_FALSE(walkCone(F, {Out}, [&](NodeId, const Node &N) {
+    ++Visits;
+    return N.Kind == NodeKind::Reduce ? Walk::Stop : Walk::Operands;
+  }));
+  EXPECT_LE(Visits, 4u);
+  EXPECT_EQ(cone(F, {Sum}), std::vector<NodeId>({L, Sq, Sum}));
+
+  // x, x * x, sum(x * x), x + sum, store: the inner loop of the store
+  // recomputes x and x + sum, not the reduction's operand.
+  pk::loop::Nest N;
+  auto Add = [&](pk::loop::Stmt::Kind K, std::vector<unsigned> Args,
+                 bool Inner) {
+    pk::loop::Stmt S;
+    S.K = K;
+    S.Args = std::move(Args);
+    S.Inner = Inner;
+    N.Body.push_back(S);
+  };
+  Add(pk::loop::Stmt::Load, {}, true);
+  Add(pk::loop::Stmt::Apply, {0, 0}, true);
+  Add(pk::loop::Stmt::Reduce, {1}, false);
+  Add(pk::loop::Stmt::Apply, {0, 2}, true);
+  Add(pk::loop::Stmt::Store, {3}, true);
+  EXPECT_EQ(pk::loop::innerCone(N, {4}), std::set<unsigned>({0, 3}));
+  EXPECT_EQ(pk::loop::innerCone(N, {2}), std::set<unsigned>({0, 1}));
+  // A kept value is read back: its operands are not needed.
+  EXPECT_EQ(pk::loop::innerCone(N, {4}, [](unsigned I) { return I == 3; }),
+            std::set<unsigned>({3}));
+  std::vector<unsigned> Order;
+  pk::loop::walkArgs(N, {4}, [&](unsigned I, const pk::loop::Stmt &S) {
+    Order.push_back(I);
+    return S.K != pk::loop::Stmt::Reduce;
+  });
+  // Not into the reduction: its operand x * x (1) is never visited.
+  std::sort(Order.begin(), Order.end());
+  EXPECT_EQ(Order, std::vector<unsigned>({0, 2, 3, 4}));
 }
 
 TEST(Printer, ShowsParamsNodesAndNames) {

@@ -18,6 +18,7 @@
 
 #include "Target/CPU/EmitCpp.h"
 #include "IR/Gemm.h"
+#include "Target/CPU/RowLoops.h"
 #include "Target/Common/HostCode.h"
 
 #include "llvm/Support/Path.h"
@@ -34,6 +35,7 @@ using namespace pk::ir;
 using loop::Nest;
 using loop::Stmt;
 using namespace pk::target;
+using namespace pk::cpu;
 
 namespace {
 
@@ -138,8 +140,8 @@ private:
           Out += fmt::format(
               "{}for (int64_t pk_i = 0; pk_i < pk_n; ++pk_i) {{\n", In);
           emitBody(
-              F, N, Backend::Cpu,
-              [](const Stmt &) { return std::string("pk_i"); }, Out, In + "  ");
+              F, N, [](const Stmt &) { return std::string("pk_i"); }, Out,
+              In + "  ");
           Out += fmt::format("{}}}\n", In);
         });
   }
@@ -163,8 +165,8 @@ private:
             Pad += "  ";
           }
           emitBody(
-              F, N, Backend::Cpu,
-              [&](const Stmt &S) { return stridedIndex(F, N, S); }, Out, Pad);
+              F, N, [&](const Stmt &S) { return stridedIndex(F, N, S); }, Out,
+              Pad);
           for (unsigned K = R; K-- > 0;) {
             Pad.resize(Pad.size() - 2);
             Out += fmt::format("{}}}\n", Pad);
@@ -288,7 +290,7 @@ private:
                           extentExpr(F, N.Domain[Rows[K]]), indexVar(Rows[K]));
           Pad += "  ";
         }
-        emitRowBody(F, N, Backend::Cpu, Out, Pad, Cur->RowBuffers, UnitAxis,
+        emitRowBody(F, N, Out, Pad, Cur->RowBuffers, UnitAxis,
                     Stream ? Streamable : llvm::ArrayRef<unsigned>());
         for (size_t K = Rows.size(); K-- > 0;) {
           Pad.resize(Pad.size() - 2);
@@ -691,8 +693,7 @@ private:
     if (N.Domain.empty()) {
       // Rank 0: one element.
       emitBody(
-          F, N, Backend::Cpu, [](const Stmt &) { return std::string("0"); },
-          Out, Indent);
+          F, N, [](const Stmt &) { return std::string("0"); }, Out, Indent);
       return;
     }
     switch (S.Kind) {
