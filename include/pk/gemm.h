@@ -213,8 +213,13 @@ void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
   auto Tiles = [&] {
     return S.Batch * ((S.M + MC - 1) / MC) * ((S.N + NC - 1) / NC);
   };
+  // Each step shrinks a side that is still wider than its micro-tile (the
+  // columns are the one when they are the larger side or the rows are one
+  // micro-tile already), so the loop ends: with a 16-row micro-tile and
+  // 32-column one (AVX-512), 33 x 16 used to halve the one-micro-tile
+  // columns forever (found by the fuzzer: regressions/gemm_tile_split_hang).
   while (Threads > 1 && Tiles() < 2 * Threads && (MC > MR || NC > NR)) {
-    if (MC >= NC && MC > MR)
+    if (MC > MR && (MC >= NC || NC <= NR))
       MC = roundUp(MC / 2, MR);
     else
       NC = roundUp(NC / 2, NR);

@@ -156,8 +156,11 @@ private:
   }
 
   /// The highest node above `R` inside `Root`'s cone that computes an
-  /// elementwise function of R alone with R's shape (rsqrt(mean + eps)):
-  /// buffering it instead of R saves recomputing the chain per use.
+  /// elementwise function of R with R's shape, whose other operands need
+  /// no reduction or product (rsqrt(mean + eps), a residual x + a b):
+  /// buffering it instead of R saves recomputing the chain per use. The
+  /// chain stops below a node with another user, so the buffer holds what
+  /// the other users read too (the residual, not its square).
   NodeId extendUp(NodeId R, NodeId Root) {
     std::vector<NodeId> InCone = cone(F, {Root});
     std::set<NodeId> Cone(InCone.begin(), InCone.end());
@@ -165,16 +168,18 @@ private:
     for (;;) {
       std::optional<NodeId> Next;
       unsigned Users = 0;
-      for (NodeId U : Cone) {
+      for (NodeId U = Cur + 1; U < F.Nodes.size(); ++U) {
         const Node &N = F.Nodes[U];
-        if (!llvm::is_contained(valueOperands(N), Cur))
+        if (N.Dead || !llvm::is_contained(valueOperands(N), Cur))
           continue;
         ++Users;
         bool Fits =
+            Cone.count(U) &&
             (N.Kind == NodeKind::Elementwise || N.Kind == NodeKind::Cast) &&
             N.Sh == F.Nodes[Cur].Sh;
         for (NodeId O : valueOperands(N))
-          Fits &= O == Cur || F.Nodes[O].rank() == 0;
+          Fits &= O == Cur || F.Nodes[O].rank() == 0 ||
+                  (Forms[O].empty() && !HasMatMul[O]);
         if (Fits)
           Next = U;
       }
@@ -182,6 +187,27 @@ private:
         return Cur;
       Cur = *Next;
     }
+  }
+
+  /// Whether a value of `Operand`'s cone (not Operand itself) computed from
+  /// one of `Tops` has a user outside that cone.
+  bool sharedBeyond(NodeId Operand, const std::vector<NodeId> &Tops) {
+    std::vector<NodeId> InCone = cone(F, {Operand});
+    std::set<NodeId> Cone(InCone.begin(), InCone.end());
+    for (NodeId U = 0; U < F.Nodes.size(); ++U) {
+      const Node &N = F.Nodes[U];
+      if (N.Dead || Cone.count(U))
+        continue;
+      for (NodeId O : valueOperands(N)) {
+        if (O == Operand || !Cone.count(O))
+          continue;
+        std::vector<NodeId> Below = cone(F, {O});
+        for (NodeId T : Tops)
+          if (std::binary_search(Below.begin(), Below.end(), T))
+            return true;
+      }
+    }
+    return false;
   }
 
   /// Buffer the operand, or the conflicting reductions below it when they
@@ -200,7 +226,13 @@ private:
     }
     for (NodeId E : Extended)
       TopsSize += estimatedSize(F, F.Nodes[E].Sh);
-    if (!Extended.empty() && (TopsOnly || TopsSize < OperandSize) &&
+    // On a tie the reductions' side wins when a value computed from them
+    // is used outside this operand too (a residual that is also squared for
+    // a norm): its buffer then serves those users, and nothing downstream
+    // has to compute the product again.
+    bool Smaller = TopsSize < OperandSize ||
+                   (TopsSize == OperandSize && sharedBeyond(Operand, Extended));
+    if (!Extended.empty() && (TopsOnly || Smaller) &&
         !llvm::is_contained(Extended, Operand))
       D.Values = Extended;
     else
@@ -212,7 +244,39 @@ private:
     return N.Loc.Line ? fmt::format(" at line {}", N.Loc.Line) : "";
   }
 
+  /// A product (or a view of one) that is directly the operand of another
+  /// product or seen through a view: attention's q, kᵀ, v and output, a
+  /// chain of linears. These are buffered before any other conflict is
+  /// looked at, so that attention is recognised in what is left (its
+  /// scores are then never stored).
+  std::optional<Decision> findDirectProduct() {
+    computeForms();
+    std::vector<bool> Checked = checkedNodes();
+    auto IsProduct = [&](NodeId V) {
+      return F.Nodes[V].Kind == NodeKind::MatMul;
+    };
+    for (NodeId C = 0; C < F.Nodes.size(); ++C) {
+      const Node &N = F.Nodes[C];
+      if (N.Dead || !Checked[C])
+        continue;
+      if (N.Kind == NodeKind::View && IsProduct(N.Operands[0]) &&
+          !N.Map.isIdentity(N.rank()))
+        return Decision{{N.Operands[0]},
+                        {},
+                        fmt::format("a matmul's result viewed{}", line(N))};
+      if (N.Kind == NodeKind::MatMul)
+        for (unsigned I = 0; I < 2; ++I)
+          if (IsProduct(N.Operands[I]))
+            return operandOrTops(N.Operands[I], std::nullopt,
+                                 fmt::format("operand {} of the matmul{}",
+                                             I == 0 ? "a" : "b", line(N)));
+    }
+    return std::nullopt;
+  }
+
   std::optional<Decision> findConflict() {
+    if (std::optional<Decision> D = findDirectProduct())
+      return D;
     computeForms();
     std::vector<bool> Checked = checkedNodes();
     for (NodeId C = 0; C < F.Nodes.size(); ++C) {

@@ -129,6 +129,34 @@ TEST(ProgramShim, StoredHiddenAndThreeLayers) {
   }
 }
 
+// The whole layer of test/e2e/ProgramTest.cpp's LlamaLayer (same data and
+// tolerance, derived there): ten kernels on one stream, attention fused.
+TEST(ProgramShim, LlamaLayer) {
+  for (int64_t T : {1, 17, 65})
+    for (auto [D, F] : {std::pair<int64_t, int64_t>{16, 40}, {33, 17}}) {
+      auto X = grid(T * D, 70), G1 = grid(D, 71), G2 = grid(D, 72);
+      auto Wq = grid(D * D, 73, 1.0f / 16), Wk = grid(D * D, 74, 1.0f / 16),
+           Wv = grid(D * D, 75, 1.0f / 16), Wo = grid(D * D, 76, 1.0f / 16),
+           Wg = grid(F * D, 77, 1.0f / 16), Wu = grid(F * D, 78, 1.0f / 16),
+           Wd = grid(D * F, 79, 1.0f / 16);
+      const float Scale = 1.0f / std::sqrt(float(D));
+      std::vector<float> E(T * D);
+      eager::llama_layer(
+          {X.data(), {T, D}}, {G1.data(), {D}}, {Wq.data(), {D, D}},
+          {Wk.data(), {D, D}}, {Wv.data(), {D, D}}, {Wo.data(), {D, D}},
+          {G2.data(), {D}}, {Wg.data(), {F, D}}, {Wu.data(), {F, D}},
+          {Wd.data(), {D, F}}, {E.data(), {T, D}}, Scale);
+      Dev<float> DX(X), DG1(G1), DG2(G2), DWq(Wq), DWk(Wk), DWv(Wv), DWo(Wo),
+          DWg(Wg), DWu(Wu), DWd(Wd), DY(T * D, std::nanf(""));
+      pk::cuda::llama_layer(
+          {DX.get(), {T, D}}, {DG1.get(), {D}}, {DWq.get(), {D, D}},
+          {DWk.get(), {D, D}}, {DWv.get(), {D, D}}, {DWo.get(), {D, D}},
+          {DG2.get(), {D}}, {DWg.get(), {F, D}}, {DWu.get(), {F, D}},
+          {DWd.get(), {D, F}}, {DY.get(), {T, D}}, Scale);
+      expectClose(E, DY.host(), 2e-3, "llama_layer " + dims({T, D, F}));
+    }
+}
+
 TEST(ProgramShim, ReductionsAndViewsOfProducts) {
   for (int64_t M : {0, 1, 17})
     for (int64_t N : {1, 3, 65}) {

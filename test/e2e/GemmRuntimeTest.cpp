@@ -285,6 +285,18 @@ TEST_P(GemmLevel, ThreadCountDoesNotChangeBits) {
       std::vector<float> Two = run(P, Opt, nullptr, Strided);
       EXPECT_EQ(One, Two) << "M = " << M << (Strided ? ", strided B" : "");
     }
+  // Few tiles, narrow columns: splitting the tiles between two threads must
+  // end (33 x 16 x 1000 looped forever with a micro-tile narrower in rows
+  // than in columns: test/fuzz/regressions/gemm_tile_split_hang).
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{33, 16}, {33, 32}, {40, 24}})
+    for (int64_t K : {600, 1000}) {
+      Problem<float> P = makeProblem<float>(1, M, N, K, false, false, 4);
+      omp_set_num_threads(1);
+      std::vector<float> One = run(P, Opt, nullptr);
+      omp_set_num_threads(2);
+      std::vector<float> Two = run(P, Opt, nullptr);
+      EXPECT_EQ(One, Two) << M << " x " << N << " x " << K;
+    }
   omp_set_num_threads(Saved);
 #else
   GTEST_SKIP() << "built without OpenMP";

@@ -47,6 +47,10 @@ void row_sums_broadcast(pk::In<float, 2> x, pk::Out<float, 2> o);
 void cycle(pk::InOut<float, 2> c, pk::InOut<float, 2> b, pk::In<float, 2> a);
 void three_layers(pk::In<float, 2> x, pk::In<float, 2> w1, pk::In<float, 2> w2,
                   pk::In<float, 2> w3, pk::Out<float, 2> y);
+void llama_layer(pk::In<float, 2> x, pk::In<float, 1> g1, pk::In<float, 2> wq,
+                 pk::In<float, 2> wk, pk::In<float, 2> wv, pk::In<float, 2> wo,
+                 pk::In<float, 1> g2, pk::In<float, 2> wg, pk::In<float, 2> wu,
+                 pk::In<float, 2> wd, pk::Out<float, 2> y, float scale);
 
 // Every allocation through operator new (the workspace arenas and the gemm
 // panels use it) is counted while Counting is set.
@@ -284,6 +288,56 @@ TEST(Program, ThreeLayers) {
       expectClose(E, O, 0, double(H) * Errh2 + 1e-6,
                   "three_layers " + dims({M, H}));
     }
+}
+
+// A whole layer (attention fused, nine buffers): eager vs compiled. The
+// weights are multiples of 1/128 in [-1/16, 1/16]; after the norm
+// ||h||_2 <= sqrt(D) (|g1| <= 1), so ||h||_1 <= D and |q|, |k|, |v| <= D/16
+// <= 2.1 for D <= 33, and the scores |s| <= D * 2.1^2 / sqrt(D) < 26. Each
+// stage adds a
+// relative error of a few ulp per term (float sums in another order, pk::vm
+// against libm): about 33 * 6e-8 = 2e-6 of the magnitudes it sums, which
+// the softmax turns into <= 26 * 2e-6 = 5e-5 of its probabilities, and the
+// projections, norm and MLP (sums of <= 40 terms of <= 1/16 of the value)
+// pass on at most a few times over: 2e-3 absolute on outputs of magnitude
+// about 1 is ten times that, and far below any wrong mask, residual or
+// buffer (errors of 0.01 to 1).
+TEST(Program, LlamaLayer) {
+  for (int64_t T : {1, 2, 17, 65})
+    for (auto [D, F] : {std::pair<int64_t, int64_t>{16, 40}, {33, 17}}) {
+      auto W = [](int64_t N, unsigned Seed) {
+        std::vector<float> V = grid(N, Seed);
+        for (float &X : V)
+          X /= 16;
+        return V;
+      };
+      auto X = grid(T * D, 70), G1 = grid(D, 71), G2 = grid(D, 72);
+      auto Wq = W(D * D, 73), Wk = W(D * D, 74), Wv = W(D * D, 75),
+           Wo = W(D * D, 76), Wg = W(F * D, 77), Wu = W(F * D, 78),
+           Wd = W(D * F, 79);
+      const float Scale = 1.0f / std::sqrt(float(D));
+      std::vector<float> E(T * D), O = poisoned(T * D);
+      auto Call = [&](auto Kernel, std::vector<float> &Y) {
+        Kernel({X.data(), {T, D}}, {G1.data(), {D}}, {Wq.data(), {D, D}},
+               {Wk.data(), {D, D}}, {Wv.data(), {D, D}}, {Wo.data(), {D, D}},
+               {G2.data(), {D}}, {Wg.data(), {F, D}}, {Wu.data(), {F, D}},
+               {Wd.data(), {D, F}}, {Y.data(), {T, D}}, Scale);
+      };
+      Call(eager::llama_layer, E);
+      Call(llama_layer, O);
+      expectClose(E, O, 0, 2e-3, "llama_layer " + dims({T, D, F}));
+    }
+  // No query row: the max over an empty row of scores is a ShapeError in
+  // both, and the compiled one raises it before writing.
+  std::vector<float> X, G(8, 1), Wd(64, 0), Y;
+  auto Zero = [&](auto Kernel) {
+    Kernel({X.data(), {0, 8}}, {G.data(), {8}}, {Wd.data(), {8, 8}},
+           {Wd.data(), {8, 8}}, {Wd.data(), {8, 8}}, {Wd.data(), {8, 8}},
+           {G.data(), {8}}, {Wd.data(), {8, 8}}, {Wd.data(), {8, 8}},
+           {Wd.data(), {8, 8}}, {Y.data(), {0, 8}}, 1.0f);
+  };
+  EXPECT_THROW(Zero(eager::llama_layer), pk::ShapeError);
+  EXPECT_THROW(Zero(llama_layer), pk::ShapeError);
 }
 
 TEST(Program, ShapeErrorsComeBeforeAnyWrite) {

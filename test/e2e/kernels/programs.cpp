@@ -67,3 +67,26 @@ PK_KERNEL void three_layers(In<float, 2> x, In<float, 2> w1, In<float, 2> w2,
   auto h2 = tanh(matmul(h1, w2[_]));
   y[_] = matmul(h2, w3[_]);
 }
+// A Llama-style layer with one head and no rotary embedding: RMSNorm, q, k,
+// v, causal attention, the output projection and its residual, RMSNorm, the
+// SwiGLU MLP and its residual. Seven products plus attention's two; q, k, v
+// and attention's output are buffered first, so attention is one fused
+// group and its scores are never stored.
+PK_KERNEL void llama_layer(In<float, 2> x, In<float, 1> g1, In<float, 2> wq,
+                           In<float, 2> wk, In<float, 2> wv, In<float, 2> wo,
+                           In<float, 1> g2, In<float, 2> wg, In<float, 2> wu,
+                           In<float, 2> wd, Out<float, 2> y, float scale) {
+  auto h = x[_] * rsqrt(mean(x[_] * x[_], -1, keepdims) + 1e-5f) * g1[_];
+  auto q = matmul(h, transpose(wq[_]));
+  auto k = matmul(h, transpose(wk[_]));
+  auto v = matmul(h, transpose(wv[_]));
+  auto s = matmul(q, transpose(k)) * scale;
+  s = where(index(s, -1) <= index(s, -2), s, -INFINITY);
+  auto e = exp(s - max(s, -1, keepdims));
+  auto a = matmul(e / sum(e, -1, keepdims), v);
+  auto r = x[_] + matmul(a, transpose(wo[_]));
+  auto h2 = r * rsqrt(mean(r * r, -1, keepdims) + 1e-5f) * g2[_];
+  auto gt = matmul(h2, transpose(wg[_]));
+  auto up = matmul(h2, transpose(wu[_]));
+  y[_] = r + matmul(gt * sigmoid(gt) * up, transpose(wd[_]));
+}
