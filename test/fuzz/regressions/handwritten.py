@@ -167,8 +167,58 @@ def inout_cycle_nested_buffer():
     return k
 
 
+def inout_cycle_local_order():
+    # pkc aborts the same way (fuzz finding pkc-crash-3002-k9, the
+    # minimiser's kernel): an InOut cycle and a reduction over all axes of
+    # values holding a column reduction (buffered), computed in a local
+    # *before* the cycle; with the same expression written in the store
+    # after the cycle, it compiles.
+    k = Kernel('inout_cycle_local_order', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    base = ('A', 'B')
+    k.params = [Param('o', 'out', F32, base), Param('x', 'in', F32, base),
+                Param('h0', 'inout', F32, base),
+                Param('h1', 'inout', F32, base)]
+    k.stmts = [
+        Stmt('decl', name='t0', expr=red('min', Expr('load', 'x'), 0, base)),
+        Stmt('decl', name='t1', expr=Expr('op', 'sum', [
+            Expr('op', 'sub', [Expr('load', 'x'), Expr('local', 't0')])],
+            {'axis': None, 'sig': (base, 'all')})),
+        Stmt('decl', name='old0', expr=Expr('load', 'h0')),
+        Stmt('store', param='h0', expr=red('max', Expr('load', 'h1'), 1, base,
+                                           True)),
+        Stmt('store', param='h1', expr=red('mean', Expr('local', 'old0'), 0,
+                                           base, True)),
+        Stmt('store', param='o', expr=Expr('local', 't1'))]
+    return k
+
+
+def temp_cycle_two_forms():
+    # pkc aborts ("internal error: temporaries in a cycle"), no InOut: a
+    # store combining a row and a column reduction (both buffered) next to
+    # a reduction over all axes of values holding a row reduction, stored
+    # into a rank-2 ref (found as
+    # seed 105 kernel k8 of gen.py while the multi-group kernels were made,
+    # minimised by hand). Either store alone compiles.
+    k = Kernel('temp_cycle_two_forms', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    base = ('A', 'B')
+    k.params = [Param('o0', 'out', F32, base), Param('x', 'in', F32, base),
+                Param('y', 'in', F32, base), Param('o1', 'out', F32, base)]
+    k.stmts = [
+        Stmt('store', param='o1', expr=Expr('op', 'add', [
+            red('sum', Expr('load', 'x'), 1, base, True),
+            red('sum', Expr('load', 'y'), 0, base, True)])),
+        Stmt('store', param='o0', expr=Expr('op', 'sum', [
+            Expr('op', 'mul', [Expr('load', 'x'),
+                               red('sum', Expr('load', 'y'), 1, base, True)])],
+            {'axis': None, 'sig': (base, 'all')}))]
+    return k
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch, attention_masked_key_inf,
-              inout_reduce_buffer, inout_cycle_nested_buffer):
+              inout_reduce_buffer, inout_cycle_nested_buffer,
+              inout_cycle_local_order, temp_cycle_two_forms):
         write(f())
