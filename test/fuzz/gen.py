@@ -60,6 +60,34 @@ KNOWN_BUGS = {
     # there makes the output NaN. Deliberate (docs/design.md, "Attention"),
     # steered around: attention kernels get no NaN or inf data (special_ok).
     'attention-masked-key-inf': 'test/fuzz/regressions/attention_masked_key_inf',
+    # pkc aborts ("no partition of k lowers to loops") on an InOut updated
+    # by a reduction group next to buffered reductions of the same
+    # signature (h = h + sum(x, 0, keepdims); o = sum(sum(y, 0) - x, 1,
+    # keepdims) + h), and on an InOut cycle next to nested buffered
+    # reductions (inout_cycle_nested_buffer, and inout_cycle_local_order:
+    # a buffered reduction declared before the cycle). Steered around:
+    # policy 'inout' kernels are never multi-group, and an InOut cycle
+    # (Builder.emit_cycle) is a kernel's first statement, after which the
+    # kernel keeps to the single-group rules.
+    'inout-reduce-buffer': 'test/fuzz/regressions/inout_reduce_buffer',
+    # pkc aborts ("temporaries in a cycle") on a store combining two
+    # reduction signatures next to a reduction over all axes of a value
+    # holding one of them (o1 = sum(x, 1, keepdims) + sum(y, 0, keepdims);
+    # o0 = sum(x * sum(y, 1, keepdims))). Steered around: a multi-group
+    # kernel outside the matmul policy gets one multi-group construct
+    # (Builder.emit_program or emit_cycle) and keeps to the single-group
+    # rules elsewhere.
+    'temp-cycle-two-forms': 'test/fuzz/regressions/temp_cycle_two_forms',
+    # pk::rt::gemm (include/pk/gemm.h) never returns on a threaded float
+    # product with 33 to ~96 rows and at most ~48 columns (the loop that
+    # halves the tiles until every thread has two makes no progress once
+    # the column tile is one micro-tile wide and the row tile narrower than
+    # it): matmul(a[33, 1000], b[1000, 16]) with OMP_NUM_THREADS >= 2. The
+    # generator cannot choose the extents (the driver does); steered around
+    # where it adds the most products: the matmuls of multi-group programs
+    # (Builder.g_matmul) are integer ones (a reduction, no gemm). The
+    # matmul policy's float products meet it as rarely as before.
+    'gemm-tile-split-hang': 'test/fuzz/regressions/gemm_tile_split_hang',
 }
 AVOID = set(KNOWN_BUGS)
 # --policy: every kernel of the batch gets this policy (for trying one
@@ -296,14 +324,30 @@ CMPS = ['lt', 'le', 'gt', 'ge', 'eq', 'ne']
 REDS = ['sum', 'mean', 'max', 'min']
 
 
-def union_sig(nodes):
+# The signature of a value combining values of several signatures (pkc keeps
+# some of them in buffers: docs/design.md, "Materialisation").
+MIXED = ('mixed',)
+
+
+def red_sig(sig):
+    """Whether sig is a reduction signature (base shape, axis), the kind a
+    context can generate reductions of (not a matmul's or a mixed one)."""
+    return sig is not None and sig[0] not in ('matmul', 'mixed')
+
+
+def union_sig(nodes, strict=True):
+    """The signature of a value made of `nodes`. Strict (what pkc fused in
+    one group before it buffered intermediates; the single-group kernels
+    keep to it): at most one signature. Otherwise several give MIXED."""
     sig = None
     for n in nodes:
         if n.sig is not None:
             if sig is None:
                 sig = n.sig
             elif sig != n.sig:
-                raise Invalid('two reduction signatures')
+                if strict:
+                    raise Invalid('two reduction signatures')
+                sig = MIXED
     return sig
 
 
@@ -329,13 +373,17 @@ def check_range(dtype, lo, hi):
             raise Invalid('int range')
 
 
-def make_node(op, args, attrs=None):
-    """The node of `op` applied to `args`, or Invalid."""
+def make_node(op, args, attrs=None, strict=True):
+    """The node of `op` applied to `args`, or Invalid. `strict`: keep to one
+    fused group's rules (one reduction signature per value, no reduction of
+    another signature's value, a matmul's operands without reductions or
+    matmuls); without it only what the language itself requires (pkc
+    buffers the rest between groups)."""
     attrs = attrs or {}
     arrays = [a for a in args if not a.weak]
     nan = any(a.nan for a in args)
     exact = all(a.exact for a in args)
-    sig = union_sig(args)
+    sig = union_sig(args, strict)
 
     def shape_of(ns):
         s = ()
@@ -562,7 +610,7 @@ def make_node(op, args, attrs=None):
         want = attrs.get('sig')
         if want is None or tuple(want) != base_sig:
             raise Invalid('reduction signature')
-        if a.sig is not None and a.sig != base_sig:
+        if strict and a.sig is not None and a.sig != base_sig:
             raise Invalid('nested reduction of another signature')
         t = a.dtype
         ex = exact
@@ -623,16 +671,17 @@ def make_node(op, args, attrs=None):
                     dict(attrs))
     if op == 'matmul':
         # [B?, M, K] x [B?, K, N] -> [B?, M, N] (pkc: docs/design.md,
-        # "Matmul"): operands of one float or integer type, no reduction or
-        # matmul in their cones (a prologue is elementwise); the result gets
-        # a signature of its own, ('matmul', id), so that it never meets a
-        # reduction, another matmul or a transpose (Invalid: pkc rejects
-        # those with pk-not-supported-yet)
+        # "Matmul"): operands of one float or integer type. The result gets
+        # a signature of its own, ('matmul', id). Strict (single-group
+        # kernels): no reduction or matmul in the operands' cones (a
+        # prologue is elementwise), and the signature keeps the result away
+        # from reductions, other matmuls and transposes (one matmul group).
+        # Multi-group kernels have all of those; pkc buffers them.
         a, b = args
         if a.weak or b.weak or a.rank not in (2, 3) or b.rank not in (2, 3):
             raise Invalid('matmul ranks')
-        if b.sig is not None or (a.sig is not None and not (
-                attrs.get('attn') and a.sig == (a.shape, a.rank - 1))):
+        if strict and (b.sig is not None or (a.sig is not None and not (
+                attrs.get('attn') and a.sig == (a.shape, a.rank - 1)))):
             # attention's second matmul takes a softmax over the last axis
             raise Invalid('matmul of a reduction or a matmul')
         if a.dtype != b.dtype or a.dtype not in (F32, F64, I32, I64):
@@ -748,6 +797,7 @@ class Kernel:
         self.universe = ()
         self.extra_syms = []
         self.notes = []
+        self.multi = False
 
 
 class Interp:
@@ -763,6 +813,9 @@ class Interp:
         self.hparams = []
         self.stores = []  # (param, value node) in order
         self.memo = {}
+        # the generator's single-group rules (make_node's strict); a kernel
+        # that was generated is replayed without them
+        self.strict = False
         for p in kernel.params:
             if p.kind in ('in', 'inout'):
                 self.refval[p.name] = None  # initial contents
@@ -835,7 +888,7 @@ class Interp:
         if e.kind == 'op':
             args = [self.inst(a) for a in e.args]
             attrs = dict(e.attrs)
-            return self.add(make_node(e.a, args, attrs))
+            return self.add(make_node(e.a, args, attrs, self.strict))
         if e.kind == 'call':
             h = next(x for x in self.k.helpers if x.name == e.a)
             args = [self.inst(a) for a in e.args]
@@ -944,6 +997,12 @@ class Gen:
         self.rng = random.Random('pk-fuzz:%s:%d' % (seed, index))
         self.k = Kernel('%s%d' % (prefix, index), index, seed)
         self.it = Interp(self.k)
+        # multi-group kernel (Builder.build): values may combine reduction
+        # signatures and matmuls in any way; pkc splits the kernel into
+        # groups with buffers between them
+        self.mg = False
+        self.it.strict = True
+        self.n_mm = 0
         self.counters = {}
         self.budget = 0
 
@@ -998,7 +1057,7 @@ class Gen:
         e = Expr(kind, a, args, attrs)
         if kind == 'op':
             nodes = [x.node for x in args]
-            n = make_node(a, nodes, dict(attrs or {}))
+            n = make_node(a, nodes, dict(attrs or {}), self.it.strict)
             e.node = self.it.add(n)
         elif kind == 'call':
             e.node = self.it.inst(e)
@@ -1027,7 +1086,7 @@ class Gen:
     def fits_ctx(self, n, ctx):
         if not fits(n.shape, ctx.shape):
             return False
-        if n.sig is not None and n.sig != ctx.sig:
+        if n.sig is not None and n.sig != ctx.sig and not self.mg:
             return False
         if ctx.exact and not n.exact:
             return False
@@ -1151,10 +1210,17 @@ class Gen:
         cats = [('arith', 30), ('math', 16 if not ctx.exact else 3),
                 ('div', 6), ('minmax', 6), ('where', 7), ('absneg', 4),
                 ('cast', 4), ('shape', 3), ('index', 2)]
-        if ctx.sig is not None and ctx.sig[0] != 'matmul' and ctx.level < 2:
+        if red_sig(ctx.sig) and ctx.level < 2:
             cats.append(('reduce', 30 if ctx.level == 0 else 10))
         if ctx.scope == 'kernel' and depth >= 2:
             cats.append(('helper', 4))
+        if self.mg and ctx.scope == 'kernel':
+            # multi-group kernels: reductions of other signatures than the
+            # context's, and matmuls, anywhere a value goes
+            if ctx.level < 2 and ctx.shape:
+                cats.append(('reduce2', 12 if ctx.level == 0 else 5))
+            if len(ctx.shape) >= 2 and depth >= 2 and self.n_mm < 2:
+                cats.append(('matmul', 3))
         cat = self.wchoice(cats)
         return getattr(self, 'g_' + cat)(ctx, depth)
 
@@ -1255,8 +1321,7 @@ class Gen:
         if k == 'clamp':
             return self.op('clamp', x, self.mk('lit', tlit(-10.0, '(-10.0f)')),
                            self.mk('lit', tlit(10.0, '10.0f')))
-        if k == 'shift' and ctx.sig is not None and \
-                ctx.sig[0] != 'matmul' and ctx.level < 2 and \
+        if k == 'shift' and red_sig(ctx.sig) and ctx.level < 2 and \
                 ctx.sig[1] != 'all' and fits(ctx.sig[0], ctx.shape) and \
                 x.node.shape == tuple(ctx.sig[0]) and x.node.dtype in FLOATS:
             # softmax's shift: x - max(x, axis, keepdims) <= 0
@@ -1472,6 +1537,13 @@ class Gen:
     def g_reduce(self, ctx, depth):
         base, ax = ctx.sig
         octx = ctx.but(shape=base, level=ctx.level + 1)
+        if self.mg and self.chance(0.3):
+            # multi-group: the operand's own reductions are over other axes
+            # of it (sum(x - max(x, 0, keepdims), 1)): two signatures, the
+            # inner one's results buffered for the outer group
+            other = self.other_sig(base, ctx.sig)
+            if other is not None:
+                octx.sig = other
         if ctx.scope == 'kernel' and self.chance(0.3):
             # an input of its own (broadcast at run time, sometimes): the
             # reductions of one group then run over different extents
@@ -1512,6 +1584,141 @@ class Gen:
             return self.op('expand_dims', r, axis=ax)
         r = self.reduce_of(x, red, ctx, True)
         return self.op('squeeze', r, axis=ax - len(base) if self.chance(0.5) else ax)
+
+    def other_sig(self, base, sig):
+        """A reduction signature over `base` other than `sig` (an axis whose
+        extent is a symbol, or all axes), or None."""
+        opts = [(tuple(base), i) for i, x in enumerate(base) if x != 1]
+        if len(base) >= 2 or not opts:
+            opts.append((tuple(base), 'all'))
+        opts = [o for o in opts if o != sig]
+        return self.choice(opts) if opts else None
+
+    def g_reduce2(self, ctx, depth, chain=False):
+        """(multi-group kernels) a reduction of a signature of its own over a
+        value of the context's shape, next to whatever else the context
+        holds (sum(x, 0) combined with sum(x, 1), a softmax over one axis of
+        values normalised over another); or a reduction of a reduction: the
+        rows of a value one axis larger, reduced again (max(sum(y, 1), 0))."""
+        base = tuple(ctx.shape)
+        free = [x for x in self.k.universe if x not in base]
+        if free and len(base) < 4 and (chain or self.chance(0.3)):
+            # the operand: a reduction (no keepdims) of a value with one
+            # more axis, whose extent is a symbol the context lacks
+            j = self.rng.randint(0, len(base))
+            big = base[:j] + (self.choice(free),) + base[j:]
+            ictx = ctx.but(shape=big, sig=(big, j), level=ctx.level + 1)
+            inner = self.g_reduce_over(ictx, depth - 1)
+            sig = self.other_sig(base, None)
+            if sig is None:
+                raise Invalid('no outer axis')
+            red = self.wchoice([('sum', 3), ('max', 3), ('mean', 2),
+                                ('min', 2)])
+            if ctx.exact:
+                red = 'sum' if inner.node.dtype in INTS else \
+                    self.choice(['max', 'min'])
+            keep = sig[1] != 'all'
+            return self.reduce_of(inner, red, ctx.but(sig=sig), keep)
+        sig = self.other_sig(base, ctx.sig)
+        if sig is None:
+            raise Invalid('no other signature')
+        return self.g_reduce(ctx.but(sig=sig), depth)
+
+    def g_reduce_over(self, ictx, depth):
+        """A reduction (without keepdims) over ictx.sig of a value of its
+        base shape."""
+        base, ax = ictx.sig
+        x = self.gen(ictx.but(sig=ictx.sig if self.chance(0.5) else None),
+                     depth)
+        if x.node.shape != tuple(base):
+            x = self.widen(x, ictx)
+        red = self.wchoice([('sum', 4), ('max', 3), ('mean', 3), ('min', 2)])
+        if ictx.exact:
+            if x.node.dtype in FLOATS:
+                red = self.choice(['max', 'min'])
+            elif red == 'mean':
+                red = 'sum'
+        if x.node.dtype == BOOL and red in ('max', 'min', 'mean'):
+            red = 'sum'
+        return self.reduce_of(x, red, ictx, False)
+
+    def g_matmul(self, ctx, depth):
+        """(multi-group kernels) matmul(a, b) of the context's last two
+        extents (and its batch, for rank 3) over an inner extent that is
+        another symbol of the universe; the operands are fresh inputs with a
+        prologue generated like any value (so reductions and other matmuls
+        may be in them: pkc buffers those)."""
+        s = tuple(ctx.shape)
+        core = s[-3:] if len(s) == 3 and self.chance(0.6) else s[-2:]
+        M, N = core[-2], core[-1]
+        if 1 in (M, N):
+            raise Invalid('matmul extents')
+        ks = [x for x in self.k.universe if x not in core]
+        if not ks:
+            # the inner extent: a symbol of its own (the one an
+            # elementwise output may have, plan_elementwise)
+            if not self.k.extra_syms:
+                if len(self.k.universe) >= len(SYMS):
+                    raise Invalid('no symbol left')
+                self.k.extra_syms = [SYMS[len(self.k.universe)]]
+            ks = [self.k.extra_syms[0]]
+        K = self.choice(ks)
+        if ctx.exact or 'gemm-tile-split-hang' in AVOID:
+            dt = self.choice([I32, I64])
+        else:
+            dt = self.wchoice([(F32, 80), (F64, 10), (I32, 10)])
+        la = lb = None
+        if len(core) == 3:
+            bt = core[0]
+            la, lb = self.choice([(bt, bt), (bt, None), (None, bt)])
+        pre = lambda b: (b,) if b is not None else ()
+        self.n_mm += 1
+        a = self.mm_input(pre(la) + (M, K), dt, ctx, depth - 1)
+        b = self.mm_input(pre(lb) + (K, N), dt, ctx, depth - 1)
+        return self.op('matmul', a, b, mm=self.fresh('mm'))
+
+    def mm_input(self, shape, dt, ctx, depth):
+        """A matmul operand of exactly `shape` (g_matmul): a fresh input
+        that is never broadcast at run time, maybe combined with a generated
+        value, which may hold reductions and matmuls."""
+        p = self.add_param('in', dt, shape, bcast_ok=False)
+        ints = dt in INTS
+        if ints:
+            p.lo, p.hi = self.choice([(-10.0, 10.0), (0.0, 7.0), (-3.0, 3.0)])
+        else:
+            p.lo, p.hi = self.choice([(-2.0, 2.0), (-1.0, 1.0), (0.5, 2.0)])
+        x = self.mk('load', p.name)
+        if self.chance(0.6):
+            sig = self.other_sig(shape, None) if self.chance(0.5) else None
+            g = self.gen(Ctx(shape, sig, level=ctx.level, exact=ints,
+                             dtype=dt), max(depth, 1))
+            if g.node.dtype == BOOL:
+                g = self.op('cast', g, to=dt)
+            x = self.op(self.choice(['add', 'mul', 'sub']), x, g) \
+                if self.chance(0.5) else \
+                self.op(self.choice(['add', 'mul', 'sub']), g, x)
+        return self.mm_bound(x, dt, shape)
+
+    def mm_bound(self, x, dt, shape):
+        """x as a matmul operand of type dt: converted, NaN-free, integers
+        within 20 (so that the int32 sums stay exact), floats within 1e14
+        (squashed by tanh or x / (|x| + 1) past that; the product's range
+        is checked too: a chain of three products of inputs within 2 over
+        2^21 terms each reaches 1.5e20, below FMAX)."""
+        if x.node.dtype != dt:
+            x = self.op('cast', x, to=dt)
+        if x.node.nan:
+            raise Invalid('NaN in a matmul operand')
+        if dt in INTS and x.node.mag() > 20:
+            x = self.op('clamp', x, self.mk('lit', lit(I32, -5)),
+                        self.mk('lit', lit(I32, 5)))
+        elif dt in FLOATS and x.node.mag() > 1e14:
+            x = self.op('tanh', x) if self.chance(0.5) else \
+                self.op('div', x, self.op('add', self.op('abs', x),
+                                          self.mk('lit', tlit(1.0, '1.0f'))))
+        if tuple(x.node.shape) != tuple(shape):
+            raise Invalid('operand shape')
+        return x
 
     def widen(self, x, octx):
         """x combined with a load of the full shape (a reduction's operand
@@ -1626,6 +1833,14 @@ def data_range(dtype, rng):
 POLICIES = [('elementwise', 18), ('row', 18), ('column', 10), ('full', 7),
             ('multi', 11), ('inout', 8), ('shared', 6), ('several', 8),
             ('classic', 16), ('matmul', 8)]
+# The chance that a kernel of a policy is multi-group (Builder.build): its
+# values may then mix reduction signatures, reduce reductions over other
+# axes, hold matmuls of computed operands (chains, MLPs, normalised inputs),
+# reductions and transposes of products, InOut cycles; pkc compiles those as
+# several groups with pk-managed buffers. '' is every other policy's.
+MULTI_GROUP = {'': 0.3, 'elementwise': 0.25, 'matmul': 0.5, 'classic': 0.2}
+# --multi-group yes/no: every kernel (or none) is multi-group
+FORCE_MULTI = None
 
 
 class Builder(Gen):
@@ -1641,8 +1856,39 @@ class Builder(Gen):
         k.policy = self.wchoice(POLICIES)
         if FORCE_POLICY:
             k.policy = FORCE_POLICY
-        self.budget = self.rng.randint(8, 26)
+        # a multi-group kernel: the single-group rules are off (make_node's
+        # strict), so values mix reduction signatures and matmuls and pkc
+        # splits the kernel into groups with buffers between them
+        self.mg = self.chance(MULTI_GROUP.get(k.policy, MULTI_GROUP['']))
+        if FORCE_MULTI is not None:
+            self.mg = FORCE_MULTI
+        if k.policy == 'inout' and 'inout-reduce-buffer' in AVOID:
+            self.mg = False
+        self.it.strict = not self.mg
+        k.multi = self.mg
+        # (multi-group kernels are smaller: each group is a loop nest of its
+        # own, and the CI batches' build time is bounded)
+        self.budget = self.rng.randint(8, 26) if not self.mg else \
+            self.rng.randint(6, 16)
         self.loopvar = None
+        prog = None
+        if self.mg and k.policy != 'matmul':
+            # (few matmuls: each product is a tiled kernel of its own,
+            # slow to compile in the CI batches' CUDA leg)
+            prog = self.wchoice([('twosig', 4), ('redred', 3), ('matmul', 2),
+                                 ('cycle', 2)])
+            if 'temp-cycle-two-forms' in AVOID:
+                # one multi-group construct (emit_program, emit_cycle), the
+                # rest of the kernel under the single-group rules
+                self.set_mg(False)
+        if prog == 'cycle':
+            # first (KNOWN_BUGS['inout-reduce-buffer']: nothing buffered
+            # before it, the single-group rules after it)
+            self.try_stmt(lambda: self.emit_cycle(U))
+            prog = None
+        elif prog is not None and 'temp-cycle-two-forms' in AVOID:
+            self.program(U, prog)
+            prog = None
         if k.policy == 'classic':
             self.try_stmt(lambda: self.emit_classic(U))
             plans = self.plan_elementwise(U)[:1] if self.chance(0.2) else []
@@ -1670,6 +1916,8 @@ class Builder(Gen):
                                                  self.rng.randint(2, 3)))
         if self.chance(0.2):
             self.try_stmt(self.emit_scalar_local)
+        if prog is not None:
+            self.program(U, prog)
         if self.chance(0.25):
             self.try_stmt(self.emit_loop)
         order = list(plans)
@@ -1999,8 +2247,17 @@ class Builder(Gen):
         if trans:
             x = self.op('transpose', x)
         ints = dt in INTS
-        k = self.wchoice([('none', 5), ('binary', 4), ('unary', 2)])
-        if k == 'binary':
+        k = self.wchoice([('none', 5), ('binary', 4), ('unary', 2),
+                          ('norm', 3 if self.mg and not ints else 0)])
+        if k == 'norm':
+            # (multi-group) a normalisation: pkc buffers its statistics
+            # (or the normalised operand) for the product
+            was_nan = x.node.nan
+            x = self.mm_norm(x, shape)
+            # a mean over an empty axis is NaN, but then the operand is
+            # empty too: no product reads it
+            x.node.nan = was_nan
+        elif k == 'binary':
             ctx = Ctx(shape, None, exact=ints, dtype=dt)
             g = self.gen(ctx, self.rng.randint(1, 2))
             if g.node.dtype == BOOL:
@@ -2025,10 +2282,105 @@ class Builder(Gen):
             raise Invalid('operand shape')
         return x
 
+    def mm_norm(self, x, shape):
+        """x (of `shape`, float) normalised along one of its last two axes:
+        RMSNorm, centring, a softmax, or min-max scaling."""
+        r = len(shape)
+        ax = self.choice([r - 1, r - 1, r - 2])
+        ctx = Ctx(shape, (tuple(shape), ax))
+        kind = self.choice(['rms', 'center', 'softmax', 'minmax'])
+        red = lambda v, f: self.reduce_of(v, f, ctx, True)
+        if kind == 'rms':
+            ms = red(self.op('mul', x, x), 'mean')
+            return self.op('mul', x, self.op('rsqrt', self.op(
+                'add', ms, self.eps())))
+        if kind == 'center':
+            return self.op('sub', x, red(x, 'mean'))
+        if kind == 'softmax':
+            e = self.op('exp', self.op('sub', x, red(x, 'max')))
+            return self.op('div', e, red(e, 'sum'))
+        lo = red(x, 'min')
+        rng_ = self.op('add', self.op('sub', red(x, 'max'), lo),
+                       self.mk('lit', tlit(1.0, '1.0f')))
+        return self.op('div', self.op('sub', x, lo), rng_)
+
+    def mm_post(self, r, dt, steps):
+        """Elementwise work after a product, as in a layer: `steps` of
+        scale, bias, activation (ReLU, tanh, sigmoid, GELU, erf)."""
+        shape = r.node.shape
+        for _ in range(steps):
+            k = self.choice(['scale', 'bias', 'act', 'act'])
+            mark = self.snapshot()
+            try:
+                if k == 'scale':
+                    r = self.op('mul', r, self.operand(
+                        Ctx((), None, exact=dt in INTS, dtype=dt), 0))
+                elif k == 'bias':
+                    g = self.new_input(Ctx(shape, None), dt)
+                    r = self.op('add', r, g) if self.chance(0.7) else \
+                        self.op('add', g, r)
+                elif dt in INTS:
+                    r = self.op('maximum', r, self.mk('lit', lit(I32, 0)))
+                else:
+                    f = self.choice(['relu', 'tanh', 'sigmoid', 'gelu', 'erf'])
+                    if f == 'relu':
+                        r = self.op('maximum', r, self.mk(
+                            'lit', tlit(0.0, '0.0f')))
+                    elif f == 'gelu':
+                        half = self.mk('lit', tlit(0.5, '0.5f'))
+                        one = self.mk('lit', tlit(1.0, '1.0f'))
+                        c = self.mk('lit', tlit(f32round(0.7071067811865476),
+                                                '0.70710678f'))
+                        r = self.op('mul', self.op('mul', half, r),
+                                    self.op('add', one, self.op(
+                                        'erf', self.op('mul', r, c))))
+                    else:
+                        r = self.op(f, r)
+            except Invalid:
+                self.restore(mark)
+        return r
+
+    def mm_chain(self, shape, dt, sym, links):
+        """(multi-group) a value of `shape` ([batch?, M, C], C one of K and
+        N) computed by `links` products in a row, each followed by a layer's
+        elementwise work: x [.., M, C'] @ w [C', C] with C' the other of K
+        and N, the x itself a chain when links > 1 (an MLP: matmul(relu(
+        matmul(x, w1) + b1), w2)); sometimes a product computed transposed,
+        transpose(matmul(w [C, C'], transpose(x)))."""
+        M, C = shape[-2], shape[-1]
+        C2 = sym['N'] if C == sym['K'] else sym['K']
+        pre = tuple(shape[:-2])
+        if links > 1:
+            x = self.mm_chain(pre + (M, C2), dt, sym, links - 1)
+        else:
+            x = self.mm_operand(pre + (M, C2), dt)
+        if self.chance(0.25) and not pre:
+            # transpose(w^T x^T): the product of transposed operands
+            w = self.mm_operand((C, C2), dt)
+            h = self.op('transpose', self.op('matmul', w, self.op(
+                'transpose', x), mm=self.fresh('mm')))
+        else:
+            w = self.mm_operand((C2, C) if self.chance(0.8) else
+                                pre + (C2, C), dt)
+            h = self.op('matmul', x, w, mm=self.fresh('mm'))
+        self.k.notes.append('matmul')
+        self.n_mm += 1
+        h = self.mm_post(h, dt, self.wchoice([(0, 2), (1, 4), (2, 2)]))
+        h = self.mm_bound(h, dt, shape)
+        if self.chance(0.4):
+            h = self.decl(h, 'hid')
+            if self.chance(0.3):
+                # the hidden activation is an output too
+                self.store(self.out(shape, dtype=dt), h)
+        return h
+
     def emit_matmul(self, sym):
         """One or two outputs of matmul(a, b) (rank 2, or rank 3 with the
         batch broadcast either way) with an epilogue; sometimes an InOut
-        accumulation c = c + matmul(a, b)."""
+        accumulation c = c + matmul(a, b). Multi-group kernels: the left
+        operand is sometimes computed by one or two products of its own (a
+        chain, an MLP) and the epilogue may reduce or transpose the
+        product."""
         dt = self.wchoice([(F32, 76), (F64, 10), (I32, 10), (I64, 4)])
         M, K, N = sym['M'], sym['K'], sym['N']
         la = lb = None
@@ -2038,7 +2390,10 @@ class Builder(Gen):
                                   (1, bt), (bt, 1)])
         ash = ((la,) if la is not None else ()) + (M, K)
         bsh = ((lb,) if lb is not None else ()) + (K, N)
-        a = self.mm_operand(ash, dt)
+        if self.mg and self.chance(0.6):
+            a = self.mm_chain(ash, dt, sym, self.wchoice([(1, 3), (2, 1)]))
+        else:
+            a = self.mm_operand(ash, dt)
         b = self.mm_operand(bsh, dt)
         m = self.op('matmul', a, b, mm=self.fresh('mm'))
         self.k.notes.append('matmul')
@@ -2164,6 +2519,63 @@ class Builder(Gen):
             p = self.out(shape, dtype=e.node.dtype if e.node.dtype != BOOL
                          else I32)
             self.store(p, e)
+        if self.mg and self.chance(0.7):
+            for _ in range(self.wchoice([(1, 3), (2, 1)])):
+                self.try_stmt(lambda: self.mm_consumer(m, r, dt))
+
+    def mm_consumer(self, m, r, dt):
+        """(multi-group) an output that needs the product in another form
+        than its group's: a reduction of it over rows, columns or all of
+        it, a softmax or layernorm of it, its transpose, or the product
+        combined with a reduction of another value."""
+        shape = tuple(m.node.shape)
+        rank = len(shape)
+        v = r if self.chance(0.6) else m
+        kind = self.choice(['red', 'red', 'softmax', 'layernorm',
+                            'transpose', 'mix'])
+        if dt in INTS and kind in ('softmax', 'layernorm'):
+            kind = 'red'
+        if kind == 'red':
+            ax = self.choice([rank - 1, rank - 2, 'all'] + ([0] if rank == 3
+                                                            else []))
+            f = self.choice(['sum', 'max', 'min'] if dt in INTS else
+                            ['sum', 'max', 'min', 'mean'])
+            ctx = Ctx(shape, (shape, ax))
+            keep = ax != 'all' and self.chance(0.4)
+            e = self.reduce_of(v, f, ctx, keep)
+        elif kind == 'softmax':
+            ctx = Ctx(shape, (shape, rank - 1))
+            x = v
+            if x.node.mag() > 1e15:
+                x = self.op('tanh', x)
+            ex = self.op('exp', self.op('sub', x, self.reduce_of(
+                x, 'max', ctx, True)))
+            e = self.op('div', ex, self.reduce_of(ex, 'sum', ctx, True))
+        elif kind == 'layernorm':
+            ax = self.choice([rank - 1, rank - 2])
+            ctx = Ctx(shape, (shape, ax))
+            x = v
+            if x.node.mag() > 1e12:
+                x = self.op('tanh', x)
+            mu = self.reduce_of(x, 'mean', ctx, True)
+            d = self.decl(self.op('sub', x, mu), 'd')
+            var = self.reduce_of(self.op('mul', d, d), 'mean', ctx, True)
+            e = self.op('mul', d, self.op('rsqrt', self.op('add', var,
+                                                           self.eps())))
+        elif kind == 'transpose':
+            e = self.op('transpose', v)
+            if self.chance(0.4):
+                e = self.op('add', e, self.new_input(
+                    Ctx(e.node.shape, None), dt))
+        else:
+            # the product next to a column statistic of another value
+            ax = self.choice([rank - 2, 'all'])
+            y = self.new_input(Ctx(shape, None), dt, full=True)
+            red = self.reduce_of(y, self.choice(['sum', 'max', 'min']),
+                                 Ctx(shape, (shape, ax)), ax != 'all')
+            e = self.op(self.choice(['add', 'sub', 'mul']), v, red)
+        odt = e.node.dtype if e.node.dtype != BOOL else I32
+        self.store(self.out(e.node.shape, dtype=odt), e)
 
     # -- statements -------------------------------------------------------------
     def try_stmt(self, f):
@@ -2242,6 +2654,101 @@ class Builder(Gen):
         w = self.loop_operand(F32) if self.loopvar else self.literal(F32)
         return self.op('add', self.op('mul', cur, self.mk('lit', tlit(0.75, '0.75f'))),
                        self.op('mul', g, w))
+
+    def set_mg(self, on):
+        self.mg = on
+        self.it.strict = not on
+
+    def program(self, U, kind):
+        """emit_program (a few tries), with the multi-group rules on."""
+        saved = self.mg
+        self.set_mg(True)
+        for _ in range(3):
+            n0 = len(self.k.stmts)
+            self.try_stmt(lambda: self.emit_program(U, kind))
+            if len(self.k.stmts) > n0:
+                break
+        self.set_mg(saved)
+
+    def emit_program(self, U, kind):
+        """(multi-group) a store that needs several groups: two reduction
+        signatures combined (sum over one axis with max over another), a
+        reduction of a reduction over another axis, or a matmul inside an
+        expression (its operands may reduce, the expression may reduce or
+        transpose it). (The fourth kind, an InOut cycle, is emit_cycle.)"""
+        r = len(U)
+        base = tuple(U[r - self.rng.randint(1, r):]) if self.chance(0.3) \
+            else tuple(U)
+        dt = F32 if self.chance(0.85) else F64
+        ctx = Ctx(base, None, dtype=dt)
+        depth = self.rng.randint(2, 3)
+        if kind == 'twosig':
+            sa = self.other_sig(base, None)
+            sb = self.other_sig(base, sa)
+            if sb is None:
+                raise Invalid('one signature only')
+            e = self.combine(self.g_reduce(ctx.but(sig=sa), depth),
+                             self.g_reduce(ctx.but(sig=sb), depth))
+        elif kind == 'redred':
+            e = self.g_reduce2(ctx, depth, chain=True)
+        else:
+            if len(base) < 2:
+                raise Invalid('matmul of rank < 2')
+            e = self.g_matmul(ctx, depth)
+            if self.chance(0.4):
+                # the product reduced, or seen through a transpose
+                if self.chance(0.5) or e.node.shape[-1] != e.node.shape[-2]:
+                    sig = self.other_sig(e.node.shape, None)
+                    e = self.reduce_of(e, self.choice(['sum', 'max', 'mean']),
+                                       ctx.but(sig=sig), sig[1] != 'all')
+        if self.chance(0.5):
+            e = self.combine(e, self.gen(ctx, 2))
+        if e.node.dtype == BOOL:
+            raise Invalid('bool program value')
+        shape = base if fits(e.node.shape, base) else e.node.shape
+        self.store(self.out(shape, dtype=dt if e.node.dtype in FLOATS
+                            else e.node.dtype), e)
+
+    def emit_cycle(self, U):
+        """(multi-group) two InOut refs, each updated from the other's old
+        contents in a group of another form: a local keeps the old `ha`,
+        `ha` is updated from a reduction of `hb` over one axis, then `hb`
+        from a reduction of the old `ha` over another. Each group reads a
+        ref the other overwrites: pkc breaks the cycle by copying one ref's
+        old contents into a buffer first (docs/design.md, "Fusion")."""
+        base = tuple(U)
+        sa = self.other_sig(base, None)
+        sb = self.other_sig(base, sa)
+        if sa is None or sb is None:
+            raise Invalid('one signature only')
+        saved = self.mg
+        self.set_mg(True)
+        try:
+            self.cycle_body(base, sa, sb)
+        finally:
+            # after it the kernel keeps to the single-group rules
+            # (KNOWN_BUGS['inout-reduce-buffer']: pkc aborts on some
+            # cycles next to buffered reductions)
+            self.set_mg(False if 'inout-reduce-buffer' in AVOID else saved)
+
+    def cycle_body(self, base, sa, sb):
+        dt = F32 if self.chance(0.85) else F64
+        ha = self.out(base, kind='inout', dtype=dt)
+        hb = self.out(base, kind='inout', dtype=dt)
+        old = self.mk('load', ha.name)
+        if self.chance(0.5):
+            old = self.op(self.choice(['tanh', 'abs', 'neg']), old)
+        old = self.decl(old, 'old')
+        fa = self.choice(['sum', 'max', 'min', 'mean'])
+        fb = self.choice(['sum', 'max', 'min', 'mean'])
+        hbv = self.mk('load', hb.name)
+        if self.chance(0.5):
+            hbv = self.op('mul', hbv, self.new_input(Ctx(base, None), dt))
+        ra = self.reduce_of(hbv, fa, Ctx(base, sa), sa[1] != 'all')
+        self.store(ha, self.contract(self.mk('load', ha.name), ra))
+        rb = self.reduce_of(old, fb, Ctx(base, sb), sb[1] != 'all')
+        self.store(hb, self.contract(self.mk('load', hb.name), rb))
+        self.k.notes.append('cycle')
 
     def emit_scalar_local(self):
         e = self.scalar_expr(Ctx((), None))
@@ -2420,8 +2927,9 @@ def stmt_lines(s, indent):
 
 def kernel_text(k):
     """The kernel's source lines: its helpers, constants and the kernel."""
-    lines = ['// %s: policy %s, universe (%s), seed %s' %
-             (k.name, k.policy, ', '.join(k.universe), k.seed)]
+    lines = ['// %s: policy %s%s, universe (%s), seed %s' %
+             (k.name, k.policy, ' (multi-group)' if k.multi else '',
+              ', '.join(k.universe), k.seed)]
     used = used_helpers(k)
     for h in k.helpers:
         if h.name in used:
@@ -2717,6 +3225,7 @@ def emit_batch(kernels, out_dir, name, seed, argv=None):
         desc['kernels'].append({
             'name': k.name, 'index': k.index, 'seed': k.seed,
             'policy': k.policy, 'universe': list(k.universe),
+            'multi_group': k.multi,
             'extra_syms': list(k.extra_syms),
             'lines': [first, len(src) - 1], 'kernel_line': kline,
             'params': [{'name': p.name, 'kind': p.kind, 'dtype': p.dtype,
@@ -2849,7 +3358,13 @@ def main(argv):
                     'are byte-identical (the out dir gets a/ and b/)')
     ap.add_argument('--policy', default=None,
                     help='give every kernel this policy (see POLICIES)')
+    ap.add_argument('--multi-group', choices=['yes', 'no'], default=None,
+                    help='make every kernel multi-group (yes) or none (no); '
+                    'default: by policy (MULTI_GROUP)')
     a = ap.parse_args(argv)
+    if a.multi_group:
+        global FORCE_MULTI
+        FORCE_MULTI = a.multi_group == 'yes'
     if a.policy:
         global FORCE_POLICY
         if a.policy not in dict(POLICIES):

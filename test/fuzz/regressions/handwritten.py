@@ -111,7 +111,130 @@ def attention_masked_key_inf():
     return k
 
 
+def red(op, x, axis, base, keep=False):
+    return Expr('op', op, [x], {'axis': axis, 'keep': keep,
+                                'sig': (base, axis)})
+
+
+def inout_reduce_buffer():
+    # pkc aborts ("internal error: no partition of k lowers to loops"): an
+    # InOut updated by a column-reduction group (h = h + sum(x, 0)), and a
+    # row reduction whose operand holds another column reduction (buffered)
+    # combined with h. The same store into an Out instead of the InOut, or
+    # without the inner column reduction, compiles.
+    k = Kernel('inout_reduce_buffer', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    base = ('A', 'B')
+    k.params = [Param('x', 'in', F32, base), Param('y', 'in', F32, base),
+                Param('o', 'out', F32, base), Param('h', 'inout', F32, base)]
+    k.stmts = [
+        Stmt('store', param='h', expr=Expr('op', 'add', [
+            Expr('load', 'h'), red('sum', Expr('load', 'x'), 0, base, True)])),
+        Stmt('store', param='o', expr=Expr('op', 'add', [
+            red('sum', Expr('op', 'sub', [red('sum', Expr('load', 'y'), 0,
+                                              base), Expr('load', 'x')]),
+                1, base, True),
+            Expr('load', 'h')]))]
+    return k
+
+
+def inout_cycle_nested_buffer():
+    # pkc aborts the same way: two InOut refs updated from each other's old
+    # contents (a cycle: h1's group reads the old h0, h0's the old h1),
+    # and an output o = min(min(max(x4, 0) - x0, 1, keepdims), 0) (a row
+    # reduction inside a column reduction inside a column reduction) that
+    # reads neither; without the cycle it compiles.
+    k = Kernel('inout_cycle_nested_buffer', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    base = ('A', 'B')
+    k.params = [Param('x0', 'in', F32, base), Param('x4', 'in', F32, base),
+                Param('o', 'out', F32, ('B',)),
+                Param('h0', 'inout', F32, base),
+                Param('h1', 'inout', F32, base)]
+    t0 = red('max', Expr('load', 'x4'), 0, base)
+    inner = red('min', Expr('op', 'sub', [t0, Expr('load', 'x0')]), 1, base,
+                True)  # [A, 1]
+    k.stmts = [
+        Stmt('decl', name='old0', expr=Expr('load', 'h0')),
+        Stmt('store', param='h0', expr=Expr('op', 'add', [
+            Expr('load', 'h0'),
+            Expr('op', 'sum', [Expr('load', 'h1')],
+                 {'axis': None, 'sig': (base, 'all')})])),
+        Stmt('store', param='h1', expr=Expr('op', 'add', [
+            Expr('load', 'h1'), red('min', Expr('local', 'old0'), 0, base,
+                                    True)])),
+        Stmt('store', param='o', expr=red('min', inner, 0, ('A', 1)))]
+    return k
+
+
+def inout_cycle_local_order():
+    # pkc aborts the same way (fuzz finding pkc-crash-3002-k9, the
+    # minimiser's kernel): an InOut cycle and a reduction over all axes of
+    # values holding a column reduction (buffered), computed in a local
+    # *before* the cycle; with the same expression written in the store
+    # after the cycle, it compiles.
+    k = Kernel('inout_cycle_local_order', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    base = ('A', 'B')
+    k.params = [Param('o', 'out', F32, base), Param('x', 'in', F32, base),
+                Param('h0', 'inout', F32, base),
+                Param('h1', 'inout', F32, base)]
+    k.stmts = [
+        Stmt('decl', name='t0', expr=red('min', Expr('load', 'x'), 0, base)),
+        Stmt('decl', name='t1', expr=Expr('op', 'sum', [
+            Expr('op', 'sub', [Expr('load', 'x'), Expr('local', 't0')])],
+            {'axis': None, 'sig': (base, 'all')})),
+        Stmt('decl', name='old0', expr=Expr('load', 'h0')),
+        Stmt('store', param='h0', expr=red('max', Expr('load', 'h1'), 1, base,
+                                           True)),
+        Stmt('store', param='h1', expr=red('mean', Expr('local', 'old0'), 0,
+                                           base, True)),
+        Stmt('store', param='o', expr=Expr('local', 't1'))]
+    return k
+
+
+def temp_cycle_two_forms():
+    # pkc aborts ("internal error: temporaries in a cycle"), no InOut: a
+    # store combining a row and a column reduction (both buffered) next to
+    # a reduction over all axes of values holding a row reduction, stored
+    # into a rank-2 ref (found as
+    # seed 105 kernel k8 of gen.py while the multi-group kernels were made,
+    # minimised by hand). Either store alone compiles.
+    k = Kernel('temp_cycle_two_forms', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    base = ('A', 'B')
+    k.params = [Param('o0', 'out', F32, base), Param('x', 'in', F32, base),
+                Param('y', 'in', F32, base), Param('o1', 'out', F32, base)]
+    k.stmts = [
+        Stmt('store', param='o1', expr=Expr('op', 'add', [
+            red('sum', Expr('load', 'x'), 1, base, True),
+            red('sum', Expr('load', 'y'), 0, base, True)])),
+        Stmt('store', param='o0', expr=Expr('op', 'sum', [
+            Expr('op', 'mul', [Expr('load', 'x'),
+                               red('sum', Expr('load', 'y'), 1, base, True)])],
+            {'axis': None, 'sig': (base, 'all')}))]
+    return k
+
+
+def gemm_tile_split_hang():
+    # pk::rt::gemm never returns for a threaded float product of 33 rows
+    # and 16 columns (K = 1000: past the 262144 multiply-adds that thread
+    # it). Not registered as a ctest (a hang is a timeout, which WILL_FAIL
+    # does not turn into a pass); see its `hang` file.
+    k = Kernel('gemm_tile_split_hang', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B', 'C')
+    k.params = [Param('a', 'in', F32, ('A', 'B'), bcast_ok=False),
+                Param('b', 'in', F32, ('B', 'C'), bcast_ok=False),
+                Param('o', 'out', F32, ('A', 'C'))]
+    k.stmts = [Stmt('store', param='o', expr=Expr(
+        'op', 'matmul', [Expr('load', 'a'), Expr('load', 'b')], {'mm': 'o'}))]
+    return k
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
-              index_row_scratch, attention_masked_key_inf):
+              index_row_scratch, attention_masked_key_inf,
+              inout_reduce_buffer, inout_cycle_nested_buffer,
+              inout_cycle_local_order, temp_cycle_two_forms,
+              gemm_tile_split_hang):
         write(f())
