@@ -133,6 +133,41 @@ FusionPlan pk::fuse(const Function &F) {
     DependsOn[S] = D;
     return D;
   };
+  // Joining S to a group must not close a cycle through other groups
+  // either: G's stores may need a temporary that another group writes
+  // beside a store that needs S (found by the fuzzer:
+  // regressions/temp_cycle_two_forms). Groups that need, through the
+  // temporaries they read, a group that needs them could not be ordered.
+  auto ClosesCycle = [&](const FusionPlan::Group &G, NodeId S) {
+    std::map<unsigned, const FusionPlan::Group *> WrittenBy;
+    for (const FusionPlan::Group &H : Groups)
+      for (NodeId O : H.Stores)
+        if (F.Params[F.Nodes[O].Param].isTemp())
+          WrittenBy[F.Nodes[O].Param] = &H;
+    if (F.Params[F.Nodes[S].Param].isTemp())
+      WrittenBy[F.Nodes[S].Param] = &G;
+    // The groups G (with S) reads temporaries from, transitively.
+    std::set<const FusionPlan::Group *> Seen;
+    std::vector<const FusionPlan::Group *> Work = {&G};
+    while (!Work.empty()) {
+      const FusionPlan::Group *H = Work.back();
+      Work.pop_back();
+      std::vector<NodeId> Members = H->Stores;
+      if (H == &G)
+        Members.push_back(S);
+      for (NodeId O : Members)
+        for (unsigned P : Reads[O]) {
+          auto W = WrittenBy.find(P);
+          if (W == WrittenBy.end() || W->second == H)
+            continue;
+          if (W->second == &G)
+            return true;
+          if (Seen.insert(W->second).second)
+            Work.push_back(W->second);
+        }
+    }
+    return false;
+  };
   auto CanJoin = [&](const FusionPlan::Group &G, NodeId S) {
     unsigned SW = F.Nodes[S].Param;
     for (NodeId O : G.Stores) {
@@ -141,7 +176,7 @@ FusionPlan pk::fuse(const Function &F) {
           (F.Params[SW].isTemp() && Needs(O).count(SW)))
         return false;
     }
-    return true;
+    return !ClosesCycle(G, S);
   };
   for (NodeId S : Stores) {
     auto It = Signature.find(S);

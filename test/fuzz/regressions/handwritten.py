@@ -216,25 +216,9 @@ def temp_cycle_two_forms():
     return k
 
 
-def gemm_tile_split_hang():
-    # pk::rt::gemm never returns for a threaded float product of 33 rows
-    # and 16 columns (K = 1000: past the 262144 multiply-adds that thread
-    # it). Not registered as a ctest (a hang is a timeout, which WILL_FAIL
-    # does not turn into a pass); see its `hang` file.
-    k = Kernel('gemm_tile_split_hang', 0, 'regression')
-    k.policy, k.universe = 'regression', ('A', 'B', 'C')
-    k.params = [Param('a', 'in', F32, ('A', 'B'), bcast_ok=False),
-                Param('b', 'in', F32, ('B', 'C'), bcast_ok=False),
-                Param('o', 'out', F32, ('A', 'C'))]
-    k.stmts = [Stmt('store', param='o', expr=Expr(
-        'op', 'matmul', [Expr('load', 'a'), Expr('load', 'b')], {'mm': 'o'}))]
-    return k
-
-
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch, attention_masked_key_inf,
               inout_reduce_buffer, inout_cycle_nested_buffer,
-              inout_cycle_local_order, temp_cycle_two_forms,
-              gemm_tile_split_hang):
+              inout_cycle_local_order, temp_cycle_two_forms):
         write(f())
