@@ -173,12 +173,15 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
   for (unsigned P : Temps) {
     const Param &T = F.Params[P];
     std::vector<std::string> Writers, Readers;
-    for (size_t I = 0; I < Loops.Nests.size(); ++I) {
+    for (size_t I = 0; I < Loops.Steps.size(); ++I) {
       bool W = false, R = false;
-      for (const LStmt &S : Loops.Nests[I].Body) {
-        W |= S.K == LStmt::Store && S.Param == P;
-        R |= S.K == LStmt::Load && S.Param == P;
-      }
+      std::vector<unsigned> Nests = {Loops.Steps[I].Nest};
+      llvm::append_range(Nests, Loops.Steps[I].Otherwise);
+      for (unsigned N : Nests)
+        for (const LStmt &S : Loops.Nests[N].Body) {
+          W |= S.K == LStmt::Store && S.Param == P;
+          R |= S.K == LStmt::Load && S.Param == P;
+        }
       if (W)
         Writers.push_back(std::to_string(I));
       if (R)
@@ -194,16 +197,21 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     std::string Bytes =
         Known ? fmt::format("{} bytes", Elems * dtypeBytes(T.Type))
               : fmt::format("{} bytes per element", dtypeBytes(T.Type));
+    auto B = llvm::find_if(Loops.Buffers,
+                           [&](const loop::Buffer &B) { return B.Param == P; });
+    std::string Slot = B == Loops.Buffers.end()
+                           ? std::string("unused")
+                           : fmt::format("workspace slot {}", B->Slot);
     OS << fmt::format("    {}: {}{}, {}; written by group {}, read by "
-                      "group{} {}; {}\n",
+                      "group{} {}; {}; {}\n",
                       T.Name, dtypeName(T.Type), shapeToString(F, T.TempShape),
                       Bytes, fmt::join(Writers, ", "),
                       Readers.size() == 1 ? "" : "s", fmt::join(Readers, ", "),
-                      T.Why);
+                      Slot, T.Why);
   }
 
   OS << "\n  schedule\n";
-  for (size_t I = 0; I < Loops.Nests.size(); ++I) {
+  for (size_t I = 0; I < Loops.Steps.size(); ++I) {
     const Nest &N = Loops.Nests[I];
     const tile::NestSchedule &C = Cpu.Nests[I];
     const gpu::NestPlan &G = Gpu.Nests[I];
@@ -262,17 +270,20 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
                                                Hi)
                                  : "");
     }
-    if (!N.FuseConds.empty())
+    const loop::Step &St = Loops.Steps[I];
+    if (St.isConditional())
       OS << "      runs fused when the written refs' extents are equal at run "
             "time, "
-         << (N.Unfused.empty() ? "else raises pk::ShapeError"
-                               : "else one loop per store")
+         << (St.Otherwise.empty()
+                 ? "else raises pk::ShapeError (checked at entry)"
+                 : fmt::format("else one loop per store ({} nests)",
+                               St.Otherwise.size()))
          << "\n";
   }
 
   // Memory traffic: multiples of each ref's size.
   Traffic CpuT, GpuT;
-  for (size_t I = 0; I < Loops.Nests.size(); ++I) {
+  for (size_t I = 0; I < Loops.Steps.size(); ++I) {
     const Nest &N = Loops.Nests[I];
     const tile::NestSchedule &C = Cpu.Nests[I];
     const gpu::NestPlan &G = Gpu.Nests[I];
@@ -280,8 +291,8 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     countNest(N, {G.SharedRowValues.begin(), G.SharedRowValues.end()}, GpuT);
   }
   size_t Lo = 0, Hi = 0;
-  for (const kernel::NestKernels &K : Kernels.Nests) {
-    auto [L, H] = launchCount(K);
+  for (size_t I = 0; I < Loops.Steps.size(); ++I) {
+    auto [L, H] = launchCount(Kernels.Nests[I]);
     Lo += L;
     Hi += H;
   }

@@ -153,7 +153,11 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   if (Opts.Emit == EmitStage::Graph)
     ir::print(F, *Opts.Out, &Plan.GroupOf);
 
-  checkAndLog(Opts, Loops, "Loop IR", "lowerToLoops");
+  {
+    StageScope T(Opts, "planBuffers");
+    planBuffers(Loops);
+  }
+  checkAndLog(Opts, Loops, "Loop IR", "lowerToLoops, planBuffers");
   if (Opts.Emit == EmitStage::Loop)
     loop::print(Loops, *Opts.Out);
 

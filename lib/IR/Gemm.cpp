@@ -28,9 +28,9 @@ Closure closureOf(const Nest &N, llvm::ArrayRef<unsigned> Roots) {
       return false;
     }
     if (S.K == Stmt::Load || S.K == Stmt::Store)
-      for (int D : S.Dims)
-        if (D >= 0)
-          C.Axes.insert(D);
+      for (const AxisAccess &A : S.Map.Axes)
+        if (A.Axis >= 0)
+          C.Axes.insert(A.Axis);
     if (S.K == Stmt::Index)
       C.Axes.insert(S.Axis);
     return true;
@@ -44,7 +44,7 @@ Closure closureOf(const Nest &N, llvm::ArrayRef<unsigned> Roots) {
 std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
   unsigned D = N.Domain.size();
   if (!N.Indexed || N.ReduceAxes.size() != 1 || (D != 3 && D != 4) ||
-      N.ReduceAxes[0] != D - 1 || !N.Unfused.empty())
+      N.ReduceAxes[0] != D - 1)
     return std::nullopt;
   GemmPattern G;
   G.BatchAxis = D == 4 ? 0 : -1;

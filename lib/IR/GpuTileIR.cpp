@@ -29,11 +29,11 @@ llvm::StringRef gpu::strategyName(Strategy S) {
   return "?";
 }
 
-static void printNest(const ir::Function &F, const loop::Nest &N,
+static void printNest(const ir::Function &F, unsigned I, const loop::Nest &N,
                       const NestPlan &P, llvm::raw_ostream &OS,
                       unsigned Indent) {
   std::string Pad(Indent, ' ');
-  OS << Pad << "nest " << N.Group << " " << strategyName(P.Kind) << " over "
+  OS << Pad << "nest " << I << " " << strategyName(P.Kind) << " over "
      << ir::shapeToString(F, N.Domain);
   if (N.isReduction())
     OS << fmt::format(" reduce axes [{}], {} phase{}",
@@ -61,8 +61,6 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
     OS << Pad << "  partials: at most " << P.MaxPartials << "\n";
   for (const std::string &Note : P.Notes)
     OS << Pad << "  ; " << Note << "\n";
-  for (size_t U = 0; U < P.Unfused.size(); ++U)
-    printNest(F, N.Unfused[U], P.Unfused[U], OS, Indent + 2);
   OS << Pad << "}\n";
 }
 
@@ -70,7 +68,7 @@ void gpu::print(const Program &P, llvm::raw_ostream &OS) {
   const ir::Function &F = *P.Loops->F;
   OS << "schedule @" << F.QualifiedName << " (gpu) {\n";
   for (size_t I = 0; I < P.Nests.size(); ++I)
-    printNest(F, P.Loops->Nests[I], P.Nests[I], OS, 2);
+    printNest(F, I, P.Loops->Nests[I], P.Nests[I], OS, 2);
   OS << "}\n";
 }
 
@@ -78,9 +76,6 @@ namespace {
 
 std::string verifyNest(const loop::Nest &N, const NestPlan &S,
                        const GpuTarget &T, const std::string &Where) {
-  if (S.Unfused.size() != N.Unfused.size())
-    return fmt::format("{}: {} fallback plans for {} fallback nests", Where,
-                       S.Unfused.size(), N.Unfused.size());
   bool Elementwise =
       S.Kind == Strategy::GridStride || S.Kind == Strategy::GridStrideIndexed;
   if ((S.Kind == Strategy::Attention) != N.Attention.has_value())
@@ -139,12 +134,6 @@ std::string verifyNest(const loop::Nest &N, const NestPlan &S,
     if (I >= N.Body.size() || !N.Body[I].Inner)
       return fmt::format("{}: shared row value {} is not an inner statement",
                          Where, I);
-  for (size_t U = 0; U < S.Unfused.size(); ++U) {
-    std::string E = verifyNest(N.Unfused[U], S.Unfused[U], T,
-                               fmt::format("{}, fallback {}", Where, U));
-    if (!E.empty())
-      return E;
-  }
   return "";
 }
 

@@ -86,7 +86,6 @@ struct NestPlan {
   /// chunks of 32 times it).
   std::vector<int> ColumnsPerLane;
   std::vector<std::string> Notes;
-  std::vector<NestPlan> Unfused;
 };
 
 struct Program {

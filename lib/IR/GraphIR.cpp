@@ -684,7 +684,7 @@ std::string pk::ir::shapeToString(const Function &F,
   return R + "]";
 }
 
-static llvm::StringRef paramKindName(ParamKind K) {
+llvm::StringRef pk::ir::paramKindName(ParamKind K) {
   switch (K) {
   case ParamKind::In:
     return "in";

@@ -230,6 +230,8 @@ enum class NodeKind : uint8_t {
 
 enum class ReduceKind : uint8_t { Sum, Max, Min, Mean };
 llvm::StringRef reduceKindName(ReduceKind K);
+/// `in`, `out`, `inout`, `scalar`, `temp`.
+llvm::StringRef paramKindName(ParamKind K);
 
 /// How a view was written. Shape inference turns it into the node's
 /// IndexMap (and reports what does not fit); every pass after it reads the

@@ -291,11 +291,6 @@ void printNest(const ir::Function &F, const NestKernels &K,
   for (const std::string &S : L.Cleanup)
     OS << Pad << "  " << S << "\n";
   OS << Pad << "}\n";
-  for (const NestKernels &U : K.Unfused) {
-    OS << Pad << "unfused {\n";
-    printNest(F, U, OS, Indent + 2);
-    OS << Pad << "}\n";
-  }
 }
 
 } // namespace
@@ -329,9 +324,6 @@ public:
 private:
   std::string nest(const loop::Nest &N, const NestKernels &K,
                    const std::string &Where) {
-    if (K.Unfused.size() != N.Unfused.size())
-      return fmt::format("{}: {} fallback kernel sets for {} fallback nests",
-                         Where, K.Unfused.size(), N.Unfused.size());
     for (const Kernel &Kn : K.Kernels) {
       if (Kn.Name.empty() || !Names.insert(Kn.Name).second)
         return fmt::format("{}: kernel name '{}' is empty or taken", Where,
@@ -360,11 +352,6 @@ private:
     if (K.Launch.SplitWhen.empty() != K.Launch.SplitSteps.empty())
       return fmt::format("{}: a split launch without its condition or steps",
                          Where);
-    for (size_t U = 0; U < K.Unfused.size(); ++U)
-      if (std::string E = nest(N.Unfused[U], K.Unfused[U],
-                               fmt::format("{}, fallback {}", Where, U));
-          !E.empty())
-        return E;
     return "";
   }
 

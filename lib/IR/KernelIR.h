@@ -150,7 +150,6 @@ struct NestLaunch {
 struct NestKernels {
   std::vector<Kernel> Kernels;
   NestLaunch Launch;
-  std::vector<NestKernels> Unfused;
 };
 
 struct Program {

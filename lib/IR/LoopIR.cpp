@@ -2,6 +2,7 @@
 
 #include "IR/LoopIR.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <fmt/format.h>
@@ -9,13 +10,30 @@
 using namespace pk;
 using namespace pk::loop;
 
+int AccessMap::axisOf(int A) const {
+  for (unsigned K = 0; K < Axes.size(); ++K)
+    if (Axes[K].Axis == A)
+      return K;
+  return -1;
+}
+
+bool AccessMap::isRightAligned(unsigned DomainRank) const {
+  if (rank() > DomainRank)
+    return false;
+  for (unsigned K = 0; K < rank(); ++K)
+    if (Axes[K].Axis >= 0 &&
+        Axes[K].Axis != static_cast<int>(DomainRank - rank() + K))
+      return false;
+  return true;
+}
+
 bool Nest::canFlatten() const {
   for (const Stmt &S : Body)
     if (S.K == Stmt::Load) {
-      if (S.Axes.size() != Domain.size())
+      if (S.Map.rank() != Domain.size())
         return false;
-      for (AxisMap M : S.Axes)
-        if (M == AxisMap::Broadcast)
+      for (const AxisAccess &A : S.Map.Axes)
+        if (A.Axis < 0)
           return false;
     }
   return true;
@@ -29,16 +47,15 @@ unsigned Nest::numPhases() const {
   return N;
 }
 
-static llvm::StringRef axisMapName(AxisMap M) {
-  switch (M) {
-  case AxisMap::Same:
-    return "same";
-  case AxisMap::Broadcast:
-    return "bcast";
-  case AxisMap::Runtime:
-    return "runtime";
-  }
-  return "?";
+/// `i1` for an axis addressed by domain axis 1, `i1?` when it may
+/// broadcast at run time (index 0 where its extent is 1), `0` for index 0.
+static std::string accessToString(const AccessMap &M) {
+  std::vector<std::string> Parts;
+  for (const AxisAccess &A : M.Axes)
+    Parts.push_back(
+        A.Axis < 0 ? std::string("0")
+                   : fmt::format("i{}{}", A.Axis, A.MayBroadcast ? "?" : ""));
+  return fmt::format("[{}]", fmt::join(Parts, ", "));
 }
 
 std::string pk::loop::describe(const ir::Function &F, const Nest &N,
@@ -47,19 +64,10 @@ std::string pk::loop::describe(const ir::Function &F, const Nest &N,
   llvm::raw_string_ostream Out(Text);
   auto Arg = [&](unsigned J) { return N.Body[S.Args[J]].Name; };
   switch (S.K) {
-  case Stmt::Load: {
-    std::vector<std::string> Maps;
-    for (AxisMap M : S.Axes)
-      Maps.push_back(axisMapName(M).str());
-    if (N.Indexed) {
-      Maps.clear();
-      for (int D : S.Dims)
-        Maps.push_back(D < 0 ? "0" : fmt::format("i{}", D));
-    }
-    Out << S.Name << " = load " << F.Params[S.Param].Name << "["
-        << fmt::format("{}", fmt::join(Maps, ", ")) << "]";
+  case Stmt::Load:
+    Out << S.Name << " = load " << F.Params[S.Param].Name
+        << accessToString(S.Map);
     break;
-  }
   case Stmt::Scalar:
     Out << S.Name << " = param " << F.Params[S.Param].Name;
     break;
@@ -80,7 +88,8 @@ std::string pk::loop::describe(const ir::Function &F, const Nest &N,
     Out << S.Name << " = cast " << Arg(0);
     break;
   case Stmt::Store:
-    Out << "store " << F.Params[S.Param].Name << ", " << Arg(0);
+    Out << "store " << F.Params[S.Param].Name << accessToString(S.Map) << ", "
+        << Arg(0);
     break;
   case Stmt::Reduce: {
     std::vector<std::string> Ext;
@@ -104,11 +113,19 @@ std::string pk::loop::describe(const ir::Function &F, const Nest &N,
   return Text;
 }
 
-static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
+unsigned Program::stepOf(unsigned I) const {
+  for (unsigned S = 0; S < Steps.size(); ++S)
+    if (Steps[S].Nest == I || llvm::is_contained(Steps[S].Otherwise, I))
+      return S;
+  return 0;
+}
+
+static void printNest(const Program &P, unsigned I, llvm::raw_ostream &OS,
                       unsigned Indent) {
   const ir::Function &F = *P.F;
+  const Nest &N = P.Nests[I];
   std::string Pad(Indent, ' ');
-  OS << Pad << "nest " << N.Group << " for " << ir::shapeToString(F, N.Domain);
+  OS << Pad << "nest " << I << " for " << ir::shapeToString(F, N.Domain);
   if (N.isReduction())
     OS << " reduce axes [" << fmt::format("{}", fmt::join(N.ReduceAxes, ", "))
        << "]";
@@ -117,32 +134,55 @@ static void printNest(const Program &P, const Nest &N, llvm::raw_ostream &OS,
     OS << "  ; line" << (N.Lines.size() > 1 ? "s " : " ")
        << fmt::format("{}", fmt::join(N.Lines, ", "));
   OS << "\n";
-  for (auto &[A, B] : N.FuseConds)
-    OS << Pad << "  fused if " << ir::extentToString(F, A)
-       << " == " << ir::extentToString(F, B) << "\n";
-  for (size_t I = 0; I < N.Body.size(); ++I) {
-    const Stmt &S = N.Body[I];
+  for (size_t J = 0; J < N.Body.size(); ++J) {
+    const Stmt &S = N.Body[J];
     OS << Pad << "  ";
     if (N.Indexed)
       OS << (S.Inner ? fmt::format("[inner {}] ", S.Phase)
                      : fmt::format("[row {}] ", S.Phase));
     OS << describe(F, N, S) << "\n";
   }
-  if (!N.Unfused.empty()) {
-    OS << Pad << "  else unfused {\n";
-    for (const Nest &U : N.Unfused)
-      printNest(P, U, OS, Indent + 4);
-    OS << Pad << "  }\n";
-  } else if (!N.UnfusedError.empty()) {
-    OS << Pad << "  else error \"" << N.UnfusedError << "\"\n";
-  }
   OS << Pad << "}\n";
 }
 
+/// `m.0 == v.0 && m.0 == p.0`: a step's condition.
+static std::string conditionToString(const ir::Function &F, const Step &S) {
+  std::vector<std::string> Conds;
+  for (auto &[A, B] : S.When)
+    Conds.push_back(ir::extentToString(F, A) +
+                    " == " + ir::extentToString(F, B));
+  return fmt::format("{}", fmt::join(Conds, " && "));
+}
+
 void pk::loop::print(const Program &P, llvm::raw_ostream &OS) {
-  OS << "loops @" << P.F->QualifiedName << " {\n";
-  for (const Nest &N : P.Nests)
-    printNest(P, N, OS, 2);
+  const ir::Function &F = *P.F;
+  OS << "loops @" << F.QualifiedName << " {\n";
+  for (const Buffer &B : P.Buffers) {
+    const ir::Param &Pr = F.Params[B.Param];
+    OS << "  buffer " << Pr.Name << " : " << ir::dtypeName(Pr.Type)
+       << ir::shapeToString(F, ir::refShape(F, B.Param)) << " "
+       << ir::paramKindName(Pr.Kind);
+    if (Pr.isTemp())
+      OS << fmt::format(", steps {}..{}, workspace slot {}", B.FirstStep,
+                        B.LastStep, B.Slot);
+    OS << "\n";
+  }
+  for (unsigned I = 0; I < P.Steps.size(); ++I) {
+    const Step &S = P.Steps[I];
+    OS << "  step " << I << ": group " << P.Nests[S.Nest].Group;
+    if (S.isConditional())
+      OS << " fused if " << conditionToString(F, S);
+    OS << "\n";
+    printNest(P, S.Nest, OS, 2);
+    if (!S.Otherwise.empty()) {
+      OS << "  else unfused {\n";
+      for (unsigned U : S.Otherwise)
+        printNest(P, U, OS, 4);
+      OS << "  }\n";
+    } else if (S.isConditional()) {
+      OS << "  else error \"" << S.OtherwiseError << "\"\n";
+    }
+  }
   OS << "}\n";
 }
 
@@ -157,24 +197,30 @@ static std::string verifyNest(const Program &P, const Nest &N) {
       if (N.Body[A].K == Stmt::Store)
         return fmt::format("nest {}: statement {} uses a store", N.Group, I);
     }
-    size_t Mapped = N.Indexed ? S.Dims.size() : S.Axes.size();
-    if ((S.K == Stmt::Load || (N.Indexed && S.K == Stmt::Store)) &&
-        Mapped != P.F->Params[S.Param].Rank)
-      return fmt::format("nest {}: {} of {} maps {} axes, rank is {}", N.Group,
-                         S.K == Stmt::Load ? "load" : "store",
-                         P.F->Params[S.Param].Name, Mapped,
-                         P.F->Params[S.Param].Rank);
-    if (N.Indexed && (S.K == Stmt::Load || S.K == Stmt::Store))
-      for (int D : S.Dims)
-        if (D >= static_cast<int>(N.Domain.size()))
+    if (S.K == Stmt::Load || S.K == Stmt::Store) {
+      const ir::Param &Pr = P.F->Params[S.Param];
+      if (S.Map.rank() != Pr.Rank)
+        return fmt::format("nest {}: {} of {} maps {} axes, rank is {}",
+                           N.Group, S.K == Stmt::Load ? "load" : "store",
+                           Pr.Name, S.Map.rank(), Pr.Rank);
+      for (const AxisAccess &A : S.Map.Axes)
+        if (A.Axis >= static_cast<int>(N.Domain.size()))
           return fmt::format("nest {}: {} indexed by axis {} of a domain of "
                              "rank {}",
-                             N.Group, P.F->Params[S.Param].Name, D,
-                             N.Domain.size());
-    if (S.K == Stmt::Load && !N.Indexed && S.Axes.size() > N.Domain.size())
-      return fmt::format("nest {}: load of {} has a higher rank than the "
-                         "domain",
-                         N.Group, P.F->Params[S.Param].Name);
+                             N.Group, Pr.Name, A.Axis, N.Domain.size());
+      if (!N.Indexed && !S.Map.isRightAligned(N.Domain.size()))
+        return fmt::format("nest {}: {} of {} is not right-aligned in a "
+                           "nest that is not indexed",
+                           N.Group, S.K == Stmt::Load ? "load" : "store",
+                           Pr.Name);
+    }
+    if (S.K == Stmt::Load || S.K == Stmt::Store) {
+      auto B = llvm::find_if(
+          P.Buffers, [&](const Buffer &B) { return B.Param == S.Param; });
+      if (B == P.Buffers.end())
+        return fmt::format("nest {}: {} is not a buffer of the program",
+                           N.Group, P.F->Params[S.Param].Name);
+    }
     if (S.K == Stmt::Store) {
       HasStore = true;
       if (!P.F->Params[S.Param].isWritable())
@@ -189,13 +235,38 @@ static std::string verifyNest(const Program &P, const Nest &N) {
   }
   if (!HasStore)
     return fmt::format("nest {} stores nothing", N.Group);
-  for (const Nest &U : N.Unfused)
-    if (std::string E = verifyNest(P, U); !E.empty())
-      return E;
   return "";
 }
 
 std::string pk::loop::verify(const Program &P) {
+  // Every nest belongs to exactly one step: its own or an alternative.
+  std::vector<unsigned> Uses(P.Nests.size(), 0);
+  for (unsigned I = 0; I < P.Steps.size(); ++I) {
+    const Step &S = P.Steps[I];
+    if (S.Nest != I)
+      return fmt::format("step {} runs nest {}, not its own", I, S.Nest);
+    if (!S.Otherwise.empty() && !S.isConditional())
+      return fmt::format("step {} has alternatives but no condition", I);
+    for (unsigned N : S.Otherwise) {
+      if (N < P.Steps.size() || N >= P.Nests.size())
+        return fmt::format("step {}: alternative nest {} out of range", I, N);
+      if (P.Nests[N].Group != P.Nests[I].Group)
+        return fmt::format("step {}: alternative nest {} of another group", I,
+                           N);
+    }
+    Uses[S.Nest]++;
+    for (unsigned N : S.Otherwise)
+      Uses[N]++;
+  }
+  for (unsigned N = 0; N < P.Nests.size(); ++N)
+    if (Uses[N] != 1)
+      return fmt::format("nest {} is run by {} steps", N, Uses[N]);
+  for (const Buffer &B : P.Buffers)
+    if (P.F->Params[B.Param].isTemp() &&
+        (B.Slot < 0 || static_cast<unsigned>(B.Slot) >= P.NumSlots ||
+         B.FirstStep > B.LastStep))
+      return fmt::format("temporary {} has no slot or lifetime",
+                         P.F->Params[B.Param].Name);
   for (const Nest &N : P.Nests)
     if (std::string E = verifyNest(P, N); !E.empty())
       return E;

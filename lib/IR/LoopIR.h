@@ -24,11 +24,35 @@ namespace pk::loop {
 using ir::DType;
 using ir::ExtentId;
 
-/// How one axis of a loaded ref is indexed by the domain.
-enum class AxisMap : uint8_t {
-  Same,      ///< the ref's extent is the domain's: index with the domain index
-  Broadcast, ///< the extent is the constant 1: stride 0
-  Runtime,   ///< only known at run time (extent 1 broadcasts, else same)
+/// How a load or store addresses one axis of its buffer.
+struct AxisAccess {
+  /// The domain axis whose loop index addresses this axis; -1 when the
+  /// buffer's extent there is the constant 1 (index 0).
+  int Axis = -1;
+  /// The extent may be 1 at run time where the loop runs longer (NumPy
+  /// broadcasting): the index is then 0. Always correct to assume (an axis
+  /// of extent 1 has only index 0); false lets an emitter skip the check.
+  bool MayBroadcast = false;
+  bool operator==(const AxisAccess &O) const {
+    return Axis == O.Axis && MayBroadcast == O.MayBroadcast;
+  }
+};
+
+/// The access map of a load or store: one entry per axis of the buffer.
+/// The element addressed is the sum over the axes of the index times the
+/// buffer's stride there. ([views] adds offsets and steps per axis for
+/// slices, and composes reshapes into the map.)
+struct AccessMap {
+  std::vector<AxisAccess> Axes;
+
+  unsigned rank() const { return Axes.size(); }
+  /// The buffer axis that domain axis `A` addresses, or -1.
+  int axisOf(int A) const;
+  /// True when every buffer axis k is addressed by domain axis
+  /// DomainRank - rank() + k (NumPy's right alignment) or is index 0.
+  bool isRightAligned(unsigned DomainRank) const;
+  bool operator==(const AccessMap &O) const { return Axes == O.Axes; }
+  bool operator!=(const AccessMap &O) const { return !(*this == O); }
 };
 
 /// One scalar statement. Every kind but Store defines the value `Name`.
@@ -51,14 +75,11 @@ struct Stmt {
   std::vector<unsigned> Args; ///< indices of earlier statements
   double FloatValue = 0;
   int64_t IntValue = 0;
-  /// Load: one entry per axis of the ref (right-aligned to the domain).
-  std::vector<AxisMap> Axes;
+  /// Load/Store: how the element is addressed.
+  AccessMap Map;
   unsigned Line = 0; ///< source line, for comments
 
   // Reduction nests only (Nest::ReduceAxes not empty).
-  /// Load/Store: the domain axis each axis of the ref is indexed by (-1: the
-  /// ref's extent there is 1 by construction, index 0).
-  std::vector<int> Dims;
   /// Index: the domain axis.
   int Axis = -1;
   /// True when the value varies along a reduce axis: computed inside an
@@ -114,36 +135,65 @@ struct Nest {
   /// (each inner loop has its own, see Stmt::LoopExtents).
   std::vector<ExtentId> Domain;
   std::vector<unsigned> ReduceAxes;
-  /// Loads and stores are indexed through Stmt::Dims (reduction nests, and
-  /// elementwise nests with expand_dims/squeeze/index) instead of AxisMaps.
+  /// Loads and stores are not all right-aligned to the domain (reduction
+  /// nests, and elementwise nests with expand_dims/squeeze/transpose/index):
+  /// the emitters index every axis through its stride instead of one flat
+  /// or right-aligned loop.
   bool Indexed = false;
   std::vector<Stmt> Body;
   std::vector<unsigned> Lines; ///< source lines of the stores, for comments
-  /// Pairs of extents that must be equal at run time for this nest to be
-  /// valid as one loop (stores to refs whose extents are different symbols).
-  std::vector<std::pair<ExtentId, ExtentId>> FuseConds;
-  /// What to run when FuseConds fail: one nest per store, in an order that
-  /// reads every ref before it is overwritten. Empty when FuseConds is empty.
-  std::vector<Nest> Unfused;
-  /// Set when FuseConds can fail and no safe unfused order exists: the
-  /// emitted code raises this as a ShapeError.
-  std::string UnfusedError;
   /// Set for an attention nest.
   std::optional<AttentionParts> Attention;
 
-  /// True when every load has the domain's rank and no Broadcast axis: then
-  /// one flat loop over all elements is valid whenever the Runtime axes turn
-  /// out to equal the domain (the emitters test that at entry).
+  /// True when every load has the domain's rank and no index-0 axis: then
+  /// one flat loop over all elements is valid whenever the MayBroadcast
+  /// axes turn out to equal the domain (the emitters test that at entry).
   bool canFlatten() const;
   bool isReduction() const { return !ReduceAxes.empty(); }
   /// Number of inner-loop phases of a reduction nest.
   unsigned numPhases() const;
 };
 
-/// A kernel in Loop IR: the nests in execution order.
+/// A buffer the program addresses: a ref parameter or a temporary (an
+/// ir::Param either way; its dtype and symbolic shape are the param's).
+struct Buffer {
+  unsigned Param = 0;
+  /// Temporaries: the first step that writes the buffer and the last that
+  /// reads it, and the workspace slot it shares with temporaries whose
+  /// lifetimes do not overlap (planBuffers). -1 for refs.
+  unsigned FirstStep = 0, LastStep = 0;
+  int Slot = -1;
+};
+
+/// One step of the program: run nest `Nest` when every pair of extents in
+/// `When` is equal at run time; otherwise run the nests `Otherwise` in
+/// order, or, when there are none, raise `OtherwiseError` as a ShapeError.
+/// (Elementwise stores to refs whose extents are other symbols fuse into
+/// one nest; NumPy broadcasting allows them to differ.) The error is a
+/// condition on extents only, checked at entry before any write.
+struct Step {
+  unsigned Nest = 0;
+  std::vector<std::pair<ExtentId, ExtentId>> When;
+  std::vector<unsigned> Otherwise;
+  std::string OtherwiseError;
+  bool isConditional() const { return !When.empty(); }
+  /// True when the step has no alternative: the call raises when `When`
+  /// fails.
+  bool failsOtherwise() const { return isConditional() && Otherwise.empty(); }
+};
+
+/// A kernel in Loop IR: the buffers it addresses, every nest (those of the
+/// steps' alternatives too, after the steps' own), and the steps in
+/// execution order. Nest I < Steps.size() is step I's and group I's.
 struct Program {
   const ir::Function *F = nullptr;
+  std::vector<Buffer> Buffers; ///< ref and temporary params, in order
   std::vector<Nest> Nests;
+  std::vector<Step> Steps;
+  /// Number of workspace slots (planBuffers).
+  unsigned NumSlots = 0;
+  /// The step whose alternatives include nest `I` (or whose nest it is).
+  unsigned stepOf(unsigned I) const;
 };
 
 /// Visits every statement `Roots` are computed from (the roots included)

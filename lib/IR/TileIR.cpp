@@ -31,11 +31,11 @@ llvm::StringRef tile::loopKindName(LoopKind K) {
   return "?";
 }
 
-static void printNest(const ir::Function &F, const loop::Nest &N,
+static void printNest(const ir::Function &F, unsigned I, const loop::Nest &N,
                       const NestSchedule &S, llvm::raw_ostream &OS,
                       unsigned Indent) {
   std::string Pad(Indent, ' ');
-  OS << Pad << "nest " << N.Group << " " << loopKindName(S.Kind) << " over "
+  OS << Pad << "nest " << I << " " << loopKindName(S.Kind) << " over "
      << ir::shapeToString(F, N.Domain);
   if (N.isReduction())
     OS << fmt::format(" reduce axes [{}], {} phase{}",
@@ -63,8 +63,6 @@ static void printNest(const ir::Function &F, const loop::Nest &N,
        << "\n";
   for (const std::string &Note : S.Notes)
     OS << Pad << "  ; " << Note << "\n";
-  for (size_t U = 0; U < S.Unfused.size(); ++U)
-    printNest(F, N.Unfused[U], S.Unfused[U], OS, Indent + 2);
   OS << Pad << "}\n";
 }
 
@@ -72,7 +70,7 @@ void tile::print(const Program &P, llvm::raw_ostream &OS) {
   const ir::Function &F = *P.Loops->F;
   OS << "schedule @" << F.QualifiedName << " (cpu) {\n";
   for (size_t I = 0; I < P.Nests.size(); ++I)
-    printNest(F, P.Loops->Nests[I], P.Nests[I], OS, 2);
+    printNest(F, I, P.Loops->Nests[I], P.Nests[I], OS, 2);
   OS << "}\n";
 }
 
@@ -80,9 +78,6 @@ namespace {
 
 std::string verifyNest(const loop::Nest &N, const NestSchedule &S,
                        const std::string &Where) {
-  if (S.Unfused.size() != N.Unfused.size())
-    return fmt::format("{}: {} fallback schedules for {} fallback nests", Where,
-                       S.Unfused.size(), N.Unfused.size());
   bool Elementwise = S.Kind == LoopKind::Flat ||
                      S.Kind == LoopKind::FlatOrStrided ||
                      S.Kind == LoopKind::Strided;
@@ -112,12 +107,6 @@ std::string verifyNest(const loop::Nest &N, const NestSchedule &S,
   for (unsigned I : S.StreamedStores)
     if (I >= N.Body.size() || N.Body[I].K != loop::Stmt::Store)
       return fmt::format("{}: streamed store {} is not a store", Where, I);
-  for (size_t U = 0; U < S.Unfused.size(); ++U) {
-    std::string E = verifyNest(N.Unfused[U], S.Unfused[U],
-                               fmt::format("{}, fallback {}", Where, U));
-    if (!E.empty())
-      return E;
-  }
   return "";
 }
 

@@ -66,8 +66,6 @@ struct NestSchedule {
   std::vector<unsigned> StreamedStores;
   /// Why: one line per decision, printed by --emit=tile.
   std::vector<std::string> Notes;
-  /// The schedules of the nest's unfused fallback nests.
-  std::vector<NestSchedule> Unfused;
 };
 
 /// A kernel's CPU schedule: one entry per Loop IR nest, same order.

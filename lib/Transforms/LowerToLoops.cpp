@@ -24,7 +24,7 @@
 
 using namespace pk;
 using namespace pk::ir;
-using loop::AxisMap;
+using loop::AccessMap;
 using loop::Nest;
 using loop::Stmt;
 
@@ -55,7 +55,7 @@ private:
   std::set<std::string> Taken;
 };
 
-/// True when a group needs per-axis indexing (Stmt::Dims): reductions and
+/// True when a group needs per-axis indexing (Nest::Indexed): reductions and
 /// matmuls, or shape ops that move axes around (transpose among them).
 bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
   if (!G.ReduceAxes.empty())
@@ -79,23 +79,36 @@ public:
   loop::Program run() {
     loop::Program P;
     P.F = &F;
+    std::vector<std::vector<Nest>> Alternatives;
+    for (unsigned G = 0; G < Plan.Groups.size(); ++G) {
+      loop::Step St;
+      St.Nest = G;
+      Alternatives.emplace_back();
+      P.Nests.push_back(
+          needsIndexing(F, Plan.Groups[G])
+              ? IndexedNestBuilder(*this, G, Plan.Groups[G], St).run()
+              : lowerGroup(G, Plan.Groups[G].Stores, St, Alternatives.back()));
+      P.Steps.push_back(std::move(St));
+    }
+    // The alternatives' nests follow the steps' own.
     for (unsigned G = 0; G < Plan.Groups.size(); ++G)
-      P.Nests.push_back(needsIndexing(F, Plan.Groups[G])
-                            ? IndexedNestBuilder(*this, G, Plan.Groups[G]).run()
-                            : lowerGroup(G, Plan.Groups[G].Stores));
+      for (Nest &N : Alternatives[G]) {
+        P.Steps[G].Otherwise.push_back(P.Nests.size());
+        P.Nests.push_back(std::move(N));
+      }
     return P;
   }
 
 private:
-  /// Builds a nest whose loads and stores are indexed through Dims: each
+  /// Builds a nest whose loads and stores are indexed per axis: each
   /// value is lowered under an embedding (the domain axis of each of its
   /// axes), which reductions, expand_dims and squeeze change on the way
   /// from a store down to the loads.
   class IndexedNestBuilder {
   public:
     IndexedNestBuilder(GroupsToNests &L, unsigned G,
-                       const FusionPlan::Group &Grp)
-        : L(L), F(L.F), Grp(Grp), GroupId(G) {}
+                       const FusionPlan::Group &Grp, loop::Step &St)
+        : L(L), F(L.F), Grp(Grp), GroupId(G), St(St) {}
 
     Nest run() {
       N.Group = GroupId;
@@ -128,12 +141,12 @@ private:
           if (!HaveOuter)
             N.Domain[D] = E;
           else if (N.Domain[D] != E)
-            N.FuseConds.push_back({E, N.Domain[D]});
+            St.When.push_back({E, N.Domain[D]});
         }
         HaveOuter = true;
       }
-      if (!N.FuseConds.empty())
-        N.UnfusedError = fmt::format(
+      if (St.isConditional())
+        St.OtherwiseError = fmt::format(
             "{}: the outputs of one fused group must have the same extents "
             "along the rows (pkc does not split such a group yet)",
             F.Name);
@@ -194,7 +207,7 @@ private:
         for (const Stmt &S : N.Body)
           if (S.K == Stmt::Load && S.Param == St.Param) {
             Read = true;
-            if (S.Dims != St.Dims) {
+            if (!sameAxes(S.Map, St.Map)) {
               // Its old contents are read along other axes: copy them
               // first.
               retry({std::nullopt, {}, St.Param, ""},
@@ -208,6 +221,34 @@ private:
         if (Read && N.isReduction())
           St.Phase = Last + 1;
       }
+    }
+
+    /// The access map of a ref under an embedding (the domain axis of each
+    /// of its axes, -1 for index 0). A loaded axis may broadcast at run
+    /// time unless its extent is the loop's (a row axis of the same
+    /// extent); a stored one never does (the step checked the stores'
+    /// extents equal).
+    AccessMap mapOf(unsigned Param, const std::vector<int> &Emb,
+                    bool Stored) const {
+      AccessMap M;
+      for (size_t K = 0; K < Emb.size(); ++K) {
+        loop::AxisAccess A;
+        A.Axis = Emb[K];
+        A.MayBroadcast = !Stored && Emb[K] >= 0 &&
+                         (isReduceAxis(Emb[K]) ||
+                          refExtent(F, Param, K) != N.Domain[Emb[K]]);
+        M.Axes.push_back(A);
+      }
+      return M;
+    }
+
+    static bool sameAxes(const AccessMap &A, const AccessMap &B) {
+      if (A.rank() != B.rank())
+        return false;
+      for (unsigned K = 0; K < A.rank(); ++K)
+        if (A.Axes[K].Axis != B.Axes[K].Axis)
+          return false;
+      return true;
     }
 
     void report(const Node &At, std::string Message) {
@@ -255,7 +296,7 @@ private:
       St.Param = S.Param;
       St.Line = S.Loc.Line;
       St.Args = {*Value};
-      St.Dims = Dims;
+      St.Map = mapOf(S.Param, Dims, /*Stored=*/true);
       for (size_t K = 0; K < Dims.size(); ++K)
         if (isReduceAxis(Dims[K])) {
           St.Inner = true;
@@ -322,7 +363,7 @@ private:
         Stmt S = fromNode(Nd, Stmt::Load, "");
         S.Name = L.Names.get(F.Params[Nd.Param].Name + "_v");
         S.Param = Nd.Param;
-        S.Dims = Emb;
+        S.Map = mapOf(Nd.Param, Emb, /*Stored=*/false);
         for (int D : Emb)
           S.Inner |= D >= 0 && isReduceAxis(D);
         return add(std::move(S));
@@ -665,6 +706,7 @@ private:
     const Function &F;
     const FusionPlan::Group &Grp;
     unsigned GroupId;
+    loop::Step &St;
     Nest N;
     std::vector<unsigned> Outer;
     std::map<std::pair<NodeId, std::vector<int>>, unsigned> Memo;
@@ -675,23 +717,28 @@ private:
     return {S.begin(), S.end()};
   }
 
-  Nest lowerGroup(unsigned G, const std::vector<NodeId> &Stores) {
+  /// One nest over the first store's ref. When other stores' refs have
+  /// other extents, `St` runs it only if they are equal and otherwise runs
+  /// `Otherwise`: one nest per store.
+  Nest lowerGroup(unsigned G, const std::vector<NodeId> &Stores, loop::Step &St,
+                  std::vector<Nest> &Otherwise) {
     std::vector<ExtentId> Domain = refShape(F.Nodes[Stores[0]].Param);
     Nest N = buildNest(G, Stores, Domain);
     for (NodeId S : llvm::ArrayRef(Stores).drop_front()) {
       std::vector<ExtentId> Other = refShape(F.Nodes[S].Param);
       for (size_t K = 0; K < Other.size(); ++K)
         if (Other[K] != Domain[K])
-          N.FuseConds.push_back({Other[K], Domain[K]});
+          St.When.push_back({Other[K], Domain[K]});
     }
-    if (!N.FuseConds.empty())
-      buildUnfused(N, Stores);
+    if (St.isConditional())
+      buildUnfused(G, Stores, St, Otherwise);
     return N;
   }
 
   /// One nest per store, ordered so that no store overwrites a ref a later
   /// one still reads.
-  void buildUnfused(Nest &N, const std::vector<NodeId> &Stores) {
+  void buildUnfused(unsigned G, const std::vector<NodeId> &Stores,
+                    loop::Step &St, std::vector<Nest> &Otherwise) {
     std::vector<NodeId> Left = Stores, Order;
     while (!Left.empty()) {
       auto Ready = llvm::find_if(Left, [&](NodeId S) {
@@ -704,7 +751,7 @@ private:
         std::vector<std::string> Refs;
         for (NodeId S : Left)
           Refs.push_back(F.Params[F.Nodes[S].Param].Name);
-        N.UnfusedError = fmt::format(
+        St.OtherwiseError = fmt::format(
             "{}: pkc fuses the stores to {} into one loop, which needs their "
             "shapes to be equal (the unfused order would overwrite values "
             "still to be read)",
@@ -715,7 +762,7 @@ private:
       Left.erase(Ready);
     }
     for (NodeId S : Order)
-      N.Unfused.push_back(buildNest(N.Group, {S}, refShape(F.Nodes[S].Param)));
+      Otherwise.push_back(buildNest(G, {S}, refShape(F.Nodes[S].Param)));
   }
 
   Nest buildNest(unsigned G, const std::vector<NodeId> &Stores,
@@ -743,13 +790,18 @@ private:
         S.K = Stmt::Load;
         S.Param = Nd.Param;
         S.Name = Names.get(F.Params[Nd.Param].Name + "_v");
+        // Right-aligned: index 0 where the extent is the constant 1, and
+        // a run-time check where it is another symbol than the domain's.
         unsigned R = F.Params[Nd.Param].Rank;
         for (unsigned K = 0; K < R; ++K) {
           ExtentId Mine = refExtent(F, Nd.Param, K);
-          ExtentId Dom = Domain[Domain.size() - R + K];
-          S.Axes.push_back(Mine == Dom                  ? AxisMap::Same
-                           : F.Extents.isConst(Mine, 1) ? AxisMap::Broadcast
-                                                        : AxisMap::Runtime);
+          int D = Domain.size() - R + K;
+          loop::AxisAccess A;
+          if (Mine == Domain[D] || !F.Extents.isConst(Mine, 1)) {
+            A.Axis = D;
+            A.MayBroadcast = Mine != Domain[D];
+          }
+          S.Map.Axes.push_back(A);
         }
         break;
       }
@@ -776,6 +828,8 @@ private:
       case NodeKind::Store:
         S.K = Stmt::Store;
         S.Param = Nd.Param;
+        for (unsigned K = 0; K < Domain.size(); ++K)
+          S.Map.Axes.push_back({static_cast<int>(K), false});
         N.Lines.push_back(Nd.Loc.Line);
         break;
       default:

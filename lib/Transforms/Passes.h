@@ -108,6 +108,11 @@ loop::Program lowerToLoops(const ir::Function &F, const FusionPlan &Plan,
                            std::vector<ir::UserDiag> &Diags,
                            std::optional<LoopRetry> *Retry = nullptr);
 
+/// Lists the buffers (refs and temporaries) of `P`, the lifetime of each
+/// temporary in steps, and its workspace slot: temporaries whose lifetimes
+/// do not overlap share one.
+void planBuffers(loop::Program &P);
+
 /// Decides the CPU schedule of every nest (Tile IR): threads, vector loop,
 /// loop order, blocks.
 tile::Program scheduleForCpu(const loop::Program &P,

@@ -77,8 +77,8 @@ Flatness flatness(const Nest &N) {
     return Flatness::Never;
   for (const loop::Stmt &S : N.Body)
     if (S.K == loop::Stmt::Load)
-      for (loop::AxisMap M : S.Axes)
-        if (M == loop::AxisMap::Runtime)
+      for (const loop::AxisAccess &A : S.Map.Axes)
+        if (A.MayBroadcast)
           return Flatness::AtRunTime;
   return Flatness::Always;
 }
@@ -97,7 +97,7 @@ std::vector<unsigned> streamableStores(const Nest &N) {
   for (unsigned I = 0; I < N.Body.size(); ++I) {
     const loop::Stmt &S = N.Body[I];
     if (S.K != loop::Stmt::Store || !S.Inner || S.LoopExtents.size() != 1 ||
-        !llvm::is_contained(S.Dims, Axis))
+        S.Map.axisOf(Axis) < 0)
       continue;
     bool Excluded = llvm::any_of(N.Body, [&](const loop::Stmt &O) {
       bool SameRef = (O.K == loop::Stmt::Load || O.K == loop::Stmt::Store) &&
@@ -181,8 +181,6 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
       S.MinWorkForThreads = 0;
       S.Vector = "none (one element)";
     }
-    for (const Nest &U : N.Unfused)
-      S.Unfused.push_back(schedule(U, T));
     return S;
   }
   unsigned RowAxes = N.Domain.size() - N.ReduceAxes.size();

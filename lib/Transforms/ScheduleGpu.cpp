@@ -127,8 +127,6 @@ NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
     } else {
       P.Notes.push_back("refs of different sizes: scalar accesses");
     }
-    for (const Nest &U : N.Unfused)
-      P.Unfused.push_back(schedule(F, U, T));
     return P;
   }
   if (!N.isReduction()) {

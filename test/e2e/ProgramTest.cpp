@@ -51,6 +51,9 @@ void llama_layer(pk::In<float, 2> x, pk::In<float, 1> g1, pk::In<float, 2> wq,
                  pk::In<float, 2> wk, pk::In<float, 2> wv, pk::In<float, 2> wo,
                  pk::In<float, 1> g2, pk::In<float, 2> wg, pk::In<float, 2> wu,
                  pk::In<float, 2> wd, pk::Out<float, 2> y, float scale);
+void product_then_stats(pk::In<float, 2> x, pk::In<float, 2> w,
+                        pk::Out<float, 2> y, pk::Out<float, 1> mean_out,
+                        pk::Out<float, 1> max_out);
 
 // Every allocation through operator new (the workspace arenas and the gemm
 // panels use it) is counted while Counting is set.
@@ -349,6 +352,37 @@ TEST(Program, ShapeErrorsComeBeforeAnyWrite) {
                pk::ShapeError);
   for (float V : O)
     EXPECT_EQ(V, 7.0f);
+}
+
+TEST(Program, AStepThatCannotRunFailsBeforeEarlierStepsWrite) {
+  auto X = grid(4, 29), W = grid(4 * 5, 30);
+  // Eager broadcasts x's one row into mean_out's three; the compiled
+  // statistics group needs its outputs' rows equal. Its check is at entry,
+  // so the product (the step before it) writes nothing.
+  std::vector<float> Y(5, 7.0f), Mean(3, 7.0f), Max(1, 7.0f);
+  try {
+    product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
+                       {Y.data(), {1, 5}}, {Mean.data(), {3}},
+                       {Max.data(), {1}});
+    ADD_FAILURE() << "no pk::ShapeError";
+  } catch (const pk::ShapeError &E) {
+    EXPECT_NE(std::string(E.what()).find("the same extents along the rows"),
+              std::string::npos)
+        << E.what();
+  }
+  for (const std::vector<float> *V : {&Y, &Mean, &Max})
+    for (float E : *V)
+      EXPECT_EQ(E, 7.0f);
+  // Equal rows run.
+  std::vector<float> Mean1(1), EagerY(5), EagerMean(1), EagerMax(1);
+  product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}}, {Y.data(), {1, 5}},
+                     {Mean1.data(), {1}}, {Max.data(), {1}});
+  eager::product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
+                            {EagerY.data(), {1, 5}}, {EagerMean.data(), {1}},
+                            {EagerMax.data(), {1}});
+  EXPECT_EQ(Y, EagerY);
+  EXPECT_EQ(Mean1, EagerMean);
+  EXPECT_EQ(Max, EagerMax);
 }
 
 TEST(Program, RepeatedCallsAllocateNothing) {

@@ -43,6 +43,7 @@ struct TwoNests {
     std::vector<UserDiag> Diags;
     Loops = lowerToLoops(F, Plan, Diags, nullptr);
     EXPECT_TRUE(Diags.empty());
+    planBuffers(Loops);
   }
   /// The index of the reduction nest.
   size_t reductionNest() const {

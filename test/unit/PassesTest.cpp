@@ -297,23 +297,31 @@ loop::Program lower(Function &F) {
   std::vector<UserDiag> D;
   loop::Program L = lowerToLoops(F, P, D);
   EXPECT_TRUE(D.empty());
+  planBuffers(L);
   EXPECT_EQ(loop::verify(L), "");
   return L;
 }
 
-TEST(LowerToLoops, AxisMapsOfBroadcastLoads) {
+TEST(LowerToLoops, AccessMapsOfBroadcastLoads) {
   BiasKernel K;
   loop::Program L = lower(K.F);
   ASSERT_EQ(L.Nests.size(), 1u);
   const loop::Nest &N = L.Nests[0];
   EXPECT_EQ(shapeToString(K.F, N.Domain), "[y.0, y.1]");
-  std::vector<loop::AxisMap> XMap, BMap;
+  loop::AccessMap XMap, BMap, YMap;
   for (const loop::Stmt &S : N.Body)
     if (S.K == loop::Stmt::Load)
-      (S.Param == K.X ? XMap : BMap) = S.Axes;
-  EXPECT_EQ(XMap, (std::vector<loop::AxisMap>{loop::AxisMap::Runtime,
-                                              loop::AxisMap::Runtime}));
-  EXPECT_EQ(BMap, (std::vector<loop::AxisMap>{loop::AxisMap::Runtime}));
+      (S.Param == K.X ? XMap : BMap) = S.Map;
+    else if (S.K == loop::Stmt::Store)
+      YMap = S.Map;
+  // x and b are right-aligned and may broadcast (their extents are other
+  // symbols than y's); the store addresses y by the domain as it is.
+  EXPECT_EQ(XMap.Axes, (std::vector<loop::AxisAccess>{{0, true}, {1, true}}));
+  EXPECT_EQ(BMap.Axes, (std::vector<loop::AxisAccess>{{1, true}}));
+  EXPECT_EQ(YMap.Axes, (std::vector<loop::AxisAccess>{{0, false}, {1, false}}));
+  EXPECT_TRUE(BMap.isRightAligned(2));
+  EXPECT_EQ(BMap.axisOf(1), 0);
+  EXPECT_EQ(BMap.axisOf(0), -1);
   EXPECT_FALSE(N.canFlatten()) << "b has a lower rank than the domain";
 }
 
@@ -330,15 +338,21 @@ TEST(LowerToLoops, StoresToDifferentSymbolsFuseUnderARunTimeCondition) {
   B.store(A, NewA);
   B.store(Bp, B.elementwise(OpCode::Mul, {B.load(Bp), NewA}, DType::F32));
   loop::Program L = lower(F);
-  ASSERT_EQ(L.Nests.size(), 1u);
-  const loop::Nest &N = L.Nests[0];
-  ASSERT_EQ(N.FuseConds.size(), 1u);
-  EXPECT_EQ(extentToString(F, N.FuseConds[0].first), "b.0");
-  ASSERT_EQ(N.Unfused.size(), 2u);
-  EXPECT_EQ(N.UnfusedError, "");
-  auto StoredParam = [](const loop::Nest &U) { return U.Body.back().Param; };
-  EXPECT_EQ(StoredParam(N.Unfused[0]), Bp) << "b reads a's old value first";
-  EXPECT_EQ(StoredParam(N.Unfused[1]), A);
+  ASSERT_EQ(L.Steps.size(), 1u);
+  const loop::Step &St = L.Steps[0];
+  EXPECT_EQ(St.Nest, 0u);
+  ASSERT_EQ(St.When.size(), 1u);
+  EXPECT_EQ(extentToString(F, St.When[0].first), "b.0");
+  ASSERT_EQ(St.Otherwise.size(), 2u);
+  EXPECT_EQ(St.OtherwiseError, "");
+  ASSERT_EQ(L.Nests.size(), 3u) << "the fused nest and one per store";
+  auto StoredParam = [&](unsigned U) { return L.Nests[U].Body.back().Param; };
+  EXPECT_EQ(StoredParam(St.Otherwise[0]), Bp) << "b reads a's old value first";
+  EXPECT_EQ(StoredParam(St.Otherwise[1]), A);
+  EXPECT_EQ(L.stepOf(St.Otherwise[1]), 0u);
+  // Refs only: no temporaries, no workspace.
+  EXPECT_EQ(L.Buffers.size(), 3u);
+  EXPECT_EQ(L.NumSlots, 0u);
 }
 
 TEST(LowerToLoops, RowReductionRunsInPhases) {

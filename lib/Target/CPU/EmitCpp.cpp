@@ -53,34 +53,34 @@ public:
     Out += "  // Shape guards: every condition is checked before any write.\n";
     emitExtents(F, Out, "  ");
     emitGuards(F, Out, "  ");
+    emitStepChecks(P, Out, "  ");
     emitAliasChecks(F, Out, "  ");
     emitTemporaries(P, WorkspaceFrom::CpuArena, Out, "  ");
-    for (size_t I = 0; I < P.Nests.size(); ++I)
-      emitGroup(P.Nests[I], Sched.Nests[I]);
+    for (const loop::Step &St : P.Steps)
+      emitStep(St);
     Out += "}";
     return std::move(Out);
   }
 
 private:
-  void emitGroup(const Nest &N, const tile::NestSchedule &S) {
+  void emitStep(const loop::Step &St) {
+    const Nest &N = P.Nests[St.Nest];
     Out += fmt::format("  // Group {}: fused loop for the store{} at line{} "
                        "{}.\n",
                        N.Group, N.Lines.size() > 1 ? "s" : "",
                        N.Lines.size() > 1 ? "s" : "", fmt::join(N.Lines, ", "));
     Out += "  {\n";
-    if (N.FuseConds.empty() || N.Indexed) {
-      emitNest(N, S, "    ");
+    // A step without alternatives was checked at entry (emitStepChecks).
+    if (St.Otherwise.empty()) {
+      emitNest(N, Sched.Nests[St.Nest], "    ");
     } else {
-      Out += fmt::format("    if ({}) {{\n", fuseCondition(F, N));
-      emitNest(N, S, "      ");
+      Out += fmt::format("    if ({}) {{\n", fuseCondition(F, St));
+      emitNest(N, Sched.Nests[St.Nest], "      ");
       Out += "    } else {\n";
       Out += "      // The outputs have different shapes: one loop each.\n";
-      if (!N.UnfusedError.empty())
-        Out += fmt::format("      pk::rt::shape_fail({});\n",
-                           stringLiteral(N.UnfusedError));
-      for (size_t U = 0; U < N.Unfused.size(); ++U) {
+      for (unsigned U : St.Otherwise) {
         Out += "      {\n";
-        emitNest(N.Unfused[U], S.Unfused[U], "        ");
+        emitNest(P.Nests[U], Sched.Nests[U], "        ");
         Out += "      }\n";
       }
       Out += "    }\n";
@@ -177,11 +177,6 @@ private:
   /// Reductions and axis-moving shape ops: loops over the row axes (threaded
   /// when the work is large), the phases of each row inside.
   void emitIndexedNest(const Nest &N, const std::string &Indent) {
-    if (!N.UnfusedError.empty()) {
-      Out += fmt::format("{}if (!({}))\n{}  pk::rt::shape_fail({});\n", Indent,
-                         fuseCondition(F, N), Indent,
-                         stringLiteral(N.UnfusedError));
-    }
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     std::vector<unsigned> Rows = rowAxes(N);
@@ -373,15 +368,15 @@ private:
         dtypeInfo(F.Params[S.Param].Type).Compute != F.Params[S.Param].Type)
       return std::nullopt;
     std::string Batch = "0", K = "0", J = "0";
-    for (size_t D = 0; D < S.Dims.size(); ++D) {
-      if (S.Dims[D] < 0)
+    for (size_t D = 0; D < S.Map.rank(); ++D) {
+      if (S.Map.Axes[D].Axis < 0)
         continue; // an axis of extent 1: index 0
       std::string *Stride = nullptr;
-      if (S.Dims[D] == G.BatchAxis)
+      if (S.Map.Axes[D].Axis == G.BatchAxis)
         Stride = &Batch;
-      else if (S.Dims[D] == static_cast<int>(G.KAxis))
+      else if (S.Map.Axes[D].Axis == static_cast<int>(G.KAxis))
         Stride = &K;
-      else if (S.Dims[D] == static_cast<int>(G.NAxis))
+      else if (S.Map.Axes[D].Axis == static_cast<int>(G.NAxis))
         Stride = &J;
       else
         return std::nullopt; // B varies along i: not a plain operand
@@ -395,10 +390,6 @@ private:
   void emitGemm(const Nest &N, const std::string &Indent) {
     std::optional<loop::GemmPattern> G = loop::matchGemm(N);
     assert(G && "the schedule said gemm");
-    if (!N.UnfusedError.empty())
-      Out += fmt::format("{}if (!({}))\n{}  pk::rt::shape_fail({});\n", Indent,
-                         fuseCondition(F, N), Indent,
-                         stringLiteral(N.UnfusedError));
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     Out +=
@@ -440,8 +431,8 @@ private:
     for (unsigned I : G->Epilogue) {
       const Stmt &S = N.Body[I];
       if (S.K == Stmt::Load || S.K == Stmt::Store)
-        for (size_t K = 0; K < S.Dims.size(); ++K)
-          if (S.Dims[K] == static_cast<int>(G->NAxis)) {
+        for (size_t K = 0; K < S.Map.rank(); ++K)
+          if (S.Map.Axes[K].Axis == static_cast<int>(G->NAxis)) {
             std::string C = strideVar(F, S.Param, K) + " == 1";
             if (!llvm::is_contained(Unit, C))
               Unit.push_back(C);
@@ -516,8 +507,8 @@ private:
     for (unsigned I : Stmts) {
       const Stmt &S = N.Body[I];
       if (S.K == Stmt::Load || S.K == Stmt::Store)
-        for (size_t K = 0; K < S.Dims.size(); ++K)
-          if (S.Dims[K] == static_cast<int>(Axis)) {
+        for (size_t K = 0; K < S.Map.rank(); ++K)
+          if (S.Map.Axes[K].Axis == static_cast<int>(Axis)) {
             std::string C = strideVar(F, S.Param, K) + " == 1";
             if (!llvm::is_contained(Unit, C))
               Unit.push_back(C);

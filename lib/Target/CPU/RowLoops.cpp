@@ -57,8 +57,8 @@ std::string cpu::unitStrideCondition(const Function &F, const Nest &N,
     const Stmt &S = N.Body[I];
     if (S.K != Stmt::Load)
       continue;
-    for (size_t K = 0; K < S.Dims.size(); ++K)
-      if (S.Dims[K] == static_cast<int>(Axis)) {
+    for (size_t K = 0; K < S.Map.rank(); ++K)
+      if (S.Map.Axes[K].Axis == static_cast<int>(Axis)) {
         std::string C = strideVar(F, S.Param, K) + " == 1";
         if (!llvm::is_contained(Conds, C))
           Conds.push_back(C);
@@ -239,8 +239,8 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
         for (const Stmt &S : N.Body) {
           if (S.K != Stmt::Load || !S.Inner || !Seen.insert(S.Param).second)
             continue;
-          auto Row = llvm::find(S.Dims, static_cast<int>(RowAxis));
-          if (Row == S.Dims.end())
+          int Row = S.Map.axisOf(RowAxis);
+          if (Row < 0)
             continue;
           if (Next.empty()) {
             Out += fmt::format(
@@ -254,10 +254,9 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
                                indexVar(RowAxis), indexVar(RowAxis));
           }
           std::string Ptr = fmt::format("pk_{}_next", F.Params[S.Param].Name);
-          Out += fmt::format(
-              "{}const auto *{} = {} + pk_next_row * {};\n", Pad, Ptr,
-              pointerVar(F, S.Param),
-              strideVar(F, S.Param, std::distance(S.Dims.begin(), Row)));
+          Out += fmt::format("{}const auto *{} = {} + pk_next_row * {};\n", Pad,
+                             Ptr, pointerVar(F, S.Param),
+                             strideVar(F, S.Param, Row));
           Next.push_back(
               {Ptr,
                std::max<int64_t>(1, 64 / dtypeBytes(F.Params[S.Param].Type))});

@@ -429,36 +429,33 @@ public:
     L += "  // Shape guards, checked on the host before any launch.\n";
     emitExtents(F, L, "  ");
     emitGuards(F, L, "  ");
+    emitStepChecks(*P.Loops, L, "  ");
     emitAliasChecks(F, L, "  ");
     emitTemporaries(*P.Loops,
                     CallerWorkspace ? WorkspaceFrom::CudaCaller
                                     : WorkspaceFrom::CudaScratch,
                     L, "  ");
-    for (size_t I = 0; I < P.Nests.size(); ++I) {
-      const Nest &N = P.Loops->Nests[I];
-      const kernel::NestKernels &K = P.Nests[I];
-      kernels(K, T.Kernels);
+    for (const loop::Step &St : P.Loops->Steps) {
+      // The kernels of a step, its alternatives' after its own.
+      kernels(P.Nests[St.Nest], T.Kernels);
+      for (unsigned U : St.Otherwise)
+        kernels(P.Nests[U], T.Kernels);
+    }
+    for (const loop::Step &St : P.Loops->Steps) {
+      const Nest &N = P.Loops->Nests[St.Nest];
       L += fmt::format("  // Group {}: the store{} at line{} {}.\n", N.Group,
                        N.Lines.size() > 1 ? "s" : "",
                        N.Lines.size() > 1 ? "s" : "", fmt::join(N.Lines, ", "));
-      if (N.FuseConds.empty()) {
-        launch(K.Launch, L, "  ");
+      // A step without alternatives was checked at entry (emitStepChecks).
+      if (St.Otherwise.empty()) {
+        launch(P.Nests[St.Nest].Launch, L, "  ");
         continue;
       }
-      if (N.Indexed) {
-        L += fmt::format("  if (!({}))\n    pk::rt::shape_fail({});\n",
-                         fuseCondition(F, N), stringLiteral(N.UnfusedError));
-        launch(K.Launch, L, "  ");
-        continue;
-      }
-      L += fmt::format("  if ({}) {{\n", fuseCondition(F, N));
-      launch(K.Launch, L, "    ");
+      L += fmt::format("  if ({}) {{\n", fuseCondition(F, St));
+      launch(P.Nests[St.Nest].Launch, L, "    ");
       L += "  } else {\n";
-      if (!N.UnfusedError.empty())
-        L += fmt::format("    pk::rt::shape_fail({});\n",
-                         stringLiteral(N.UnfusedError));
-      for (const kernel::NestKernels &U : K.Unfused)
-        launch(U.Launch, L, "    ");
+      for (unsigned U : St.Otherwise)
+        launch(P.Nests[U].Launch, L, "    ");
       L += "  }\n";
     }
     L += "}\n";
@@ -469,8 +466,6 @@ private:
   void kernels(const kernel::NestKernels &K, std::string &Out) {
     for (const kernel::Kernel &Ker : K.Kernels)
       KernelPrinter(F, Ker, Out).print();
-    for (const kernel::NestKernels &U : K.Unfused)
-      kernels(U, Out);
   }
 
   /// The launches of `Steps`, each choosing its first matching variant.

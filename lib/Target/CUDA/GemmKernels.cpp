@@ -36,8 +36,8 @@ int NestsToKernels::vectorColumns(DType T, int TN) {
 int NestsToKernels::contiguousAxis(const Nest &N,
                                    const std::vector<unsigned> &Stmts) {
   for (unsigned I : Stmts)
-    if (N.Body[I].K == LStmt::Load && !N.Body[I].Dims.empty())
-      return N.Body[I].Dims.back();
+    if (N.Body[I].K == LStmt::Load && N.Body[I].Map.rank() != 0)
+      return N.Body[I].Map.Axes.back().Axis;
   return -1;
 }
 

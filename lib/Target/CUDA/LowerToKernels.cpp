@@ -63,11 +63,18 @@ std::string pk::cuda::detail::product(const std::vector<std::string> &Parts) {
 kernel::Program NestsToKernels::run() {
   kernel::Program K;
   K.Loops = Plan.Loops;
+  const loop::Program &Loops = *Plan.Loops;
+  // pk_<kernel>_g<group>, and _u<k> for the k-th alternative of its step.
+  std::vector<std::string> Names(Loops.Nests.size());
+  for (const loop::Step &St : Loops.Steps) {
+    Names[St.Nest] =
+        fmt::format("pk_{}_g{}", F.Symbol.empty() ? F.Name : F.Symbol,
+                    Loops.Nests[St.Nest].Group);
+    for (size_t U = 0; U < St.Otherwise.size(); ++U)
+      Names[St.Otherwise[U]] = fmt::format("{}_u{}", Names[St.Nest], U);
+  }
   for (size_t I = 0; I < Plan.Nests.size(); ++I)
-    K.Nests.push_back(
-        lowerNest(Plan.Loops->Nests[I], Plan.Nests[I],
-                  fmt::format("pk_{}_g{}", F.Symbol.empty() ? F.Name : F.Symbol,
-                              Plan.Loops->Nests[I].Group)));
+    K.Nests.push_back(lowerNest(Loops.Nests[I], Plan.Nests[I], Names[I]));
   return K;
 }
 
@@ -97,9 +104,6 @@ kernel::NestKernels NestsToKernels::lowerNest(const Nest &N, const NestPlan &P,
     attention(N, P, Name, K);
     break;
   }
-  for (size_t U = 0; U < N.Unfused.size(); ++U)
-    K.Unfused.push_back(
-        lowerNest(N.Unfused[U], P.Unfused[U], fmt::format("{}_u{}", Name, U)));
   return K;
 }
 

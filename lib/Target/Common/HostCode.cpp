@@ -16,7 +16,6 @@
 
 using namespace pk;
 using namespace pk::ir;
-using loop::AxisMap;
 using loop::Nest;
 using loop::Stmt;
 
@@ -121,73 +120,37 @@ void target::emitExtents(const Function &F, std::string &Out,
                            extentVar(F, P, A), F.Params[P].Name, A);
 }
 
-namespace {
-
-/// Where each temporary lives in the workspace: slots in order, each holding
-/// temporaries whose lifetimes (first nest writing one to last nest reading
-/// it) do not overlap, first fit in the order they are written.
-struct WorkspaceLayout {
-  std::vector<std::vector<unsigned>> Slots;
-  std::map<unsigned, size_t> SlotOf;
-  std::vector<unsigned> ByStart; ///< temporaries, in the order first written
-};
-
-WorkspaceLayout layoutWorkspace(const loop::Program &Prog) {
-  const Function &F = *Prog.F;
-  std::map<unsigned, std::pair<size_t, size_t>> Life;
-  std::function<void(const Nest &, size_t)> Visit = [&](const Nest &N,
-                                                        size_t I) {
-    for (const Stmt &S : N.Body)
-      if ((S.K == Stmt::Load || S.K == Stmt::Store) &&
-          F.Params[S.Param].isTemp()) {
-        auto [It, New] = Life.try_emplace(S.Param, I, I);
-        It->second.first = std::min(It->second.first, I);
-        It->second.second = std::max(It->second.second, I);
-      }
-    for (const Nest &U : N.Unfused)
-      Visit(U, I);
-  };
-  for (size_t I = 0; I < Prog.Nests.size(); ++I)
-    Visit(Prog.Nests[I], I);
-  std::vector<std::pair<size_t, unsigned>> Starts;
-  for (auto &[P, L] : Life)
-    Starts.push_back({L.first, P});
-  std::sort(Starts.begin(), Starts.end());
-  WorkspaceLayout W;
-  std::vector<size_t> SlotEnd;
-  for (auto [Start, P] : Starts) {
-    size_t S = 0;
-    while (S < W.Slots.size() && SlotEnd[S] >= Start)
-      ++S;
-    if (S == W.Slots.size()) {
-      W.Slots.emplace_back();
-      SlotEnd.push_back(0);
-    }
-    W.Slots[S].push_back(P);
-    SlotEnd[S] = Life[P].second;
-    W.SlotOf[P] = S;
-    W.ByStart.push_back(P);
-  }
-  return W;
+/// The temporaries of a program in the order they are first written (the
+/// order their views are declared in).
+static std::vector<const loop::Buffer *>
+temporariesByStart(const loop::Program &Prog) {
+  std::vector<const loop::Buffer *> Temps;
+  for (const loop::Buffer &B : Prog.Buffers)
+    if (Prog.F->Params[B.Param].isTemp())
+      Temps.push_back(&B);
+  std::stable_sort(Temps.begin(), Temps.end(),
+                   [](const loop::Buffer *A, const loop::Buffer *B) {
+                     return A->FirstStep < B->FirstStep;
+                   });
+  return Temps;
 }
 
-std::string slotName(size_t S) { return fmt::format("pk_slot{}", S); }
-
-} // namespace
+static std::string slotName(size_t S) { return fmt::format("pk_slot{}", S); }
 
 std::string target::emitWorkspaceSlots(const loop::Program &Prog,
                                        std::string &Out,
                                        llvm::StringRef Indent) {
   const Function &F = *Prog.F;
-  WorkspaceLayout W = layoutWorkspace(Prog);
   std::vector<std::string> Names;
-  for (size_t S = 0; S < W.Slots.size(); ++S) {
+  for (unsigned S = 0; S < Prog.NumSlots; ++S) {
     std::vector<std::string> Sizes;
-    for (unsigned P : W.Slots[S]) {
-      const Param &Pr = F.Params[P];
+    for (const loop::Buffer *B : temporariesByStart(Prog)) {
+      if (B->Slot != static_cast<int>(S))
+        continue;
+      const Param &Pr = F.Params[B->Param];
       std::vector<std::string> Ext;
       for (unsigned A = 0; A < Pr.Rank; ++A)
-        Ext.push_back(extentVar(F, P, A));
+        Ext.push_back(extentVar(F, B->Param, A));
       Sizes.push_back(fmt::format("pk::rt::buffer_bytes(sizeof({}), {{{}}})",
                                   dtypeCppName(Pr.Type), fmt::join(Ext, ", ")));
     }
@@ -204,8 +167,8 @@ std::string target::emitWorkspaceSlots(const loop::Program &Prog,
 void target::emitTemporaries(const loop::Program &Prog, WorkspaceFrom From,
                              std::string &Out, llvm::StringRef Indent) {
   const Function &F = *Prog.F;
-  WorkspaceLayout W = layoutWorkspace(Prog);
-  if (W.ByStart.empty())
+  std::vector<const loop::Buffer *> Temps = temporariesByStart(Prog);
+  if (Temps.empty())
     return;
   Out += fmt::format("{}// Temporaries (pkc keeps these values in memory "
                      "between groups): one\n{}// workspace per call; "
@@ -234,9 +197,10 @@ void target::emitTemporaries(const loop::Program &Prog, WorkspaceFrom From,
     Base = "static_cast<unsigned char *>(pk_workspace)";
     break;
   }
-  for (unsigned P : W.ByStart) {
+  for (const loop::Buffer *B : Temps) {
+    unsigned P = B->Param;
     const Param &Pr = F.Params[P];
-    size_t S = W.SlotOf[P];
+    size_t S = B->Slot;
     std::vector<std::string> Before;
     for (size_t K = 0; K < S; ++K)
       Before.push_back(slotName(K));
@@ -388,11 +352,11 @@ void target::emitStrides(const Function &F, const Nest &N, std::string &Out,
                          llvm::StringRef Indent) {
   declareStrides(F, N, Out, Indent,
                  [&](const Stmt &S, unsigned K, const std::string &Natural) {
-                   AxisMap M = S.K == Stmt::Store ? AxisMap::Same : S.Axes[K];
-                   if (M == AxisMap::Same)
-                     return Natural;
-                   if (M == AxisMap::Broadcast)
+                   const loop::AxisAccess &A = S.Map.Axes[K];
+                   if (A.Axis < 0)
                      return std::string("0");
+                   if (!A.MayBroadcast)
+                     return Natural;
                    return fmt::format("({} == 1 ? 0 : {})",
                                       extentVar(F, S.Param, K), Natural);
                  });
@@ -404,8 +368,8 @@ std::string target::flatCondition(const Function &F, const Nest &N) {
   for (const Stmt &S : N.Body) {
     if (S.K != Stmt::Load)
       continue;
-    for (unsigned K = 0; K < S.Axes.size(); ++K)
-      if (S.Axes[K] == AxisMap::Runtime) {
+    for (unsigned K = 0; K < S.Map.rank(); ++K)
+      if (S.Map.Axes[K].MayBroadcast) {
         std::string C = fmt::format("{} == {}", extentVar(F, S.Param, K),
                                     extentExpr(F, N.Domain[K]));
         if (Seen.insert(C).second)
@@ -415,12 +379,21 @@ std::string target::flatCondition(const Function &F, const Nest &N) {
   return fmt::format("{}", fmt::join(Conds, " && "));
 }
 
-std::string target::fuseCondition(const Function &F, const Nest &N) {
+std::string target::fuseCondition(const Function &F, const loop::Step &S) {
   std::vector<std::string> Conds;
-  for (auto &[A, B] : N.FuseConds)
+  for (auto &[A, B] : S.When)
     Conds.push_back(
         fmt::format("{} == {}", extentExpr(F, A), extentExpr(F, B)));
   return fmt::format("{}", fmt::join(Conds, " && "));
+}
+
+void target::emitStepChecks(const loop::Program &P, std::string &Out,
+                            llvm::StringRef Indent) {
+  for (const loop::Step &S : P.Steps)
+    if (S.failsOtherwise())
+      Out += fmt::format("{}if (!({}))\n{}  pk::rt::shape_fail({});\n", Indent,
+                         fuseCondition(*P.F, S), Indent,
+                         stringLiteral(S.OtherwiseError));
 }
 
 std::string target::stridedIndex(const Function &F, const Nest &N,
@@ -599,14 +572,15 @@ std::string target::rowCount(const Function &F, const Nest &N) {
 std::string target::indexedIndex(const Function &F, const Stmt &S, int UnitAxis,
                                  llvm::StringRef UnitIndex) {
   std::vector<std::string> Terms;
-  for (size_t K = 0; K < S.Dims.size(); ++K) {
-    if (S.Dims[K] < 0)
+  for (size_t K = 0; K < S.Map.rank(); ++K) {
+    int Axis = S.Map.Axes[K].Axis;
+    if (Axis < 0)
       continue;
-    if (S.Dims[K] == UnitAxis)
-      Terms.push_back(UnitIndex.empty() ? target::indexVar(S.Dims[K])
+    if (Axis == UnitAxis)
+      Terms.push_back(UnitIndex.empty() ? target::indexVar(Axis)
                                         : UnitIndex.str());
     else
-      Terms.push_back(fmt::format("{} * {}", target::indexVar(S.Dims[K]),
+      Terms.push_back(fmt::format("{} * {}", target::indexVar(Axis),
                                   target::strideVar(F, S.Param, K)));
   }
   if (Terms.empty())

@@ -54,9 +54,8 @@ enum class WorkspaceFrom {
 std::string emitWorkspaceSlots(const loop::Program &P, std::string &Out,
                                llvm::StringRef Indent);
 /// Declares the workspace of the call and a ref over it for every
-/// temporary (ir::ParamKind::Temp) the nests read or write. Temporaries
-/// whose lifetimes (from the first nest that writes one to the last that
-/// reads it) do not overlap share memory. Needs emitExtents() first;
+/// temporary (ir::ParamKind::Temp) the nests read or write, at the offset
+/// of its slot (planBuffers). Needs emitExtents() first;
 /// nothing when there are no temporaries.
 void emitTemporaries(const loop::Program &P, WorkspaceFrom From,
                      std::string &Out, llvm::StringRef Indent);
@@ -75,8 +74,12 @@ void emitStrides(const ir::Function &F, const loop::Nest &N, std::string &Out,
 /// `pk_a_0 == pk_o_0 && ...` for the Runtime axes of every load: when true,
 /// one flat loop is valid. "" when the nest has no Runtime axis.
 std::string flatCondition(const ir::Function &F, const loop::Nest &N);
-/// The conjunction of the nest's FuseConds ("" when none).
-std::string fuseCondition(const ir::Function &F, const loop::Nest &N);
+/// The conjunction of the step's When conditions ("" when none).
+std::string fuseCondition(const ir::Function &F, const loop::Step &S);
+/// Raises the error of every step that has no alternative when its
+/// condition fails: at entry, before any write. Needs emitExtents() first.
+void emitStepChecks(const loop::Program &P, std::string &Out,
+                    llvm::StringRef Indent);
 
 /// The strided index of a load: sum of domain index times stride.
 std::string stridedIndex(const ir::Function &F, const loop::Nest &N,
