@@ -26,7 +26,10 @@ table gets the Python peers' columns, NumPy / numexpr / torch / torch.compile / 
 kernel, e.g. numexpr on reductions; "n/a": the package is not available or the case
 failed, the reason listed under the table), the peers' versions and settings above it,
 and, under it, the issue's targets for the row kernels at [2048, 4096] and [4096, 768]:
-pk >= 3x NumPy, >= 1.2x torch.compile and jax.jit.
+pk >= 3x NumPy, >= 1.2x torch.compile and jax.jit. The whole-program table (below) gets
+pk ÷ NumPy / torch / torch.compile / jax.jit too: t_peer / t_pk at the same thread count
+(NumPy's matmul is threaded by its BLAS: these kernels' NumPy rows are its own at every
+thread count).
 
 The kernels whose benchmarks carry a "flops" counter (the matmul kernels of
 kernels_matmul.cpp: matmul, linear_bias_gelu, batched_matmul, batched_matmul_shared) get
@@ -204,7 +207,8 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
                    f"threads {pctx.get('threads', '?')} (process pinned to that many CPUs, "
                    "OMP/MKL/OPENBLAS/NUMEXPR_NUM_THREADS, torch.set_num_threads; jax at 1 thread: "
                    f"XLA_FLAGS=\"{pctx.get('xla_flags_1_thread', '')}\"); NumPy is serial (its 1-thread "
-                   "time at every thread count); numexpr: elementwise kernels only (— elsewhere); "
+                   "time at every thread count) but for its matmul (mlp, swiglu_mlp: its BLAS's "
+                   "threads); numexpr: elementwise kernels only (— elsewhere); "
                    f"{PREEMPTED} on a peer: its process CPU time was under 80% of its wall time")
         isa = {}
         for setup in pctx.get("setup", {}).values():
@@ -276,7 +280,8 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
         out.extend(render_decode(results, decode_rows, bool(rows or matmul_rows or attention_rows)))
     if program_rows:
         out.extend(render_programs(results, program_rows, flops,
-                                   bool(rows or matmul_rows or attention_rows or decode_rows)))
+                                   bool(rows or matmul_rows or attention_rows or decode_rows),
+                                   (unavailable, failed) if peers else None))
     if peers:
         if unavailable or failed:
             out.append("")
@@ -294,20 +299,27 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
 
 PROGRAM_KERNELS = ("mlp", "swiglu_mlp")
 PROGRAM_PEERS = (("hand", "separate"), ("openblas", "OpenBLAS"))
+# The Python peers of these kernels (bench/peers/peers.py; numexpr has no matmul).
+PROGRAM_PYTHON_PEERS = (("numpy", "NumPy"), ("torch", "torch"), ("torch_compile", "torch.compile"),
+                        ("jax_jit", "jax.jit"))
 
 
-def render_programs(results, rows, flops, after_table):
+def render_programs(results, rows, flops, after_table, python=None):
     """The whole-program table (kernels_programs.cpp): GFLOP/s of pk's one kernel, of the
     same products as separate pk kernels, of OpenBLAS with loops; pk ÷ separate, pk ÷
-    OpenBLAS."""
+    OpenBLAS. python: (unavailable, failed) of the Python peers' JSON, or None; when
+    given, also pk ÷ NumPy, torch, torch.compile and jax.jit, each peer's own time at the
+    row's thread count (no serial fall-back: NumPy's BLAS is threaded)."""
     out = [""] if after_table else []
     out.append("Whole-program kernels (shape T x D x F: T tokens, D -> F -> D; GFLOP/s = "
                "4·T·D·F (mlp) or 6·T·D·F (swiglu_mlp) / median wall time; separate = the same "
                "products as separate pk kernels with caller-allocated buffers; OpenBLAS = "
                "cblas_sgemm per product, bias and activation as OpenMP loops)")
     out.append("")
+    pypeers = PROGRAM_PYTHON_PEERS if python else ()
     cols = (["kernel", "shape", "threads", "pk time", "pk GFLOP/s"]
-            + [f"{name} GFLOP/s" for _, name in PROGRAM_PEERS] + ["pk ÷ separate", "pk ÷ OpenBLAS"])
+            + [f"{name} GFLOP/s" for _, name in PROGRAM_PEERS] + ["pk ÷ separate", "pk ÷ OpenBLAS"]
+            + [f"pk ÷ {name}" for _, name in pypeers])
     out.append("| " + " | ".join(cols) + " |")
     out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(cols) - 3)) + "|")
     for (k, shape, _, th) in rows:
@@ -322,9 +334,23 @@ def render_programs(results, rows, flops, after_table):
         for peer, _ in PROGRAM_PEERS:
             got = results.get((k, shape, peer, th))
             cells.append("n/a" if got is None else fmt_ratio(got[0] / t_pk))
+        for peer, _ in pypeers:
+            got = results.get((k, shape, peer, th))
+            if got is None:
+                unavailable, failed = python
+                cells.append("n/a" if peer in unavailable or (f"{k}/{shape}", peer, th) in failed
+                             else "—")
+            else:
+                noisy = busy_pk < 0.8 or got[2] < 0.8
+                cells.append(fmt_ratio(got[0] / t_pk) + (PREEMPTED if noisy else ""))
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    out.append("pk ÷ X = t_X / t_pk: > 1 means pk's one kernel is faster.")
+    note = "pk ÷ X = t_X / t_pk: > 1 means pk's one kernel is faster."
+    if pypeers:
+        note += (" pk ÷ NumPy, torch, torch.compile, jax.jit: the Python peers "
+                 "(bench/peers/peers.py) at the same thread count; —: not run (e.g. not in "
+                 "--only); n/a: not available or failed, the reason listed below.")
+    out.append(note)
     return out
 
 
@@ -463,7 +489,10 @@ def render_matmul(context, results, rows, flops, after_table):
 
 
 def render_targets(results, rows):
-    """The issue's targets on the row kernels at TARGET_SHAPES, per thread count."""
+    """The issue's targets on the row kernels at TARGET_SHAPES, per thread count; nothing
+    when the run has none of those rows (e.g. peers.py --only mlp)."""
+    if not any(k in TARGET_KERNELS and shape in TARGET_SHAPES for (k, shape, _, _) in rows):
+        return []
     out = ["", "Targets (row kernels at " + " and ".join(TARGET_SHAPES) + "): pk >= "
            + ", ".join(f"{x:g}x {name}" for _, name, x in TARGETS) + " (t_peer / t_pk)", ""]
     out.append("| kernel | shape | threads | " + " | ".join(f"{name} ÷ pk (≥ {x:g})" for _, name, x in TARGETS) + " |")
@@ -514,6 +543,11 @@ def main():
                 p: f"no peers results ({e})" for p, _ in PYTHON_COLUMNS}}}, {}
         results.update({key: v for key, v in presults.items() if key[2] != "pk"})
         peers = (pcontext, presults)
+        try:  # the peers carry pk-bench's "flops" counter too (mlp, swiglu_mlp)
+            for case, f in load_flops(args.peers).items():
+                flops.setdefault(case, f)
+        except (OSError, ValueError, KeyError):
+            pass
     if args.cpu_time:
         results = cpu_time_view(results)
     md = render(context, results, order, peers, args.cpu_time, flops)

@@ -4,7 +4,10 @@ PyTorch eager, torch.compile and jax.jit, at pk-bench's shapes and thread counts
 float32, on the CPU (bench/README.md, "Python peers").
 
     python3 bench/peers/peers.py [--json FILE] [--threads 1,2] [--peers a,b]
-                                 [--only k1,k2] [--reps 5] [--min-time 0.1]
+                                 [--only k1,k2/shape] [--reps 5] [--min-time 0.1]
+
+--only takes kernels (every shape) and kernel/shape cases, e.g.
+--only softmax,mlp/1x768x3072.
 
 Usually run by bench/peers/run.sh (which makes the virtual environment), or by
 `bash bench/run.sh --peers` (pk-bench and the peers back to back, one table).
@@ -17,27 +20,33 @@ NUMEXPR_NUM_THREADS = t, torch.set_num_threads(t), numexpr.set_num_threads(t),
 and for JAX at one thread XLA_FLAGS="--xla_cpu_multi_thread_eigen=false
 intra_op_parallelism_threads=1" (at t threads XLA's own pool, which the affinity
 mask sizes). NumPy's elementwise operations and reductions are serial: it runs at
-one thread only, and the table uses that time at every thread count (as Eigen's).
+one thread only, and the table uses that time at every thread count (as Eigen's);
+except for the whole-program kernels (mlp, swiglu_mlp), whose matrix products go to
+NumPy's BLAS, threaded by OPENBLAS_NUM_THREADS: those run at every thread count.
 
 Timing, as Google Benchmark with pk-bench's settings: for each kernel x shape, one
 call on fresh inputs, checked against a float64 NumPy evaluation of the kernel's
-formula (|peer - ref| <= 1e-4 |ref| + 1e-5 for every element of every output; for
-torch.compile and jax.jit this first call is the compile, not timed, its time
-recorded as pk_first_call_s), then warm-up calls (at least 2 and 0.05 s), then an
-iteration count n such that n calls last >= --min-time; then --reps repetitions of
-n calls each, the repetitions of all kernels x shapes of the process in a random
-order (Google Benchmark's --benchmark_enable_random_interleaving: a burst of load
-from another process spoils one repetition of many cases rather than all of a
-few). The time of a repetition is its wall time / n; the reported time is the
-median over the repetitions. Every call is synchronous (JAX: block_until_ready on
-every output of every call). Python's garbage collector is off while timing.
+formula (|peer - ref| <= 1e-4 |ref| + 1e-5 for every element of every output; mlp
+and swiglu_mlp, float32 sums of up to 5632 products, have a tolerance of their own,
+compare(); for torch.compile and jax.jit this first call is the compile, not timed,
+its time recorded as pk_first_call_s), then warm-up calls (at least 2 and 0.05 s),
+then an iteration count n such that n calls last >= --min-time; then --reps
+repetitions of n calls each, the repetitions of all kernels x shapes of the process
+in a random order (Google Benchmark's --benchmark_enable_random_interleaving: a
+burst of load from another process spoils one repetition of many cases rather than
+all of a few). The time of a repetition is its wall time / n; the reported time is
+the median over the repetitions. Every call is synchronous (JAX: block_until_ready
+on every output of every call). Python's garbage collector is off while timing.
 
 Output: JSON shaped like Google Benchmark's, so bench/table.py reads it with
 pk-bench's: benchmarks named <kernel>/<shape>/<peer>/threads:<t>, run_type
 "aggregate", aggregate_name "median", real_time and cpu_time in seconds (cpu_time:
-the process's CPU time, all threads, per call); context.pk_peers holds the package
-versions, the settings, the packages that were not available and why, and the
-cases that failed (a peer that cannot run is never fatal: its cells say n/a).
+the process's CPU time, all threads, per call); for mlp and swiglu_mlp also
+pk-bench's counters of these kernels, bytes_per_second and "flops" (flop/s), from
+the per-call bytes and flops of bench/kernels_programs.cpp; context.pk_peers holds
+the package versions, the settings, the packages that were not available and why,
+and the cases that failed (a peer that cannot run is never fatal: its cells say
+n/a).
 """
 
 import argparse
@@ -57,6 +66,9 @@ import traceback
 
 PEERS = ("numpy", "numexpr", "torch", "torch_compile", "jax_jit")
 SERIAL_PEERS = ("numpy",)
+# ... except for these kernels: NumPy's matmul calls its BLAS (OpenBLAS in NumPy's
+# wheels), which runs OPENBLAS_NUM_THREADS threads, so they run at every thread count.
+THREADED_NUMPY_KERNELS = ("mlp", "swiglu_mlp")
 # The module each peer needs, and the pip package that brings it.
 PEER_MODULES = {"numpy": ["numpy"], "numexpr": ["numpy", "numexpr"], "torch": ["numpy", "torch"],
                 "torch_compile": ["numpy", "torch"], "jax_jit": ["numpy", "jax"]}
@@ -66,10 +78,14 @@ ELEMENTWISE = [(1 << 20,), (16 << 20,)]
 ROWS = [(1, 4096), (128, 4096), (2048, 4096), (4096, 768)]
 BIAS = [(128, 4096), (2048, 4096), (4096, 768)]
 REDUCTIONS = [(2048, 4096), (4096, 768)]
+# (T, D, F): T tokens, D -> F -> D, GPT-2 small's widths then TinyLlama's
+# (kernels_programs.cpp, mlp_shapes(); its labels are 1x768x3072 etc.).
+PROGRAMS = [(T, D, F) for D, F in ((768, 3072), (2048, 5632)) for T in (1, 32, 128, 512)]
 KERNELS = [("fma", ELEMENTWISE), ("axpby", ELEMENTWISE), ("gelu", ELEMENTWISE),
            ("relu_where", ELEMENTWISE), ("adam_step", ELEMENTWISE), ("broadcast_bias", BIAS),
            ("rmsnorm", ROWS), ("softmax", ROWS), ("layernorm", ROWS), ("logsumexp", ROWS),
-           ("add_rmsnorm", ROWS), ("column_mean", REDUCTIONS), ("sum_all", REDUCTIONS)]
+           ("add_rmsnorm", ROWS), ("column_mean", REDUCTIONS), ("sum_all", REDUCTIONS),
+           ("mlp", PROGRAMS), ("swiglu_mlp", PROGRAMS)]
 # numexpr evaluates elementwise expressions (its only reductions are a slow,
 # serial sum/prod of a whole expression): the elementwise samples only.
 NUMEXPR_KERNELS = ("fma", "axpby", "gelu", "relu_where", "adam_step", "broadcast_bias")
@@ -81,13 +97,14 @@ LR, B1, B2, ADAM_EPS = 1e-3, 0.9, 0.999, 1e-8
 BIAS1, BIAS2 = 0.65132156, 0.00995512  # 1 - 0.9^10, 1 - 0.999^10
 EPS = 1e-5
 
-# Out arrays of each kernel (name, shape from (T, D) or (N,)), and InOut arrays.
+# Out arrays of each kernel (name, shape from (T, D), (N,) or (T, D, F)), and InOut
+# arrays.
 OUTS = {
     "fma": [("o", "full")], "axpby": [], "gelu": [("y", "full")], "relu_where": [("y", "full")],
     "adam_step": [], "broadcast_bias": [("y", "full")], "rmsnorm": [("y", "full")],
     "softmax": [("y", "full")], "layernorm": [("out", "full"), ("mean", "T"), ("rstd", "T")],
     "logsumexp": [("out", "T")], "add_rmsnorm": [("y", "full")], "column_mean": [("m", "D")],
-    "sum_all": [("total", "scalar")],
+    "sum_all": [("total", "scalar")], "mlp": [("y", "TD")], "swiglu_mlp": [("y", "TD")],
 }
 INOUT = {"axpby": ["y"], "adam_step": ["p", "m", "v"], "add_rmsnorm": ["h"]}
 
@@ -105,12 +122,34 @@ def label(shape):
 
 
 def out_shape(kind, shape):
-    return {"full": shape, "T": shape[:1], "D": shape[1:], "scalar": ()}[kind]
+    return {"full": shape, "T": shape[:1], "D": shape[1:], "TD": shape[:2], "scalar": ()}[kind]
 
 
 def checked(kernel):
     """The arrays a call writes, in a fixed order."""
     return INOUT.get(kernel, []) + [n for n, _ in OUTS[kernel]]
+
+
+def counts(kernel, shape):
+    """(bytes, flops) of one call where pk-bench reports them as counters beyond its
+    bytes_per_second: min_bytes() and flops() of bench/kernels_programs.cpp (every
+    input read once and y written once; 2 flops per multiply-add of each product),
+    so that the peers' rows carry the same figures as pk's. None elsewhere."""
+    if kernel not in ("mlp", "swiglu_mlp"):
+        return None
+    T, D, F = shape
+    if kernel == "mlp":
+        return 4 * (2 * T * D + 2 * D * F + F + D), 4.0 * T * D * F
+    return 4 * (2 * T * D + 3 * D * F), 6.0 * T * D * F
+
+
+def wanted(only, kernel, shape=None):
+    """Whether --only selects the kernel (any of its shapes when shape is None)."""
+    if not only or kernel in only:
+        return True
+    if shape is None:
+        return any(o.split("/", 1)[0] == kernel for o in only)
+    return f"{kernel}/{label(shape)}" in only
 
 
 # --- inputs and the float64 reference ---------------------------------------------
@@ -152,6 +191,16 @@ def make_inputs(np, kernel, shape, seed):
         return {"x": u(full)}
     if kernel == "sum_all":
         return {"x": u(full, 0.0, 1.0)}
+    if kernel in ("mlp", "swiglu_mlp"):
+        # Weights [out, in] with nn.Linear's initialisation scale, U(±1/sqrt(in)),
+        # biases U(±0.1), x U(-1, 1), as kernels_programs.cpp.
+        T, D, F = shape
+        sd, sf = 1 / math.sqrt(D), 1 / math.sqrt(F)
+        if kernel == "mlp":
+            return {"x": u((T, D)), "w1": u((F, D), -sd, sd), "b1": u((F,), -0.1, 0.1),
+                    "w2": u((D, F), -sf, sf), "b2": u((D,), -0.1, 0.1)}
+        return {"x": u((T, D)), "w_gate": u((F, D), -sd, sd), "w_up": u((F, D), -sd, sd),
+                "w_down": u((D, F), -sf, sf)}
     raise ValueError(kernel)
 
 
@@ -160,13 +209,16 @@ def reference(np, kernel, arrays):
     initial arrays: {name: array} for checked(kernel)."""
     a = {k: v.astype(np.float64) for k, v in arrays.items()}
     f = np.float64
+
+    def gelu(x):  # the tanh form, as samples/gelu and samples/mlp
+        return 0.5 * x * (1.0 + np.tanh(GELU_K * (x + 0.044715 * x * x * x)))
+
     if kernel == "fma":
         return {"o": a["a"] * a["b"] + a["c"]}
     if kernel == "axpby":
         return {"y": f(ALPHA) * a["x"] + f(BETA) * a["y"]}
     if kernel == "gelu":
-        x = a["x"]
-        return {"y": 0.5 * x * (1.0 + np.tanh(GELU_K * (x + 0.044715 * x * x * x)))}
+        return {"y": gelu(a["x"])}
     if kernel == "relu_where":
         return {"y": np.where(a["x"] > 0, a["x"], 0.0)}
     if kernel == "adam_step":
@@ -195,16 +247,45 @@ def reference(np, kernel, arrays):
         return {"m": a["x"].mean(0)}
     if kernel == "sum_all":
         return {"total": np.array(a["x"].sum())}
+    if kernel == "mlp":
+        return {"y": gelu(a["x"] @ a["w1"].T + a["b1"]) @ a["w2"].T + a["b2"]}
+    if kernel == "swiglu_mlp":
+        g = a["x"] @ a["w_gate"].T
+        return {"y": (g / (1.0 + np.exp(-g)) * (a["x"] @ a["w_up"].T)) @ a["w_down"].T}
     raise ValueError(kernel)
 
 
+# The tolerance of the matrix-product kernels (mlp, swiglu_mlp): each output is a
+# float32 sum of F products (up to 5632) of hidden values that are themselves float32
+# sums of D (up to 2048). With terms of random sign, the rounding error of a sum of
+# K terms grows like u·sqrt(K)·rms(sum) (u = 2^-24: each partial sum is rounded,
+# partial sums grow like sqrt(k); a BLAS's blocked accumulators do better; the
+# worst-case bound u·K·sum|terms|, ~2e-3 here, is never approached), and it does not
+# shrink with |ref|: where an output cancels to ~0, no relative tolerance holds. So
+# the absolute term is scaled to the outputs' size: |peer - ref| <= 1e-4 |ref| +
+# 1e-4 rms(ref), ~22x u·sqrt(5632), an absolute floor of 1.2e-5 (mlp, rms 0.12) and
+# 3.3e-6 (swiglu_mlp, rms 0.033) at these value ranges. Measured at every shape
+# (2026-12-01, NumPy 2.4 with its OpenBLAS, torch 2.15 eager and compiled, jax 0.10):
+# largest errors 9.3e-7 (mlp, XLA at T = 1) and 4.2e-7 (swiglu_mlp), every element
+# within 0.035 of its tolerance; a wrong formula fails (checked at 1x768x3072 and
+# 32x2048x5632): erf's GELU for the tanh form (up to 6e-5 off), ReLU for GELU, a
+# missing b2, gate and up swapped, sigmoid or GELU for SiLU.
+MATMUL_TOLERANCE = {"mlp": 1e-4, "swiglu_mlp": 1e-4}
+
+
 def compare(np, kernel, ref, got):
-    """'' when every output agrees with the float64 reference, else why not."""
+    """'' when every output agrees with the float64 reference, else why not:
+    |peer - ref| <= 1e-4 |ref| + 1e-5 for every element (the elementwise and row
+    kernels: a few float32 roundings, or sums of up to 4096 well-scaled terms), and
+    for the matrix-product kernels 1e-4 |ref| + 1e-4 rms(ref) (MATMUL_TOLERANCE)."""
     for name in checked(kernel):
         r = ref[name]
         g = np.asarray(got[name], dtype=np.float64).reshape(r.shape)
         err = np.abs(g - r)
-        bad = ~(err <= 1e-4 * np.abs(r) + 1e-5)
+        floor = 1e-5
+        if kernel in MATMUL_TOLERANCE:
+            floor = MATMUL_TOLERANCE[kernel] * float(np.sqrt(np.mean(r * r)))
+        bad = ~(err <= 1e-4 * np.abs(r) + floor)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             return (f"wrong result: {name}[{i}] = {g.flat[i]:.9g}, expected {r.flat[i]:.9g} "
@@ -282,6 +363,15 @@ def build_numpy(kernel, shape, arrays):
         def step(): np.mean(a["x"], axis=0, out=o["m"])
     elif kernel == "sum_all":
         def step(): box["total"] = np.sum(a["x"])
+    elif kernel == "mlp":
+        def step():
+            h = a["x"] @ a["w1"].T + a["b1"]
+            h = 0.5 * h * (1.0 + np.tanh(GELU_K * (h + 0.044715 * h * h * h)))
+            np.add(h @ a["w2"].T, a["b2"], out=o["y"])
+    elif kernel == "swiglu_mlp":
+        def step():
+            g = a["x"] @ a["w_gate"].T
+            np.matmul(g / (1.0 + np.exp(-g)) * (a["x"] @ a["w_up"].T), a["w_down"].T, out=o["y"])
     else:
         raise ValueError(kernel)
     return step, lambda: {**a, **o, **box}
@@ -332,9 +422,15 @@ def torch_functions(torch, kernel):
     arrays in place, as pk does: a fresh 32 MiB output costs more than the kernel
     here (bench/README.md, "Python peers"). eager uses PyTorch's functions with
     out= (torch.softmax, F.gelu and torch.logsumexp included); layernorm is
-    torch.native_layer_norm, which has no out= and returns new tensors. compiled is
-    the formula written functionally, its results copy_()'d into the Out
-    arguments, which Inductor fuses into the kernel's stores."""
+    torch.native_layer_norm, which has no out= and returns new tensors; mlp and
+    swiglu_mlp are F.linear, F.gelu(approximate="tanh") and F.silu, the last
+    product as torch.addmm / torch.mm with out= (F.linear has no out=; for 2-D
+    input it is addmm(b, x, w.t())). compiled is the formula written functionally,
+    its results copy_()'d into the Out arguments, which Inductor fuses into the
+    kernel's stores; not for mlp and swiglu_mlp (TORCH_LOGS=output_code, torch 2.15):
+    there it calls ATen's addmm / mm per product, runs GELU or SiLU·up as one C++ loop
+    over the hidden buffer, and the copy_ into y as a loop of its own (T x D floats,
+    small next to the products)."""
     F = torch.nn.functional
     if kernel == "fma":
         def eager(a, b, c, o): torch.add(a * b, c, out=o)
@@ -401,6 +497,17 @@ def torch_functions(torch, kernel):
     elif kernel == "sum_all":
         def eager(x): return torch.sum(x)
         comp = eager
+    elif kernel == "mlp":
+        def eager(x, w1, b1, w2, b2, y):
+            h = F.gelu(F.linear(x, w1, b1), approximate="tanh")
+            torch.addmm(b2, h, w2.t(), out=y)
+        def comp(x, w1, b1, w2, b2, y):
+            y.copy_(F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2))
+    elif kernel == "swiglu_mlp":
+        def eager(x, w_gate, w_up, w_down, y):
+            torch.mm(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down.t(), out=y)
+        def comp(x, w_gate, w_up, w_down, y):
+            y.copy_(F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down))
     else:
         raise ValueError(kernel)
     return eager, comp
@@ -412,7 +519,8 @@ def torch_functions(torch, kernel):
 ARGS = {"fma": ["a", "b", "c"], "axpby": ["x", "y"], "gelu": ["x"], "relu_where": ["x"],
         "adam_step": ["p", "m", "v", "g"], "broadcast_bias": ["x", "b"], "rmsnorm": ["x", "w"],
         "softmax": ["x"], "layernorm": ["x", "w", "b"], "logsumexp": ["x"],
-        "add_rmsnorm": ["h", "x", "w"], "column_mean": ["x"], "sum_all": ["x"]}
+        "add_rmsnorm": ["h", "x", "w"], "column_mean": ["x"], "sum_all": ["x"],
+        "mlp": ["x", "w1", "b1", "w2", "b2"], "swiglu_mlp": ["x", "w_gate", "w_up", "w_down"]}
 TORCH_EAGER_RETURNS = {"layernorm": ["out", "mean", "rstd"]}
 
 
@@ -517,6 +625,12 @@ def build_jax(kernel, shape, arrays):
         def f(x, m): return jnp.mean(x, 0)
     elif kernel == "sum_all":
         def f(x): return jnp.sum(x)
+    elif kernel == "mlp":  # jax.nn.gelu(approximate=True): the tanh form
+        def f(x, w1, b1, w2, b2, y):
+            return jax.nn.gelu(x @ w1.T + b1, approximate=True) @ w2.T + b2
+    elif kernel == "swiglu_mlp":
+        def f(x, w_gate, w_up, w_down, y):
+            return (jax.nn.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
     else:
         raise ValueError(kernel)
 
@@ -551,7 +665,12 @@ BUILDERS = {
 }
 
 
-def applies(peer, kernel):
+def applies(peer, kernel, skip_serial=False):
+    """Whether the peer runs the kernel; skip_serial: a serial peer (NumPy) at more
+    than one thread, where only its threaded kernels run (its others' 1-thread time
+    stands for every thread count)."""
+    if skip_serial and peer in SERIAL_PEERS and kernel not in THREADED_NUMPY_KERNELS:
+        return False
     return peer != "numexpr" or kernel in NUMEXPR_KERNELS
 
 
@@ -597,6 +716,12 @@ def worker(peer, threads, args):
         res["setup"]["numpy_simd"] = [d for d in um.__cpu_dispatch__ if um.__cpu_features__.get(d)]
     except Exception:  # noqa: BLE001 - older NumPy: not recorded
         pass
+    if peer == "numpy":  # the BLAS of its matmul (mlp, swiglu_mlp): OPENBLAS_NUM_THREADS
+        try:
+            blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+            res["setup"]["numpy_blas"] = f"{blas['name']} {blas.get('version', '')}".strip()
+        except Exception:  # noqa: BLE001 - not recorded
+            pass
     if peer == "numexpr":
         import numexpr
         numexpr.set_num_threads(threads)
@@ -623,11 +748,11 @@ def worker(peer, threads, args):
     cases = []
     failures = 0
     for ki, (kernel, shapes) in enumerate(KERNELS):
-        if args.only and kernel not in args.only:
-            continue
-        if not applies(peer, kernel):
+        if not wanted(args.only, kernel) or not applies(peer, kernel, args.worker_skip_serial):
             continue
         for si, shape in enumerate(shapes):
+            if not wanted(args.only, kernel, shape):
+                continue
             name = f"{kernel}/{label(shape)}"
             try:
                 arrays = make_inputs(np, kernel, shape, seed=1000 * ki + si)
@@ -652,7 +777,7 @@ def worker(peer, threads, args):
                 per_call = el / n_warm
                 iters = max(1, math.ceil(args.min_time / per_call))
                 cases.append({"name": name, "step": step, "iters": iters, "first": first,
-                              "wall": [], "cpu": []})
+                              "wall": [], "cpu": [], "counts": counts(kernel, shape)})
                 failures = 0
                 print(f"peers: {peer} t={threads} {name}: first call {first * 1e3:.1f} ms, "
                       f"{per_call * 1e6:.1f} us/call, {iters} calls/repetition",
@@ -692,7 +817,7 @@ def worker(peer, threads, args):
         res["results"].append({
             "case": c["name"], "iterations": c["iters"], "first_call_s": c["first"],
             "real_time": statistics.median(c["wall"]), "cpu_time": statistics.median(c["cpu"]),
-            "reps": c["wall"],
+            "reps": c["wall"], "counts": c["counts"],
         })
     return res
 
@@ -751,7 +876,11 @@ def run_all(args):
     wall0 = time.perf_counter()
     for t in threads:
         for peer in peers:
-            if peer in SERIAL_PEERS and t != threads[0] and threads[0] == 1:
+            # A serial peer runs at 1 thread (its time stands for every count), and at
+            # the others only its threaded kernels, if any is selected.
+            skip_serial = peer in SERIAL_PEERS and t != threads[0] and threads[0] == 1
+            if skip_serial and not any(applies(peer, k, True) and wanted(args.only, k)
+                                       for k, _ in KERNELS):
                 continue
             print(f"peers: --- {peer}, {t} thread{'s' if t > 1 else ''}", file=sys.stderr, flush=True)
             with tempfile.NamedTemporaryFile("r", suffix=".json", delete=False) as tf:
@@ -761,6 +890,8 @@ def run_all(args):
                    "--min-time", str(args.min_time), "--seed", str(args.seed)]
             if args.only:
                 cmd += ["--only", ",".join(args.only)]
+            if skip_serial:
+                cmd.append("--worker-skip-serial")
             if args.verbose:
                 cmd.append("--verbose")
             t0 = time.perf_counter()
@@ -802,13 +933,18 @@ def run_all(args):
             notes.extend(f"{n} (at {t} thread{'s' if t > 1 else ''})" for n in res.get("notes", []))
             for r in res.get("results", []):
                 name = f"{r['case']}/{peer}/threads:{t}"
-                benchmarks.append({
+                b = {
                     "name": name, "run_name": name, "run_type": "aggregate",
                     "aggregate_name": "median", "repetitions": len(r["reps"]),
                     "iterations": r["iterations"], "real_time": r["real_time"],
                     "cpu_time": r["cpu_time"], "time_unit": "s",
                     "pk_first_call_s": r["first_call_s"], "pk_repetition_times": r["reps"],
-                })
+                }
+                if r.get("counts"):  # pk-bench's counters: per-call figures / median time
+                    nbytes, nflops = r["counts"]
+                    b["bytes_per_second"] = nbytes / r["real_time"]
+                    b["flops"] = nflops / r["real_time"]
+                benchmarks.append(b)
     context = {
         "date": started.isoformat(timespec="seconds"),
         "host_name": platform.node(),
@@ -842,7 +978,8 @@ def main():
                     help="thread counts (default $PK_BENCH_THREADS or 1,2)")
     ap.add_argument("--peers", default=",".join(PEERS), help=f"subset of {','.join(PEERS)}")
     ap.add_argument("--only", type=lambda s: [k for k in s.split(",") if k],
-                    help="only these kernels (comma-separated)")
+                    help="only these kernels or kernel/shape cases (comma-separated), "
+                         "e.g. softmax,mlp/1x768x3072")
     ap.add_argument("--reps", type=int, default=5, help="repetitions; the median is reported")
     ap.add_argument("--min-time", type=float, default=0.1, help="seconds per repetition (at least)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the interleaving order")
@@ -852,6 +989,7 @@ def main():
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--worker-threads", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--worker-out", help=argparse.SUPPRESS)
+    ap.add_argument("--worker-skip-serial", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.worker:
