@@ -78,6 +78,9 @@ struct Stmt {
   /// Load/Store: how the element is addressed.
   AccessMap Map;
   unsigned Line = 0; ///< source line, for comments
+  /// The Graph IR node this statement computes (or stores); none for the
+  /// statements a matrix product or attention adds (their products).
+  std::optional<ir::NodeId> Node;
 
   // Reduction nests only (Nest::ReduceAxes not empty).
   /// Index: the domain axis.
@@ -135,10 +138,10 @@ struct Nest {
   /// (each inner loop has its own, see Stmt::LoopExtents).
   std::vector<ExtentId> Domain;
   std::vector<unsigned> ReduceAxes;
-  /// Loads and stores are not all right-aligned to the domain (reduction
-  /// nests, and elementwise nests with expand_dims/squeeze/transpose/index):
-  /// the emitters index every axis through its stride instead of one flat
-  /// or right-aligned loop.
+  /// A reduction nest, or one whose access maps are not all right-aligned
+  /// to the domain (views that move axes) or that uses `index`: the
+  /// emitters address every axis through its stride instead of one flat or
+  /// right-aligned loop. Derived from the body (lowerToLoops).
   bool Indexed = false;
   std::vector<Stmt> Body;
   std::vector<unsigned> Lines; ///< source lines of the stores, for comments

@@ -1,12 +1,14 @@
 //===- LowerToLoops.cpp - Fused groups to loop nests ----------------------===//
 //
-// A group becomes one nest over the shape of its first store's ref. Its body
-// is the union of the stores' cones in SSA order, one statement per node;
-// broadcast_to disappears (each load indexes with its own axis map, so a
-// smaller value is simply read at the projected index). Stores to refs whose
-// extents are other symbols make the nest conditional on those extents being
-// equal at run time; the fallback runs one nest per store in an order that
-// reads every ref before it is overwritten.
+// A group becomes one nest over the shape of the refs it writes (and, for a
+// reduction, the axes it reduces). Each value is lowered under an embedding
+// (the domain axis of each of its axes) from the stores down to the loads:
+// views, reductions and matrix products change the embedding, so a load's
+// access map is the embedding it is reached with and broadcasting is index
+// arithmetic, never a copy. Elementwise stores to refs whose extents are
+// other symbols make the step conditional on those extents being equal at
+// run time; the alternative runs one nest per store, in an order that reads
+// every ref before it is overwritten.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,22 +53,12 @@ public:
     return Name;
   }
 
+  /// Gives back a name `get` returned, so that it can be handed out again.
+  void release(const std::string &Name) { Taken.erase(Name); }
+
 private:
   std::set<std::string> Taken;
 };
-
-/// True when a group needs per-axis indexing (Nest::Indexed): reductions and
-/// matmuls, or shape ops that move axes around (transpose among them).
-bool needsIndexing(const Function &F, const FusionPlan::Group &G) {
-  if (!G.ReduceAxes.empty())
-    return true;
-  return !walkCone(F, G.Stores, [&](NodeId, const Node &N) {
-    return N.Kind == NodeKind::Index ||
-                   (N.Kind == NodeKind::View && !N.Map.isBroadcast(N.rank()))
-               ? Walk::Stop
-               : Walk::Operands;
-  });
-}
 
 /// Turns each fused group of a FusionPlan into one Loop IR nest (or asks
 /// the driver for a buffer when a group cannot be one nest).
@@ -81,13 +73,20 @@ public:
     P.F = &F;
     std::vector<std::vector<Nest>> Alternatives;
     for (unsigned G = 0; G < Plan.Groups.size(); ++G) {
+      const FusionPlan::Group &Grp = Plan.Groups[G];
       loop::Step St;
       St.Nest = G;
       Alternatives.emplace_back();
-      P.Nests.push_back(
-          needsIndexing(F, Plan.Groups[G])
-              ? IndexedNestBuilder(*this, G, Plan.Groups[G], St).run()
-              : lowerGroup(G, Plan.Groups[G].Stores, St, Alternatives.back()));
+      P.Nests.push_back(NestBuilder(*this, G, Grp.Stores, St).run());
+      if (St.isConditional()) {
+        if (Grp.ReduceAxes.empty())
+          buildUnfused(G, Grp.Stores, St, Alternatives.back());
+        else
+          St.OtherwiseError = fmt::format(
+              "{}: the outputs of one fused group must have the same extents "
+              "along the rows (pkc does not split such a group yet)",
+              F.Name);
+      }
       P.Steps.push_back(std::move(St));
     }
     // The alternatives' nests follow the steps' own.
@@ -100,15 +99,16 @@ public:
   }
 
 private:
-  /// Builds a nest whose loads and stores are indexed per axis: each
-  /// value is lowered under an embedding (the domain axis of each of its
-  /// axes), which reductions, expand_dims and squeeze change on the way
-  /// from a store down to the loads.
-  class IndexedNestBuilder {
+  /// Builds the nest of a group's stores (all of them, or one for an
+  /// alternative): each value is lowered under an embedding, which views,
+  /// reductions and matrix products change on the way from a store down
+  /// to the loads.
+  class NestBuilder {
   public:
-    IndexedNestBuilder(GroupsToNests &L, unsigned G,
-                       const FusionPlan::Group &Grp, loop::Step &St)
-        : L(L), F(L.F), Grp(Grp), GroupId(G), St(St) {}
+    NestBuilder(GroupsToNests &L, unsigned G, std::vector<NodeId> Stores,
+                loop::Step &St)
+        : L(L), F(L.F), Grp(L.Plan.Groups[G]), Stores(std::move(Stores)),
+          GroupId(G), St(St) {}
 
     Nest run() {
       N.Group = GroupId;
@@ -116,7 +116,7 @@ private:
       N.ReduceAxes = Grp.ReduceAxes;
       if (Grp.Attention)
         return runAttention(*Grp.Attention);
-      const Node &First = F.Nodes[Grp.Stores.front()];
+      const Node &First = F.Nodes[Stores.front()];
       unsigned Rank =
           Grp.ReduceAxes.empty() ? F.Params[First.Param].Rank : Grp.Rank;
       for (unsigned A = 0; A < Rank; ++A)
@@ -127,7 +127,7 @@ private:
       // nominal.
       N.Domain.assign(Rank, F.Extents.constant(1));
       bool HaveOuter = false;
-      for (NodeId S : Grp.Stores) {
+      for (NodeId S : Stores) {
         std::vector<int> Dims = storeDims(F.Nodes[S]);
         if (Dims.empty() && F.Params[F.Nodes[S].Param].Rank != 0)
           return N; // reported
@@ -145,18 +145,69 @@ private:
         }
         HaveOuter = true;
       }
-      if (St.isConditional())
-        St.OtherwiseError = fmt::format(
-            "{}: the outputs of one fused group must have the same extents "
-            "along the rows (pkc does not split such a group yet)",
-            F.Name);
-      for (NodeId S : Grp.Stores)
+      for (NodeId S : Stores)
         lowerStore(S);
       deferStoresToReadRefs();
+      if (!N.isReduction())
+        finishElementwise();
       return N;
     }
 
   private:
+    /// An elementwise nest runs its statements in SSA order (an operand's
+    /// node always precedes its users', so the order is valid), named in
+    /// that order, which is the order of the source. It is `Indexed` only
+    /// where an access map is not right-aligned (a view that moves axes) or
+    /// an `index` is used; otherwise one flat or right-aligned loop runs it.
+    void finishElementwise() {
+      std::vector<unsigned> Order(N.Body.size());
+      for (unsigned I = 0; I < Order.size(); ++I)
+        Order[I] = I;
+      std::stable_sort(Order.begin(), Order.end(), [&](unsigned A, unsigned B) {
+        return N.Body[A].Node.value_or(0) < N.Body[B].Node.value_or(0);
+      });
+      std::vector<unsigned> NewIndex(Order.size());
+      for (unsigned I = 0; I < Order.size(); ++I)
+        NewIndex[Order[I]] = I;
+      std::vector<Stmt> Body;
+      for (unsigned I : Order) {
+        Body.push_back(std::move(N.Body[I]));
+        for (unsigned &A : Body.back().Args)
+          A = NewIndex[A];
+      }
+      N.Body = std::move(Body);
+      // Names in body order: give back this nest's, then take them again.
+      auto Hint = [&](const Stmt &S) -> std::string {
+        const Node &Nd = F.Nodes[*S.Node];
+        if (S.K == Stmt::Load)
+          return F.Params[S.Param].Name + "_v";
+        if (!Nd.Name.empty())
+          return Nd.Name;
+        return S.K == Stmt::Const ? "c" : S.K == Stmt::Index ? "idx" : "t";
+      };
+      auto Named = [](const Stmt &S) {
+        return S.K != Stmt::Scalar && S.K != Stmt::Store && S.Node;
+      };
+      for (const Stmt &S : N.Body)
+        if (Named(S))
+          L.Names.release(S.Name);
+      for (Stmt &S : N.Body)
+        if (Named(S))
+          S.Name = L.Names.get(Hint(S));
+      N.Lines.clear();
+      bool RightAligned = true;
+      for (const Stmt &S : N.Body) {
+        if (S.K == Stmt::Store)
+          N.Lines.push_back(S.Line);
+        if (S.K == Stmt::Index)
+          RightAligned = false;
+        if ((S.K == Stmt::Load || S.K == Stmt::Store) &&
+            !S.Map.isRightAligned(N.Domain.size()))
+          RightAligned = false;
+      }
+      N.Indexed = !RightAligned;
+    }
+
     bool isReduceAxis(unsigned A) const {
       return llvm::is_contained(Grp.ReduceAxes, A);
     }
@@ -210,8 +261,7 @@ private:
             if (!sameAxes(S.Map, St.Map)) {
               // Its old contents are read along other axes: copy them
               // first.
-              retry({std::nullopt, {}, St.Param, ""},
-                    F.Nodes[Grp.Stores.front()],
+              retry({std::nullopt, {}, St.Param, ""}, F.Nodes[Stores.front()],
                     fmt::format("pkc cannot fuse the update of {}: it is "
                                 "read along other axes than it is written",
                                 F.Params[St.Param].Name));
@@ -292,6 +342,7 @@ private:
         return;
       Stmt St;
       St.K = Stmt::Store;
+      St.Node = Id;
       St.Type = S.Type;
       St.Param = S.Param;
       St.Line = S.Loc.Line;
@@ -340,6 +391,7 @@ private:
     /// else after `Hint` ("" for statements that need no name).
     Stmt fromNode(const Node &Nd, Stmt::Kind K, llvm::StringRef Hint) {
       Stmt S;
+      S.Node = static_cast<NodeId>(&Nd - F.Nodes.data());
       S.K = K;
       S.Type = Nd.Type;
       S.Line = Nd.Loc.Line;
@@ -705,35 +757,13 @@ private:
     GroupsToNests &L;
     const Function &F;
     const FusionPlan::Group &Grp;
+    std::vector<NodeId> Stores;
     unsigned GroupId;
     loop::Step &St;
     Nest N;
     std::vector<unsigned> Outer;
     std::map<std::pair<NodeId, std::vector<int>>, unsigned> Memo;
   };
-
-  std::vector<ExtentId> refShape(unsigned Param) {
-    Shape S = ir::refShape(F, Param);
-    return {S.begin(), S.end()};
-  }
-
-  /// One nest over the first store's ref. When other stores' refs have
-  /// other extents, `St` runs it only if they are equal and otherwise runs
-  /// `Otherwise`: one nest per store.
-  Nest lowerGroup(unsigned G, const std::vector<NodeId> &Stores, loop::Step &St,
-                  std::vector<Nest> &Otherwise) {
-    std::vector<ExtentId> Domain = refShape(F.Nodes[Stores[0]].Param);
-    Nest N = buildNest(G, Stores, Domain);
-    for (NodeId S : llvm::ArrayRef(Stores).drop_front()) {
-      std::vector<ExtentId> Other = refShape(F.Nodes[S].Param);
-      for (size_t K = 0; K < Other.size(); ++K)
-        if (Other[K] != Domain[K])
-          St.When.push_back({Other[K], Domain[K]});
-    }
-    if (St.isConditional())
-      buildUnfused(G, Stores, St, Otherwise);
-    return N;
-  }
 
   /// One nest per store, ordered so that no store overwrites a ref a later
   /// one still reads.
@@ -761,85 +791,10 @@ private:
       Order.push_back(*Ready);
       Left.erase(Ready);
     }
-    for (NodeId S : Order)
-      Otherwise.push_back(buildNest(G, {S}, refShape(F.Nodes[S].Param)));
-  }
-
-  Nest buildNest(unsigned G, const std::vector<NodeId> &Stores,
-                 const std::vector<ExtentId> &Domain) {
-    Nest N;
-    N.Group = G;
-    N.Domain = Domain;
-    std::map<NodeId, unsigned> StmtOf;
-    for (NodeId V : cone(F, Stores)) { // in SSA order
-      const Node &Nd = F.Nodes[V];
-      if (Nd.Kind == NodeKind::View) {
-        // A flat nest only sees broadcasts (needsIndexing): the operand's
-        // loads index it right-aligned, with stride 0 where it is 1.
-        assert(Nd.Map.isBroadcast(Nd.rank()) && "a view in a flat nest");
-        StmtOf[V] = StmtOf.at(Nd.Operands[0]);
-        continue;
-      }
-      Stmt S;
-      S.Type = Nd.Type;
-      S.Line = Nd.Loc.Line;
-      for (NodeId O : Nd.Operands)
-        S.Args.push_back(StmtOf.at(O));
-      switch (Nd.Kind) {
-      case NodeKind::Load: {
-        S.K = Stmt::Load;
-        S.Param = Nd.Param;
-        S.Name = Names.get(F.Params[Nd.Param].Name + "_v");
-        // Right-aligned: index 0 where the extent is the constant 1, and
-        // a run-time check where it is another symbol than the domain's.
-        unsigned R = F.Params[Nd.Param].Rank;
-        for (unsigned K = 0; K < R; ++K) {
-          ExtentId Mine = refExtent(F, Nd.Param, K);
-          int D = Domain.size() - R + K;
-          loop::AxisAccess A;
-          if (Mine == Domain[D] || !F.Extents.isConst(Mine, 1)) {
-            A.Axis = D;
-            A.MayBroadcast = Mine != Domain[D];
-          }
-          S.Map.Axes.push_back(A);
-        }
-        break;
-      }
-      case NodeKind::ScalarParam:
-        S.K = Stmt::Scalar;
-        S.Param = Nd.Param;
-        S.Name = F.Params[Nd.Param].Name;
-        break;
-      case NodeKind::Const:
-        S.K = Stmt::Const;
-        S.FloatValue = Nd.FloatValue;
-        S.IntValue = Nd.IntValue;
-        S.Name = Names.get(Nd.Name.empty() ? "c" : Nd.Name);
-        break;
-      case NodeKind::Elementwise:
-        S.K = Stmt::Apply;
-        S.Op = Nd.Op;
-        S.Name = Names.get(Nd.Name.empty() ? "t" : Nd.Name);
-        break;
-      case NodeKind::Cast:
-        S.K = Stmt::Cast;
-        S.Name = Names.get(Nd.Name.empty() ? "t" : Nd.Name);
-        break;
-      case NodeKind::Store:
-        S.K = Stmt::Store;
-        S.Param = Nd.Param;
-        for (unsigned K = 0; K < Domain.size(); ++K)
-          S.Map.Axes.push_back({static_cast<int>(K), false});
-        N.Lines.push_back(Nd.Loc.Line);
-        break;
-      default:
-        // materialize() buffered it; never reached.
-        llvm_unreachable("node kind not lowered to loops");
-      }
-      StmtOf[V] = N.Body.size();
-      N.Body.push_back(std::move(S));
+    for (NodeId S : Order) {
+      loop::Step Own; // one store: no condition
+      Otherwise.push_back(NestBuilder(*this, G, {S}, Own).run());
     }
-    return N;
   }
 
   const Function &F;
