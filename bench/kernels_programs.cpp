@@ -1,12 +1,15 @@
 //===- kernels_programs.cpp - Whole-program kernels: MLP blocks -----------===//
 //
-// samples/mlp (linear, GELU, linear, GPT-2's block) and samples/swiglu_mlp
-// (Llama's gate, up and down) as one pk kernel each, where pkc decides the
-// groups and keeps the hidden activations in buffers it allocates (from the
-// thread's arena: nothing per call), against:
+// samples/mlp (linear, GELU, linear, GPT-2's block), samples/swiglu_mlp
+// (Llama's gate, up and down) and samples/rmsnorm_linear (RMSNorm feeding a
+// projection, as a Llama block starts) as one pk kernel each, where pkc
+// decides the groups and keeps the hidden activations (for rmsnorm_linear
+// only the per-row statistic) in buffers it allocates (from the thread's
+// arena: nothing per call), against:
 //   separate  the same products as separate pk kernels (bench/programs/
 //             mlp_parts.cpp), with buffers allocated once by the caller:
-//             what materialising costs (issue [program]: within 1.05x);
+//             what materialising costs (issue [program]: within 1.05x;
+//             rmsnorm_linear: RMSNorm then the projection, >= 1.0x);
 //   openblas  cblas_sgemm for every product, the bias, GELU or SiLU as an
 //             OpenMP loop over the buffer.
 // Shapes: T x D x F, T tokens in {1, 32, 128, 512}, D -> F -> D with GPT-2
@@ -32,6 +35,10 @@ void part_linear_bias(pk::In<float, 2> x, pk::In<float, 2> w,
 void part_linear(pk::In<float, 2> x, pk::In<float, 2> w, pk::Out<float, 2> y);
 void part_gate(pk::In<float, 2> x, pk::In<float, 2> w, pk::In<float, 2> u,
                pk::Out<float, 2> y);
+void rmsnorm_linear(pk::In<float, 2> x, pk::In<float, 1> g, pk::In<float, 2> w,
+                    pk::Out<float, 2> y, float eps);
+void part_rmsnorm(pk::In<float, 2> x, pk::In<float, 1> g, pk::Out<float, 2> y,
+                  float eps);
 
 namespace {
 
@@ -153,7 +160,35 @@ struct SwigluMlp {
 #endif
 };
 
+// y = (x / rms(x) * g) wᵀ: x [T, D], w [F, D] (the up projection's widths)
+struct RmsnormLinear {
+  static constexpr float Eps = 1e-5f;
+  int64_t T, D, F;
+  Buffer x, g, w, y, xn;
+  explicit RmsnormLinear(const Shape &S)
+      : T(S[0]), D(S[1]), F(S[2]), x(pkbench::random(T * D, 321)),
+        g(pkbench::random(D, 322, 0.5f, 1.5f)),
+        w(pkbench::random(F * D, 323, -1 / std::sqrt(float(S[1])),
+                          1 / std::sqrt(float(S[1])))),
+        y(pkbench::filled(T * F, 0)), xn(pkbench::filled(T * D, 0)) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return (T * D + D + F * D + T * F) * Fl; }
+  double flops() const { return 2.0 * T * D * F; }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+
+  void pk() {
+    ::rmsnorm_linear({x.data(), {T, D}}, {g.data(), {D}}, {w.data(), {F, D}},
+                     {y.data(), {T, F}}, Eps);
+  }
+  void hand() { // "separate": RMSNorm into the caller's xn, then the product
+    part_rmsnorm({x.data(), {T, D}}, {g.data(), {D}}, {xn.data(), {T, D}}, Eps);
+    part_linear({xn.data(), {T, D}}, {w.data(), {F, D}}, {y.data(), {T, F}});
+  }
+};
+
 const bool MlpRegistered = pkbench::register_kernel<Mlp>("mlp", mlp_shapes());
+const bool RmsnormLinearRegistered =
+    pkbench::register_kernel<RmsnormLinear>("rmsnorm_linear", mlp_shapes());
 const bool SwigluRegistered =
     pkbench::register_kernel<SwigluMlp>("swiglu_mlp", mlp_shapes());
 

@@ -297,7 +297,7 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
     return "\n".join(out) + "\n"
 
 
-PROGRAM_KERNELS = ("mlp", "swiglu_mlp")
+PROGRAM_KERNELS = ("mlp", "swiglu_mlp", "rmsnorm_linear")
 PROGRAM_PEERS = (("hand", "separate"), ("openblas", "OpenBLAS"))
 # The Python peers of these kernels (bench/peers/peers.py; numexpr has no matmul).
 PROGRAM_PYTHON_PEERS = (("numpy", "NumPy"), ("torch", "torch"), ("torch_compile", "torch.compile"),
@@ -312,8 +312,10 @@ def render_programs(results, rows, flops, after_table, python=None):
     row's thread count (no serial fall-back: NumPy's BLAS is threaded)."""
     out = [""] if after_table else []
     out.append("Whole-program kernels (shape T x D x F: T tokens, D -> F -> D; GFLOP/s = "
-               "4·T·D·F (mlp) or 6·T·D·F (swiglu_mlp) / median wall time; separate = the same "
-               "products as separate pk kernels with caller-allocated buffers; OpenBLAS = "
+               "4·T·D·F (mlp), 6·T·D·F (swiglu_mlp) or 2·T·D·F (rmsnorm_linear: RMSNorm, then D -> F) "
+               "/ median wall time; separate = the same "
+               "products as separate pk kernels with caller-allocated buffers (rmsnorm_linear: "
+               "RMSNorm into a buffer, then the product); OpenBLAS = "
                "cblas_sgemm per product, bias and activation as OpenMP loops)")
     out.append("")
     pypeers = PROGRAM_PYTHON_PEERS if python else ()

@@ -1,6 +1,7 @@
-// The products of samples/mlp and samples/swiglu_mlp as separate kernels,
-// for bench/kernels_programs.cpp's "separate" peer: what a user writes
-// without whole-program kernels, with buffers they allocate themselves.
+// The products of samples/mlp, samples/swiglu_mlp and samples/rmsnorm_linear
+// as separate kernels, for bench/kernels_programs.cpp's "separate" peer: what
+// a user writes without whole-program kernels, with buffers they allocate
+// themselves.
 #include <pk/pk.h>
 using namespace pk::lang;
 
@@ -28,4 +29,10 @@ PK_KERNEL void part_gate(In<float, 2> x, In<float, 2> w, In<float, 2> u,
                          Out<float, 2> y) {
   auto g = matmul(x[_], transpose(w[_]));
   y[_] = g * sigmoid(g) * u[_];
+}
+// y = x / rms(x) * g: RMSNorm on its own, writing the normalised copy of x
+// that rmsnorm_linear never writes
+PK_KERNEL void part_rmsnorm(In<float, 2> x, In<float, 1> g, Out<float, 2> y,
+                            float eps) {
+  y[_] = x[_] * rsqrt(mean(x[_] * x[_], -1, keepdims) + eps) * g[_];
 }

@@ -111,6 +111,31 @@ TEST(ProgramShim, TheCallersWorkspace) {
                pk::ShapeError);
 }
 
+TEST(ProgramShim, AStepThatCannotRunFailsBeforeAnyLaunch) {
+  // The statistics group needs mean_out's and max_out's rows equal; the
+  // launcher checks that with the guards, before the product's launch.
+  auto X = grid(4, 23), W = grid(4 * 5, 24);
+  Dev<float> DX(X), DW(W), DY(5, std::nanf("")), DMean(3, std::nanf("")),
+      DMax(1, std::nanf(""));
+  pk::In<float, 2> RX(DX.get(), {1, 4}), RW(DW.get(), {4, 5});
+  pk::Out<float, 2> RY(DY.get(), {1, 5});
+  EXPECT_THROW(pk::cuda::product_then_stats(RX, RW, RY, {DMean.get(), {3}},
+                                            {DMax.get(), {1}}),
+               pk::ShapeError);
+  for (float V : DY.host())
+    ASSERT_TRUE(std::isnan(V)) << "the product ran before the check";
+  Dev<float> DMean1(1, std::nanf(""));
+  pk::cuda::product_then_stats(RX, RW, RY, {DMean1.get(), {1}},
+                               {DMax.get(), {1}});
+  std::vector<float> EY(5), EMean(1), EMax(1);
+  eager::product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
+                            {EY.data(), {1, 5}}, {EMean.data(), {1}},
+                            {EMax.data(), {1}});
+  expectClose(EY, DY.host(), 0, "product_then_stats y");
+  expectClose(EMean, DMean1.host(), 0, "product_then_stats mean");
+  expectClose(EMax, DMax.host(), 0, "product_then_stats max");
+}
+
 TEST(ProgramShim, StoredHiddenAndThreeLayers) {
   for (int64_t M : {1, 17, 65}) {
     const int64_t D = 17, F = 33;
