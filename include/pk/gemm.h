@@ -49,6 +49,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 namespace pk::rt {
 
@@ -186,6 +187,92 @@ void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
   }
 }
 
+/// Values of k staged at a time when a transposing pack reads its operand
+/// through a lambda: a [rows, 64] block, row by row along the operand's
+/// contiguous axis, then transposed into the panel by the level's kernel.
+inline constexpr int64_t kPackStage = 64;
+
+/// Panel[k * Width + r] = Load(r, k) for r < Rows, k < Depth (zeros for rows
+/// up to Width), where Load(r, k), Load(r, k + 1) are adjacent in memory:
+/// staged row-major, transposed by the level's kernel for float.
+template <class T, class Load>
+void packTransposed(const Load &Ld, int64_t Rows, int64_t Depth, T *Panel,
+                    int64_t Width) {
+  if constexpr (std::is_same_v<T, float>) {
+    alignas(64) float Stage[kMaxPanelWidth * kPackStage];
+    const PackFn Pack = packKernel(gemm_isa());
+    for (int64_t K0 = 0; K0 < Depth; K0 += kPackStage) {
+      const int64_t D = std::min(kPackStage, Depth - K0);
+      for (int64_t R = 0; R < Rows; ++R)
+        for (int64_t K = 0; K < D; ++K)
+          Stage[R * kPackStage + K] = Ld(R, K0 + K);
+      Pack(Rows, D, Stage, kPackStage, Panel + K0 * Width, Width);
+    }
+  } else {
+    for (int64_t R = 0; R < Rows; ++R)
+      for (int64_t K = 0; K < Depth; ++K)
+        Panel[K * Width + R] = Ld(R, K);
+    for (int64_t K = 0; K < Depth; ++K)
+      for (int64_t R = Rows; R < Width; ++R)
+        Panel[K * Width + R] = T(0);
+  }
+}
+
+/// B[K0 + k, J0 + j] for k < Kc, j < Nc -> panel j / NR, row k, lane j % NR,
+/// columns past Nc zero; read along the operand's contiguous axis.
+template <class T, class LoadB>
+void packB(const LoadB &B, bool UnitK, int64_t Bi, int64_t K0, int64_t Kc,
+           int64_t J0, int64_t Nc, int64_t NcPad, int64_t NR, T *PB) {
+  for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
+    T *Panel = PB + Jp * Kc;
+    const int64_t W = std::min(NR, Nc - Jp);
+    if constexpr (IsStridedB<LoadB> && std::is_same_v<T, float>) {
+      // A weight read in place: w[N, K] is transposed straight from memory.
+      if (B.KStride == 1) {
+        packKernel(gemm_isa())(
+            W, Kc, B.Data + Bi * B.BatchStride + (J0 + Jp) * B.NStride + K0,
+            B.NStride, Panel, NR);
+        continue;
+      }
+    }
+    if (UnitK) {
+      packTransposed<T>(
+          [&](int64_t J, int64_t K) { return B(Bi, K0 + K, J0 + Jp + J); }, W,
+          Kc, Panel, NR);
+    } else {
+      for (int64_t K = 0; K < Kc; ++K) {
+        for (int64_t J = 0; J < W; ++J)
+          Panel[K * NR + J] = B(Bi, K0 + K, J0 + Jp + J);
+        for (int64_t J = W; J < NR; ++J)
+          Panel[K * NR + J] = T(0);
+      }
+    }
+  }
+}
+
+/// A[I0 + i, K0 + k] for i < Mc, k < Kc -> panel i / MR, column k, lane
+/// i % MR, rows past Mc zero.
+template <class T, class LoadA>
+void packA(const LoadA &A, bool UnitK, int64_t Bi, int64_t I0, int64_t Mc,
+           int64_t McPad, int64_t MR, int64_t K0, int64_t Kc, T *PA) {
+  for (int64_t Ip = 0; Ip < McPad; Ip += MR) {
+    T *Panel = PA + Ip * Kc;
+    const int64_t H = std::min(MR, Mc - Ip);
+    if (UnitK) {
+      packTransposed<T>(
+          [&](int64_t I, int64_t K) { return A(Bi, I0 + Ip + I, K0 + K); }, H,
+          Kc, Panel, MR);
+    } else {
+      for (int64_t K = 0; K < Kc; ++K) {
+        for (int64_t I = 0; I < H; ++I)
+          Panel[K * MR + I] = A(Bi, I0 + Ip + I, K0 + K);
+        for (int64_t I = H; I < MR; ++I)
+          Panel[K * MR + I] = T(0);
+      }
+    }
+  }
+}
+
 } // namespace gemm_detail
 
 /// C = A B for every batch, through the lambdas described at the top of
@@ -243,44 +330,10 @@ void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
       std::fill(C, C + McPad * NC, T(0));
       for (int64_t K0 = 0; K0 < S.K; K0 += KC) {
         const int64_t Kc = std::min(KC, S.K - K0);
-        // B[K0 + k, J0 + j] -> panel j / NR, row k, lane j % NR; read along
-        // the operand's contiguous axis.
         T *PB = Bp.get();
-        for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
-          T *Panel = PB + Jp * Kc;
-          const int64_t W = std::min(NR, Nc - Jp);
-          if (Opt.BUnitK) {
-            for (int64_t J = 0; J < W; ++J)
-              for (int64_t K = 0; K < Kc; ++K)
-                Panel[K * NR + J] = B(Bi, K0 + K, J0 + Jp + J);
-          } else {
-            for (int64_t K = 0; K < Kc; ++K)
-              for (int64_t J = 0; J < W; ++J)
-                Panel[K * NR + J] = B(Bi, K0 + K, J0 + Jp + J);
-          }
-          if (W < NR)
-            for (int64_t K = 0; K < Kc; ++K)
-              for (int64_t J = W; J < NR; ++J)
-                Panel[K * NR + J] = T(0);
-        }
-        // A[I0 + i, K0 + k] -> panel i / MR, column k, lane i % MR.
+        packB(B, Opt.BUnitK, Bi, K0, Kc, J0, Nc, NcPad, NR, PB);
         T *PA = Ap.get();
-        for (int64_t Ip = 0; Ip < McPad; Ip += MR) {
-          T *Panel = PA + Ip * Kc;
-          const int64_t H = std::min(MR, Mc - Ip);
-          if (Opt.AUnitK) {
-            for (int64_t I = 0; I < H; ++I)
-              for (int64_t K = 0; K < Kc; ++K)
-                Panel[K * MR + I] = A(Bi, I0 + Ip + I, K0 + K);
-          } else {
-            for (int64_t K = 0; K < Kc; ++K)
-              for (int64_t I = 0; I < H; ++I)
-                Panel[K * MR + I] = A(Bi, I0 + Ip + I, K0 + K);
-          }
-          for (int64_t I = H; I < MR; ++I)
-            for (int64_t K = 0; K < Kc; ++K)
-              Panel[K * MR + I] = T(0);
-        }
+        packA(A, Opt.AUnitK, Bi, I0, Mc, McPad, MR, K0, Kc, PA);
         for (int64_t Jp = 0; Jp < NcPad; Jp += NR)
           for (int64_t Ip = 0; Ip < McPad; Ip += MR)
             Micro.Run(Kc, PA + Ip * Kc, PB + Jp * Kc, C + Ip * NC + Jp, NC);

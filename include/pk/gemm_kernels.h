@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PK_GEMM_X86 1
@@ -144,6 +145,10 @@ template <class T> constexpr Tile tileOf(int VectorBytes, int Rows) {
   return {Rows, 2 * VectorBytes / int(sizeof(T))};
 }
 
+/// The widest float panel of any level (AVX-512's NR), for staging buffers.
+inline constexpr int64_t kMaxPanelWidth = 2 * kAvx512Bytes / int(sizeof(float));
+static_assert(kAvx512Rows <= kMaxPanelWidth);
+
 // One function per level and type. Baseline: the build's own flags (SSE2 on
 // x86-64).
 template <class T>
@@ -181,52 +186,283 @@ template <class T> inline MicroKernel<T> microKernel(GemmIsa L) {
   return {&microBaseline<T>, tileOf<T>(kBaselineBytes, kBaselineRows)};
 }
 
+// --- Packing: transposed panels -------------------------------------------
+//
+// Both operands of nn.Linear (x[M, K] and w[N, K]) are contiguous along k,
+// and the micro-kernel reads its panels k-major: packing them is a
+// transpose. Element by element it cost ~5 cycles per value here (one store
+// per cache line of the panel), a third of a 512 x 5632 x 2048 product;
+// transposed 8 x 8 (4 x 4 at the baseline) in vector registers it streams.
+
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define PK_GEMM_SHUFFLE 1
+#endif
+#endif
+#ifndef PK_GEMM_SHUFFLE
+#define PK_GEMM_SHUFFLE 0
+#endif
+
+/// Panel[k * Width + r] = r < Rows ? Src[r * Ld + k] : 0 for k < Depth,
+/// r < Width (Rows <= Width).
+using PackFn = void (*)(int64_t Rows, int64_t Depth, const float *Src,
+                        int64_t Ld, float *Panel, int64_t Width);
+
+/// The scalar transpose of rows [R0, Rows) and columns [K0, Depth), and the
+/// zero rows [Rows, Width).
+inline void packTail(int64_t R0, int64_t K0, int64_t Rows, int64_t Depth,
+                     const float *Src, int64_t Ld, float *Panel,
+                     int64_t Width) {
+  for (int64_t R = R0; R < Rows; ++R)
+    for (int64_t K = K0; K < Depth; ++K)
+      Panel[K * Width + R] = Src[R * Ld + K];
+  if (Rows < Width)
+    for (int64_t K = 0; K < Depth; ++K)
+      for (int64_t R = Rows; R < Width; ++R)
+        Panel[K * Width + R] = 0.0f;
+}
+
+#if PK_GEMM_SHUFFLE
+/// 4 rows of 4 values -> 4 columns, SSE (the x86-64 baseline) or NEON.
+__attribute__((always_inline)) inline void
+packBlocks4(int64_t Rows, int64_t Depth, const float *Src, int64_t Ld,
+            float *Panel, int64_t Width, int64_t R0, int64_t &RDone) {
+  typedef float V4 __attribute__((vector_size(16)));
+  int64_t R = R0;
+  for (; R + 4 <= Rows; R += 4) {
+    int64_t K = 0;
+    for (; K + 4 <= Depth; K += 4) {
+      V4 A, B, C, D;
+      std::memcpy(&A, Src + R * Ld + K, 16);
+      std::memcpy(&B, Src + (R + 1) * Ld + K, 16);
+      std::memcpy(&C, Src + (R + 2) * Ld + K, 16);
+      std::memcpy(&D, Src + (R + 3) * Ld + K, 16);
+      const V4 T0 = __builtin_shufflevector(A, B, 0, 4, 1, 5);
+      const V4 T1 = __builtin_shufflevector(A, B, 2, 6, 3, 7);
+      const V4 T2 = __builtin_shufflevector(C, D, 0, 4, 1, 5);
+      const V4 T3 = __builtin_shufflevector(C, D, 2, 6, 3, 7);
+      const V4 O0 = __builtin_shufflevector(T0, T2, 0, 1, 4, 5);
+      const V4 O1 = __builtin_shufflevector(T0, T2, 2, 3, 6, 7);
+      const V4 O2 = __builtin_shufflevector(T1, T3, 0, 1, 4, 5);
+      const V4 O3 = __builtin_shufflevector(T1, T3, 2, 3, 6, 7);
+      std::memcpy(Panel + K * Width + R, &O0, 16);
+      std::memcpy(Panel + (K + 1) * Width + R, &O1, 16);
+      std::memcpy(Panel + (K + 2) * Width + R, &O2, 16);
+      std::memcpy(Panel + (K + 3) * Width + R, &O3, 16);
+    }
+    for (; K < Depth; ++K)
+      for (int64_t I = 0; I < 4; ++I)
+        Panel[K * Width + R + I] = Src[(R + I) * Ld + K];
+  }
+  RDone = R;
+}
+
+/// 8 rows of 8 values -> 8 columns (AVX), then 4-row blocks.
+__attribute__((always_inline)) inline void
+packBlocks8(int64_t Rows, int64_t Depth, const float *Src, int64_t Ld,
+            float *Panel, int64_t Width, int64_t &RDone) {
+  typedef float V8 __attribute__((vector_size(32)));
+  int64_t R = 0;
+  for (; R + 8 <= Rows; R += 8) {
+    int64_t K = 0;
+    for (; K + 8 <= Depth; K += 8) {
+      V8 X[8];
+#pragma GCC unroll 8
+      for (int I = 0; I < 8; ++I)
+        std::memcpy(&X[I], Src + (R + I) * Ld + K, 32);
+      V8 T[8], U[8];
+#pragma GCC unroll 4
+      for (int I = 0; I < 4; ++I) {
+        T[2 * I] = __builtin_shufflevector(X[2 * I], X[2 * I + 1], 0, 8, 1, 9,
+                                           4, 12, 5, 13);
+        T[2 * I + 1] = __builtin_shufflevector(X[2 * I], X[2 * I + 1], 2, 10, 3,
+                                               11, 6, 14, 7, 15);
+      }
+#pragma GCC unroll 2
+      for (int I = 0; I < 2; ++I) {
+        const V8 &A = T[4 * I], &B = T[4 * I + 1], &C = T[4 * I + 2],
+                 &D = T[4 * I + 3];
+        U[4 * I] = __builtin_shufflevector(A, C, 0, 1, 8, 9, 4, 5, 12, 13);
+        U[4 * I + 1] =
+            __builtin_shufflevector(A, C, 2, 3, 10, 11, 6, 7, 14, 15);
+        U[4 * I + 2] = __builtin_shufflevector(B, D, 0, 1, 8, 9, 4, 5, 12, 13);
+        U[4 * I + 3] =
+            __builtin_shufflevector(B, D, 2, 3, 10, 11, 6, 7, 14, 15);
+      }
+      // U[c] (rows 0-3) and U[4 + c] (rows 4-7) hold columns c and c + 4 in
+      // their low and high halves.
+#pragma GCC unroll 4
+      for (int C = 0; C < 4; ++C) {
+        const V8 Lo =
+            __builtin_shufflevector(U[C], U[4 + C], 0, 1, 2, 3, 8, 9, 10, 11);
+        const V8 Hi =
+            __builtin_shufflevector(U[C], U[4 + C], 4, 5, 6, 7, 12, 13, 14, 15);
+        std::memcpy(Panel + (K + C) * Width + R, &Lo, 32);
+        std::memcpy(Panel + (K + 4 + C) * Width + R, &Hi, 32);
+      }
+    }
+    for (; K < Depth; ++K)
+      for (int64_t I = 0; I < 8; ++I)
+        Panel[K * Width + R + I] = Src[(R + I) * Ld + K];
+  }
+  packBlocks4(Rows, Depth, Src, Ld, Panel, Width, R, RDone);
+}
+#endif
+
+inline void packBaseline(int64_t Rows, int64_t Depth, const float *Src,
+                         int64_t Ld, float *Panel, int64_t Width) {
+  int64_t R = 0;
+#if PK_GEMM_SHUFFLE
+  packBlocks4(Rows, Depth, Src, Ld, Panel, Width, 0, R);
+#endif
+  packTail(R, 0, Rows, Depth, Src, Ld, Panel, Width);
+}
+#if PK_GEMM_X86 && PK_GEMM_SHUFFLE
+__attribute__((target("avx2,fma"))) inline void
+packAvx2(int64_t Rows, int64_t Depth, const float *Src, int64_t Ld,
+         float *Panel, int64_t Width) {
+  int64_t R = 0;
+  packBlocks8(Rows, Depth, Src, Ld, Panel, Width, R);
+  packTail(R, 0, Rows, Depth, Src, Ld, Panel, Width);
+}
+#endif
+
+/// Level L's transposing pack (AVX's 8 x 8 blocks serve AVX-512 too: the
+/// pack is bound by loads and stores, not by the vector width).
+inline PackFn packKernel(GemmIsa L) {
+#if PK_GEMM_X86 && PK_GEMM_SHUFFLE
+  if (L != GemmIsa::Baseline)
+    return &packAvx2;
+#else
+  (void)L;
+#endif
+  return &packBaseline;
+}
+
 // --- Small M: matrix-vector products --------------------------------------
 //
 // For a few rows of A (a decode step's tokens) packing the weights costs more
 // than the product: the GEMV kernels read B straight from memory, each
 // element once per call, and A (Rows x K, packed contiguously) from cache.
 
-/// Out[r * LdOut + j] = sum_k A[r * K + k] * W[j * LdW + k] for r < Rows,
-/// j < Cols: B's columns are contiguous along k (nn.Linear's w[N, K]).
-template <class T, int VectorBytes, int Rows>
+#if PK_GEMM_SHUFFLE
+/// Sum = lanes [0, L/2) plus lanes [L/2, L) of V, I... = 0 .. L/2 - 1.
+/// (Vectors by reference: by value they would change the ABI of a function
+/// compiled without the level's registers, and g++ warns.)
+template <class Half, int L, class Vec, int... I>
+__attribute__((always_inline)) inline void
+addHalves(const Vec &V, Half &Sum, std::integer_sequence<int, I...>) {
+  const Half Lo = __builtin_shufflevector(V, V, I...);
+  const Half Hi = __builtin_shufflevector(V, V, (I + L / 2)...);
+  Sum = Lo + Hi;
+}
+#endif
+
+/// The sum of a vector's lanes as a tree of halves (lo + hi, then again):
+/// log2(lanes) shuffles and adds, where a lane-by-lane sum is a chain of
+/// lanes - 1 dependent adds (which made an 8-row GEMV slower than its
+/// multiply-adds).
+template <class T, int VectorBytes, class Vec>
+__attribute__((always_inline)) inline T sumLanes(const Vec &V) {
+  constexpr int L = VectorBytes / int(sizeof(T));
+  if constexpr (L == 1) {
+    return V[0];
+  } else {
+#if PK_GEMM_SHUFFLE
+    typedef T Half __attribute__((vector_size(VectorBytes / 2)));
+    Half Sum;
+    addHalves<Half, L>(V, Sum, std::make_integer_sequence<int, L / 2>{});
+    return sumLanes<T, VectorBytes / 2>(Sum);
+#else
+    T Sum = 0;
+    for (int I = 0; I < L; ++I)
+      Sum += V[I];
+    return Sum;
+#endif
+  }
+}
+
+/// Out[r * LdOut + c] = sum_k A[r * K + k] * W[c * LdW + k] for r < Rows,
+/// c < Cols: a register tile of Rows x Cols dot products, B's columns
+/// contiguous along k (nn.Linear's w[N, K]). Each vector of A is used for
+/// Cols columns and each vector of W for Rows rows, so the loads stay below
+/// the multiply-adds (one column at a time, four rows of A were loaded per
+/// vector of weights, and M = 4 and 8 ran at 0.4-0.8x the read bandwidth).
+template <class T, int VectorBytes, int Rows, int Cols>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
-gemvColumnsBody(int64_t K, const T *__restrict A, const T *__restrict W,
-                int64_t LdW, int64_t Cols, T *__restrict Out, int64_t LdOut) {
+gemvColumnsTile(int64_t K, const T *__restrict A, const T *__restrict W,
+                int64_t LdW, T *__restrict Out, int64_t LdOut) {
   PK_GEMM_CONTRACT_HERE
   typedef T Vec __attribute__((vector_size(VectorBytes)));
   constexpr int L = VectorBytes / int(sizeof(T));
-  for (int64_t J = 0; J < Cols; ++J) {
-    const T *Wj = W + J * LdW;
-    Vec Acc[Rows][2];
-#pragma GCC unroll 8
-    for (int R = 0; R < Rows; ++R)
-      Acc[R][0] = Acc[R][1] = Vec{};
-    int64_t Kk = 0;
-    for (; Kk + 2 * L <= K; Kk += 2 * L) {
-      Vec W0, W1;
-      std::memcpy(&W0, Wj + Kk, sizeof(Vec));
-      std::memcpy(&W1, Wj + Kk + L, sizeof(Vec));
-#pragma GCC unroll 8
-      for (int R = 0; R < Rows; ++R) {
-        Vec A0, A1;
-        std::memcpy(&A0, A + R * K + Kk, sizeof(Vec));
-        std::memcpy(&A1, A + R * K + Kk + L, sizeof(Vec));
-        Acc[R][0] += A0 * W0;
-        Acc[R][1] += A1 * W1;
-      }
-    }
-#pragma GCC unroll 8
+  Vec Acc[Rows][Cols];
+#pragma GCC unroll 4
+  for (int R = 0; R < Rows; ++R)
+#pragma GCC unroll 4
+    for (int C = 0; C < Cols; ++C)
+      Acc[R][C] = Vec{};
+  int64_t Kk = 0;
+  for (; Kk + L <= K; Kk += L) {
+    Vec Wv[Cols];
+#pragma GCC unroll 4
+    for (int C = 0; C < Cols; ++C)
+      std::memcpy(&Wv[C], W + C * LdW + Kk, sizeof(Vec));
+#pragma GCC unroll 4
     for (int R = 0; R < Rows; ++R) {
-      const Vec V = Acc[R][0] + Acc[R][1];
-      T Sum = 0;
-      for (int I = 0; I < L; ++I)
-        Sum += V[I];
-      for (int64_t Kt = Kk; Kt < K; ++Kt)
-        Sum += A[R * K + Kt] * Wj[Kt];
-      Out[R * LdOut + J] = Sum;
+      Vec Av;
+      std::memcpy(&Av, A + R * K + Kk, sizeof(Vec));
+#pragma GCC unroll 4
+      for (int C = 0; C < Cols; ++C)
+        Acc[R][C] += Av * Wv[C];
     }
   }
+#pragma GCC unroll 4
+  for (int R = 0; R < Rows; ++R)
+#pragma GCC unroll 4
+    for (int C = 0; C < Cols; ++C) {
+      T Sum = sumLanes<T, VectorBytes>(Acc[R][C]);
+      for (int64_t Kt = Kk; Kt < K; ++Kt)
+        Sum += A[R * K + Kt] * W[C * LdW + Kt];
+      Out[R * LdOut + C] = Sum;
+    }
+}
+
+/// Columns [J, J + CT) for all Rows rows: four (then two, then one) rows at
+/// a time, so the tile's weights come from memory once and from L1 for the
+/// other rows. (Not a lambda: g++ does not compile a lambda for the target
+/// of the function around it.)
+template <class T, int VectorBytes, int CT>
+__attribute__((always_inline)) PK_GEMM_CONTRACT inline void
+gemvColumnsStrip(int64_t K, int64_t Rows, const T *A, const T *Wj, int64_t LdW,
+                 T *Out, int64_t LdOut) {
+  int64_t R = 0;
+  for (; R + 4 <= Rows; R += 4)
+    gemvColumnsTile<T, VectorBytes, 4, CT>(K, A + R * K, Wj, LdW,
+                                           Out + R * LdOut, LdOut);
+  if (R + 2 <= Rows) {
+    gemvColumnsTile<T, VectorBytes, 2, CT>(K, A + R * K, Wj, LdW,
+                                           Out + R * LdOut, LdOut);
+    R += 2;
+  }
+  if (R < Rows)
+    gemvColumnsTile<T, VectorBytes, 1, CT>(K, A + R * K, Wj, LdW,
+                                           Out + R * LdOut, LdOut);
+}
+
+/// All Rows x Cols outputs for B's columns contiguous along k, in strips of
+/// ColTile columns. (Blocking K so that A's rows stay in L1 made no
+/// difference at M = 4 to 32: A comes from L2 fast enough.)
+template <class T, int VectorBytes, int ColTile>
+__attribute__((always_inline)) PK_GEMM_CONTRACT inline void
+gemvColumnsBody(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
+                int64_t Cols, T *Out, int64_t LdOut) {
+  int64_t J = 0;
+  for (; J + ColTile <= Cols; J += ColTile)
+    gemvColumnsStrip<T, VectorBytes, ColTile>(K, Rows, A, W + J * LdW, LdW,
+                                              Out + J, LdOut);
+  for (; J < Cols; ++J)
+    gemvColumnsStrip<T, VectorBytes, 1>(K, Rows, A, W + J * LdW, LdW, Out + J,
+                                        LdOut);
 }
 
 /// The same for B's rows contiguous along j (a [K, N] weight): Out[r *
@@ -279,48 +515,52 @@ template <class T>
 using GemvFn = void (*)(int64_t K, int64_t Rows, const T *A, const T *W,
                         int64_t LdW, int64_t Cols, T *Out, int64_t LdOut);
 
-/// All Rows rows, kGemvRows at a time, for one layout and level.
-template <class T, int VectorBytes, bool ColumnsAlongK>
+/// All Rows rows for one layout and level: [K, N] weights kGemvRows rows
+/// at a time; w[N, K] in register tiles of ColTile columns.
+template <class T, int VectorBytes, bool ColumnsAlongK, int ColTile>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
 gemvBody(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
          int64_t Cols, T *Out, int64_t LdOut) {
-  int64_t R = 0;
-  for (; R + kGemvRows <= Rows; R += kGemvRows)
-    if constexpr (ColumnsAlongK)
-      gemvColumnsBody<T, VectorBytes, kGemvRows>(K, A + R * K, W, LdW, Cols,
-                                                 Out + R * LdOut, LdOut);
-    else
+  if constexpr (ColumnsAlongK) {
+    gemvColumnsBody<T, VectorBytes, ColTile>(K, Rows, A, W, LdW, Cols, Out,
+                                             LdOut);
+  } else {
+    int64_t R = 0;
+    for (; R + kGemvRows <= Rows; R += kGemvRows)
       gemvRowsBody<T, VectorBytes, kGemvRows>(K, A + R * K, W, LdW, Cols,
                                               Out + R * LdOut, LdOut);
-  for (; R < Rows; ++R)
-    if constexpr (ColumnsAlongK)
-      gemvColumnsBody<T, VectorBytes, 1>(K, A + R * K, W, LdW, Cols,
-                                         Out + R * LdOut, LdOut);
-    else
+    for (; R < Rows; ++R)
       gemvRowsBody<T, VectorBytes, 1>(K, A + R * K, W, LdW, Cols,
                                       Out + R * LdOut, LdOut);
+  }
 }
+
+// Columns of a w[N, K] GEMV tile: 4 rows x ColTile accumulators, ColTile
+// weight vectors and one of A in the register file (32 vector registers on
+// AVX-512, 16 below).
+inline constexpr int kAvx512GemvCols = 4, kNarrowGemvCols = 2;
 
 template <class T, bool ColumnsAlongK>
 PK_GEMM_CONTRACT void gemvBaseline(int64_t K, int64_t Rows, const T *A,
                                    const T *W, int64_t LdW, int64_t Cols,
                                    T *Out, int64_t LdOut) {
-  gemvBody<T, kBaselineBytes, ColumnsAlongK>(K, Rows, A, W, LdW, Cols, Out,
-                                             LdOut);
+  gemvBody<T, kBaselineBytes, ColumnsAlongK, kNarrowGemvCols>(
+      K, Rows, A, W, LdW, Cols, Out, LdOut);
 }
 #if PK_GEMM_X86
 template <class T, bool ColumnsAlongK>
 __attribute__((target("avx2,fma"))) PK_GEMM_CONTRACT void
 gemvAvx2(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
          int64_t Cols, T *Out, int64_t LdOut) {
-  gemvBody<T, kAvx2Bytes, ColumnsAlongK>(K, Rows, A, W, LdW, Cols, Out, LdOut);
+  gemvBody<T, kAvx2Bytes, ColumnsAlongK, kNarrowGemvCols>(K, Rows, A, W, LdW,
+                                                          Cols, Out, LdOut);
 }
 template <class T, bool ColumnsAlongK>
 __attribute__((target("avx512f"))) PK_GEMM_CONTRACT void
 gemvAvx512(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
            int64_t Cols, T *Out, int64_t LdOut) {
-  gemvBody<T, kAvx512Bytes, ColumnsAlongK>(K, Rows, A, W, LdW, Cols, Out,
-                                           LdOut);
+  gemvBody<T, kAvx512Bytes, ColumnsAlongK, kAvx512GemvCols>(K, Rows, A, W, LdW,
+                                                            Cols, Out, LdOut);
 }
 #endif
 

@@ -358,8 +358,9 @@ TEST(GemmIsaSelection, NamesAndPinning) {
   EXPECT_TRUE(pk::rt::gemm_isa_supported(Saved));
   for (GemmIsa L : pk::rt::kAllGemmIsas) {
     EXPECT_EQ(pk::rt::set_gemm_isa(L), pk::rt::gemm_isa_supported(L));
-    if (pk::rt::gemm_isa_supported(L))
+    if (pk::rt::gemm_isa_supported(L)) {
       EXPECT_EQ(pk::rt::gemm_isa(), L);
+    }
   }
   pk::rt::set_gemm_isa(Saved);
   std::printf("pk::rt::gemm: %s (PK_GEMM_ISA pins it)\n",
