@@ -17,16 +17,25 @@
 // nn.Linear) and naive (one `omp simd reduction` dot product per output,
 // columns in parallel).
 //
+// `linear_decode_bf16` is the same product with bfloat16 weights
+// (`linear_bf16`: half the bytes, widened to float as they are read), its
+// weights rotating through a bfloat16 pool of the same size in bytes; its
+// figure beside linear_decode's is what narrow weights buy a decode step.
+// Peer: naive (the same dot product, converting each weight).
+//
 //===----------------------------------------------------------------------===//
 #include "bench.h"
 
 #include <pk/cpuinfo.h>
+#include <pk/half.h>
 #include <pk/ref.h>
 
 #include <algorithm>
 #include <cstring>
 
 void linear(pk::In<float, 2> x, pk::In<float, 2> w, pk::Out<float, 2> y);
+void linear_bf16(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
+                 pk::Out<float, 2> y);
 
 namespace {
 
@@ -41,6 +50,20 @@ const Buffer &pool() {
     const int64_t Llc = pk::rt::cache_sizes().LastLevel;
     const int64_t Bytes = 4 * (Llc > 0 ? Llc : int64_t(64) << 20);
     return pkbench::random(Bytes / F, 241);
+  }();
+  return P;
+}
+
+/// The bfloat16 weight pool: as many bytes as pool(), uniform in [-1, 1).
+const std::vector<pk::bfloat16> &pool_bf16() {
+  static const std::vector<pk::bfloat16> P = [] {
+    const int64_t Llc = pk::rt::cache_sizes().LastLevel;
+    const int64_t Bytes = 4 * (Llc > 0 ? Llc : int64_t(64) << 20);
+    const Buffer R = pkbench::random(Bytes / 2, 244);
+    std::vector<pk::bfloat16> V(R.size());
+    for (int64_t I = 0; I < R.size(); ++I)
+      V[I] = pk::bfloat16(R[I]);
+    return V;
   }();
   return P;
 }
@@ -106,6 +129,45 @@ struct LinearDecode {
 #endif
 };
 
+// y = x wᵀ with bfloat16 weights: the same product, half the bytes of w.
+struct LinearDecodeBf16 {
+  int64_t M, N, K;
+  Buffer x, y;
+  int64_t Count, Next = 0;
+  explicit LinearDecodeBf16(const Shape &S)
+      : M(S[0]), N(S[1]), K(S[2]), x(pkbench::random(M * K, 242)),
+        y(pkbench::random(M * N, 243)),
+        Count(std::max<int64_t>(2, static_cast<int64_t>(pool_bf16().size()) /
+                                       (N * K))) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return N * K * 2 + (M * K + M * N) * F; }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+  const pk::bfloat16 *next() {
+    const pk::bfloat16 *W = pool_bf16().data() + Next * N * K;
+    Next = (Next + 1) % Count;
+    return W;
+  }
+
+  void pk() {
+    ::linear_bf16({x.data(), {M, K}}, {next(), {N, K}}, {y.data(), {M, N}});
+  }
+  void naive() {
+    const pk::bfloat16 *__restrict w = next();
+    const float *__restrict px = x.data();
+    float *__restrict py = y.data();
+    const int64_t m = M, n = N, k = K;
+#pragma omp parallel for
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t l = 0; l < k; ++l)
+          acc += px[i * k + l] * static_cast<float>(w[j * k + l]);
+        py[i * n + j] = acc;
+      }
+  }
+};
+
 // The read bandwidth at the same shape: the sum of the N x K weights of the
 // next matrix, threads over contiguous ranges, vectorised with 64 partial
 // sums per thread (16 vectors at SSE2: one accumulator would make the loop
@@ -142,6 +204,9 @@ struct WeightsRead {
 
 const bool LinearDecodeRegistered =
     pkbench::register_kernel<LinearDecode>("linear_decode", decode_shapes());
+const bool LinearDecodeBf16Registered =
+    pkbench::register_kernel<LinearDecodeBf16>("linear_decode_bf16",
+                                               decode_shapes());
 const bool WeightsReadRegistered =
     pkbench::register_kernel<WeightsRead>("weights_read", decode_shapes());
 

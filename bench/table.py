@@ -239,7 +239,7 @@ def render(context, results, order, peers=None, cpu_time=False, flops=None):
     program_rows = [key for key in rows if key[0] in PROGRAM_KERNELS]
     matmul_rows = [key for key in rows if key[0] in matmul_kernels and key[0] not in ATTENTION_KERNELS
                    and key[0] not in PROGRAM_KERNELS]
-    decode_rows = [key for key in rows if key[0] == DECODE_KERNEL]
+    decode_rows = [key for key in rows if key[0] in (DECODE_KERNEL, BF16_KERNEL)]
     rows = [key for key in rows if key[0] not in matmul_kernels and key[0] not in DECODE_KERNELS
             and key[0] not in PROGRAM_KERNELS]
     if rows:
@@ -357,7 +357,8 @@ def render_programs(results, rows, flops, after_table, python=None):
 
 
 DECODE_KERNEL, READ_KERNEL = "linear_decode", "weights_read"
-DECODE_KERNELS = (DECODE_KERNEL, READ_KERNEL)
+BF16_KERNEL = "linear_decode_bf16"
+DECODE_KERNELS = (DECODE_KERNEL, READ_KERNEL, BF16_KERNEL)
 DECODE_PEERS = (("naive", "naive"), ("openblas", "OpenBLAS"))
 
 
@@ -375,6 +376,8 @@ def render_decode(results, rows, after_table):
     out.append("| " + " | ".join(cols) + " |")
     out.append("|" + "|".join(["---"] * 2 + ["---:"] * (len(cols) - 2)) + "|")
     for (k, shape, _, th) in rows:
+        if k != DECODE_KERNEL:
+            continue
         t_pk, bps_pk, busy_pk = results[(k, shape, "pk", th)]
         mark = PREEMPTED if busy_pk < 0.8 else ""
         m, n, kk = (int(v) for v in shape.split("x"))
@@ -394,6 +397,29 @@ def render_decode(results, rows, after_table):
     out.append("")
     out.append("pk ÷ read = pk GB/s / read GB/s (the issue's target: >= 0.9); pk ÷ OpenBLAS = "
                "t_OpenBLAS / t_pk (> 1: pk faster).")
+    bf16 = [key for key in rows if key[0] == BF16_KERNEL]
+    if bf16:
+        out.append("")
+        out.append("The same products with bfloat16 weights (linear_decode_bf16; GB/s = bytes of "
+                   "the bf16 w, x and y / median wall time; ÷ fp32 = t_fp32 / t_bf16, pk's "
+                   "linear_decode at the same shape and threads)")
+        out.append("")
+        cols = ["shape", "threads", "pk time", "pk GB/s", "naive GB/s", "fp32 pk time",
+                "÷ fp32"]
+        out.append("| " + " | ".join(cols) + " |")
+        out.append("|" + "|".join(["---"] * 2 + ["---:"] * (len(cols) - 2)) + "|")
+        for (k, shape, _, th) in bf16:
+            t_pk, bps_pk, busy_pk = results[(k, shape, "pk", th)]
+            mark = PREEMPTED if busy_pk < 0.8 else ""
+            naive = results.get((k, shape, "naive", th))
+            fp32 = results.get((DECODE_KERNEL, shape, "pk", th))
+            out.append("| " + " | ".join([
+                shape, str(th), fmt_time(t_pk) + mark, f"{bps_pk / 1e9:.1f}{mark}",
+                "n/a" if naive is None else f"{naive[1] / 1e9:.1f}",
+                "n/a" if fp32 is None else fmt_time(fp32[0]),
+                "n/a" if fp32 is None else fmt_ratio(fp32[0] / t_pk)]) + " |")
+        out.append("")
+        out.append("÷ fp32: the issue's target for bfloat16 weights is >= 1.8.")
     return out
 
 

@@ -41,6 +41,7 @@
 
 #include <pk/cpuinfo.h>
 #include <pk/gemm_kernels.h>
+#include <pk/half.h>
 #include <pk/runtime.h>
 #include <pk/workspace.h>
 
@@ -95,12 +96,18 @@ inline GemmBlocking gemm_blocking(int64_t Bytes, int64_t MR, int64_t NR) {
 /// `Data[b * BatchStride + k * KStride + j * NStride]` (strides 0 along
 /// broadcast axes). pkc passes it instead of a lambda when B is a ref, maybe
 /// transposed or broadcast, without a prologue; with a unit stride along k
-/// or j the small-M path reads it without packing.
-template <class T> struct StridedB {
-  const T *Data;
+/// or j the small-M path reads it without packing. WT is the stored type:
+/// T, or pk::bfloat16 for T = float (weights widened as they are read, so a
+/// decode step reads half the bytes).
+template <class T, class WT = T> struct StridedB {
+  static_assert(std::is_same_v<T, WT> ||
+                    (std::is_same_v<T, float> && std::is_same_v<WT, bfloat16>),
+                "StridedB holds T, or bfloat16 weights of a float product");
+  const WT *Data;
   int64_t BatchStride, KStride, NStride;
   T operator()(int64_t B, int64_t K, int64_t J) const {
-    return Data[B * BatchStride + K * KStride + J * NStride];
+    return gemm_detail::weightValue<T>(Data + B * BatchStride + K * KStride +
+                                       J * NStride);
   }
 };
 
@@ -134,17 +141,21 @@ private:
 namespace gemm_detail {
 
 template <class X> inline constexpr bool IsStridedB = false;
-template <class T> inline constexpr bool IsStridedB<StridedB<T>> = true;
+template <class T, class WT>
+inline constexpr bool IsStridedB<StridedB<T, WT>> = true;
+template <class X> inline constexpr bool IsStridedFloatB = false;
+template <> inline constexpr bool IsStridedFloatB<StridedB<float>> = true;
 
 /// The small-M path: per batch, A (M x K) packed contiguously, the columns
 /// of C split between the threads in blocks, each block computed by the
 /// level's GEMV kernel reading B once, then handed to the epilogue.
-template <class T, class LoadA, class Epilogue>
+template <class T, class WT, class LoadA, class Epilogue>
 void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
-          const StridedB<T> &B, const Epilogue &E) {
+          const StridedB<T, WT> &B, const Epilogue &E) {
   const bool ColumnsAlongK = B.KStride == 1;
-  const GemvFn<T> Kernel = ColumnsAlongK ? gemvKernel<T, true>(gemm_isa())
-                                         : gemvKernel<T, false>(gemm_isa());
+  const GemvFn<T, WT> Kernel = ColumnsAlongK
+                                   ? gemvKernel<T, WT, true>(gemm_isa())
+                                   : gemvKernel<T, WT, false>(gemm_isa());
   const int64_t LdW = ColumnsAlongK ? B.NStride : B.KStride;
   // Columns a block: enough to amortise the epilogue calls, few enough that
   // two threads get work at N = 768.
@@ -157,14 +168,14 @@ void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
     for (int64_t I = 0; I < S.M; ++I)
       for (int64_t K = 0; K < S.K; ++K)
         PA[I * S.K + K] = A(Bi, I, K);
-    const T *W = B.Data + Bi * B.BatchStride;
+    const WT *W = B.Data + Bi * B.BatchStride;
     // Blocks [Begin, End) on one thread: contiguous, so that each thread
     // streams its own part of the weights.
     auto Run = [&](int64_t Begin, int64_t End) __attribute__((noinline)) {
       Buffer<T> Out(S.M * Block);
       for (int64_t Bl = Begin; Bl < End; ++Bl) {
         const int64_t J0 = Bl * Block, Nc = std::min(Block, S.N - J0);
-        const T *Wj = ColumnsAlongK ? W + J0 * B.NStride : W + J0;
+        const WT *Wj = ColumnsAlongK ? W + J0 * B.NStride : W + J0;
         Kernel(S.K, S.M, PA, Wj, LdW, Nc, Out.get(), Block);
         for (int64_t I = 0; I < S.M; ++I)
           E(Bi, I, J0, Nc, static_cast<const T *>(Out.get() + I * Block));
@@ -226,8 +237,9 @@ void packB(const LoadB &B, bool UnitK, int64_t Bi, int64_t K0, int64_t Kc,
   for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
     T *Panel = PB + Jp * Kc;
     const int64_t W = std::min(NR, Nc - Jp);
-    if constexpr (IsStridedB<LoadB> && std::is_same_v<T, float>) {
-      // A weight read in place: w[N, K] is transposed straight from memory.
+    if constexpr (IsStridedFloatB<LoadB>) {
+      // A float weight read in place: w[N, K] is transposed straight from
+      // memory.
       if (B.KStride == 1) {
         packKernel(gemm_isa())(
             W, Kc, B.Data + Bi * B.BatchStride + (J0 + Jp) * B.NStride + K0,

@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -345,6 +346,50 @@ inline PackFn packKernel(GemmIsa L) {
 // than the product: the GEMV kernels read B straight from memory, each
 // element once per call, and A (Rows x K, packed contiguously) from cache.
 
+/// The weights a GEMV reads in place are T itself or, for T = float,
+/// bfloat16 (any 2-byte type WT holds bfloat16 bits: the high half of a
+/// float), widened as they are loaded so a decode step reads half the bytes.
+template <class T, class WT>
+inline constexpr bool kWeightsSupported = std::is_same_v<T, WT> ||
+                                          (std::is_same_v<T, float> &&
+                                           sizeof(WT) == 2);
+
+/// V = the L weights at P, as T.
+template <class T, int VectorBytes, class WT, class Vec>
+__attribute__((always_inline)) inline void loadWeights(Vec &V, const WT *P) {
+  static_assert(kWeightsSupported<T, WT>);
+  if constexpr (std::is_same_v<T, WT>) {
+    std::memcpy(&V, P, sizeof(Vec));
+  } else {
+    // A loop the vectoriser turns into a zero-extension and a shift (g++'s
+    // __builtin_convertvector rejects the dependent vector types here).
+    constexpr int L = VectorBytes / int(sizeof(T));
+    uint16_t H[L];
+    std::memcpy(H, P, sizeof(H));
+    uint32_t U[L];
+#pragma GCC unroll 16
+    for (int I = 0; I < L; ++I)
+      U[I] = uint32_t(H[I]) << 16;
+    std::memcpy(&V, U, sizeof(Vec));
+  }
+}
+
+/// The weight at P, as T.
+template <class T, class WT>
+__attribute__((always_inline)) inline T weightValue(const WT *P) {
+  static_assert(kWeightsSupported<T, WT>);
+  if constexpr (std::is_same_v<T, WT>) {
+    return *P;
+  } else {
+    uint16_t H;
+    std::memcpy(&H, P, sizeof(H));
+    const uint32_t U = uint32_t(H) << 16;
+    float F;
+    std::memcpy(&F, &U, sizeof(F));
+    return F;
+  }
+}
+
 #if PK_GEMM_SHUFFLE
 /// Sum = lanes [0, L/2) plus lanes [L/2, L) of V, I... = 0 .. L/2 - 1.
 /// (Vectors by reference: by value they would change the ABI of a function
@@ -388,9 +433,10 @@ __attribute__((always_inline)) inline T sumLanes(const Vec &V) {
 /// Cols columns and each vector of W for Rows rows, so the loads stay below
 /// the multiply-adds (one column at a time, four rows of A were loaded per
 /// vector of weights, and M = 4 and 8 ran at 0.4-0.8x the read bandwidth).
-template <class T, int VectorBytes, int Rows, int Cols>
+template <class T, class WT, int VectorBytes, int Rows, int Cols,
+          bool Prefetch = false>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
-gemvColumnsTile(int64_t K, const T *__restrict A, const T *__restrict W,
+gemvColumnsTile(int64_t K, const T *__restrict A, const WT *__restrict W,
                 int64_t LdW, T *__restrict Out, int64_t LdOut) {
   PK_GEMM_CONTRACT_HERE
   typedef T Vec __attribute__((vector_size(VectorBytes)));
@@ -405,8 +451,13 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const T *__restrict W,
   for (; Kk + L <= K; Kk += L) {
     Vec Wv[Cols];
 #pragma GCC unroll 4
-    for (int C = 0; C < Cols; ++C)
-      std::memcpy(&Wv[C], W + C * LdW + Kk, sizeof(Vec));
+    for (int C = 0; C < Cols; ++C) {
+      loadWeights<T, VectorBytes>(Wv[C], W + C * LdW + Kk);
+      // The next strip's columns, at the same depth: each column is one or
+      // two 4 KiB pages, where the hardware's stream prefetch stops.
+      if constexpr (Prefetch)
+        __builtin_prefetch(W + (Cols + C) * LdW + Kk);
+    }
 #pragma GCC unroll 4
     for (int R = 0; R < Rows; ++R) {
       Vec Av;
@@ -422,7 +473,7 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const T *__restrict W,
     for (int C = 0; C < Cols; ++C) {
       T Sum = sumLanes<T, VectorBytes>(Acc[R][C]);
       for (int64_t Kt = Kk; Kt < K; ++Kt)
-        Sum += A[R * K + Kt] * W[C * LdW + Kt];
+        Sum += A[R * K + Kt] * weightValue<T>(W + C * LdW + Kt);
       Out[R * LdOut + C] = Sum;
     }
 }
@@ -431,45 +482,52 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const T *__restrict W,
 /// a time, so the tile's weights come from memory once and from L1 for the
 /// other rows. (Not a lambda: g++ does not compile a lambda for the target
 /// of the function around it.)
-template <class T, int VectorBytes, int CT>
+template <class T, class WT, int VectorBytes, int CT>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
-gemvColumnsStrip(int64_t K, int64_t Rows, const T *A, const T *Wj, int64_t LdW,
+gemvColumnsStrip(int64_t K, int64_t Rows, const T *A, const WT *Wj, int64_t LdW,
                  T *Out, int64_t LdOut) {
-  int64_t R = 0;
+  // The first group of rows prefetches the next strip's weights.
+  int64_t R = Rows >= 4 ? 4 : Rows >= 2 ? 2 : 1;
+  if (R == 4)
+    gemvColumnsTile<T, WT, VectorBytes, 4, CT, true>(K, A, Wj, LdW, Out, LdOut);
+  else if (R == 2)
+    gemvColumnsTile<T, WT, VectorBytes, 2, CT, true>(K, A, Wj, LdW, Out, LdOut);
+  else
+    gemvColumnsTile<T, WT, VectorBytes, 1, CT, true>(K, A, Wj, LdW, Out, LdOut);
   for (; R + 4 <= Rows; R += 4)
-    gemvColumnsTile<T, VectorBytes, 4, CT>(K, A + R * K, Wj, LdW,
-                                           Out + R * LdOut, LdOut);
+    gemvColumnsTile<T, WT, VectorBytes, 4, CT>(K, A + R * K, Wj, LdW,
+                                               Out + R * LdOut, LdOut);
   if (R + 2 <= Rows) {
-    gemvColumnsTile<T, VectorBytes, 2, CT>(K, A + R * K, Wj, LdW,
-                                           Out + R * LdOut, LdOut);
+    gemvColumnsTile<T, WT, VectorBytes, 2, CT>(K, A + R * K, Wj, LdW,
+                                               Out + R * LdOut, LdOut);
     R += 2;
   }
   if (R < Rows)
-    gemvColumnsTile<T, VectorBytes, 1, CT>(K, A + R * K, Wj, LdW,
-                                           Out + R * LdOut, LdOut);
+    gemvColumnsTile<T, WT, VectorBytes, 1, CT>(K, A + R * K, Wj, LdW,
+                                               Out + R * LdOut, LdOut);
 }
 
 /// All Rows x Cols outputs for B's columns contiguous along k, in strips of
 /// ColTile columns. (Blocking K so that A's rows stay in L1 made no
 /// difference at M = 4 to 32: A comes from L2 fast enough.)
-template <class T, int VectorBytes, int ColTile>
+template <class T, class WT, int VectorBytes, int ColTile>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
-gemvColumnsBody(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
+gemvColumnsBody(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
                 int64_t Cols, T *Out, int64_t LdOut) {
   int64_t J = 0;
   for (; J + ColTile <= Cols; J += ColTile)
-    gemvColumnsStrip<T, VectorBytes, ColTile>(K, Rows, A, W + J * LdW, LdW,
-                                              Out + J, LdOut);
+    gemvColumnsStrip<T, WT, VectorBytes, ColTile>(K, Rows, A, W + J * LdW, LdW,
+                                                  Out + J, LdOut);
   for (; J < Cols; ++J)
-    gemvColumnsStrip<T, VectorBytes, 1>(K, Rows, A, W + J * LdW, LdW, Out + J,
-                                        LdOut);
+    gemvColumnsStrip<T, WT, VectorBytes, 1>(K, Rows, A, W + J * LdW, LdW,
+                                            Out + J, LdOut);
 }
 
 /// The same for B's rows contiguous along j (a [K, N] weight): Out[r *
 /// LdOut + j] = sum_k A[r * K + k] * W[k * LdW + j].
-template <class T, int VectorBytes, int Rows>
+template <class T, class WT, int VectorBytes, int Rows>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
-gemvRowsBody(int64_t K, const T *__restrict A, const T *__restrict W,
+gemvRowsBody(int64_t K, const T *__restrict A, const WT *__restrict W,
              int64_t LdW, int64_t Cols, T *__restrict Out, int64_t LdOut) {
   PK_GEMM_CONTRACT_HERE
   typedef T Vec __attribute__((vector_size(VectorBytes)));
@@ -482,8 +540,8 @@ gemvRowsBody(int64_t K, const T *__restrict A, const T *__restrict W,
       Acc[R][0] = Acc[R][1] = Vec{};
     for (int64_t Kk = 0; Kk < K; ++Kk) {
       Vec W0, W1;
-      std::memcpy(&W0, W + Kk * LdW + J, sizeof(Vec));
-      std::memcpy(&W1, W + Kk * LdW + J + L, sizeof(Vec));
+      loadWeights<T, VectorBytes>(W0, W + Kk * LdW + J);
+      loadWeights<T, VectorBytes>(W1, W + Kk * LdW + J + L);
 #pragma GCC unroll 8
       for (int R = 0; R < Rows; ++R) {
         const T Av = A[R * K + Kk];
@@ -502,7 +560,7 @@ gemvRowsBody(int64_t K, const T *__restrict A, const T *__restrict W,
     for (int R = 0; R < Rows; ++R) {
       T Sum = 0;
       for (int64_t Kk = 0; Kk < K; ++Kk)
-        Sum += A[R * K + Kk] * W[Kk * LdW + J];
+        Sum += A[R * K + Kk] * weightValue<T>(W + Kk * LdW + J);
       Out[R * LdOut + J] = Sum;
     }
 }
@@ -511,27 +569,27 @@ gemvRowsBody(int64_t K, const T *__restrict A, const T *__restrict W,
 /// memory for the first group is in L1 for the next.
 inline constexpr int kGemvRows = 4;
 
-template <class T>
-using GemvFn = void (*)(int64_t K, int64_t Rows, const T *A, const T *W,
+template <class T, class WT = T>
+using GemvFn = void (*)(int64_t K, int64_t Rows, const T *A, const WT *W,
                         int64_t LdW, int64_t Cols, T *Out, int64_t LdOut);
 
 /// All Rows rows for one layout and level: [K, N] weights kGemvRows rows
 /// at a time; w[N, K] in register tiles of ColTile columns.
-template <class T, int VectorBytes, bool ColumnsAlongK, int ColTile>
+template <class T, class WT, int VectorBytes, bool ColumnsAlongK, int ColTile>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
-gemvBody(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
+gemvBody(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
          int64_t Cols, T *Out, int64_t LdOut) {
   if constexpr (ColumnsAlongK) {
-    gemvColumnsBody<T, VectorBytes, ColTile>(K, Rows, A, W, LdW, Cols, Out,
-                                             LdOut);
+    gemvColumnsBody<T, WT, VectorBytes, ColTile>(K, Rows, A, W, LdW, Cols, Out,
+                                                 LdOut);
   } else {
     int64_t R = 0;
     for (; R + kGemvRows <= Rows; R += kGemvRows)
-      gemvRowsBody<T, VectorBytes, kGemvRows>(K, A + R * K, W, LdW, Cols,
-                                              Out + R * LdOut, LdOut);
+      gemvRowsBody<T, WT, VectorBytes, kGemvRows>(K, A + R * K, W, LdW, Cols,
+                                                  Out + R * LdOut, LdOut);
     for (; R < Rows; ++R)
-      gemvRowsBody<T, VectorBytes, 1>(K, A + R * K, W, LdW, Cols,
-                                      Out + R * LdOut, LdOut);
+      gemvRowsBody<T, WT, VectorBytes, 1>(K, A + R * K, W, LdW, Cols,
+                                          Out + R * LdOut, LdOut);
   }
 }
 
@@ -540,42 +598,43 @@ gemvBody(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
 // AVX-512, 16 below).
 inline constexpr int kAvx512GemvCols = 4, kNarrowGemvCols = 2;
 
-template <class T, bool ColumnsAlongK>
+template <class T, class WT, bool ColumnsAlongK>
 PK_GEMM_CONTRACT void gemvBaseline(int64_t K, int64_t Rows, const T *A,
-                                   const T *W, int64_t LdW, int64_t Cols,
+                                   const WT *W, int64_t LdW, int64_t Cols,
                                    T *Out, int64_t LdOut) {
-  gemvBody<T, kBaselineBytes, ColumnsAlongK, kNarrowGemvCols>(
+  gemvBody<T, WT, kBaselineBytes, ColumnsAlongK, kNarrowGemvCols>(
       K, Rows, A, W, LdW, Cols, Out, LdOut);
 }
 #if PK_GEMM_X86
-template <class T, bool ColumnsAlongK>
+template <class T, class WT, bool ColumnsAlongK>
 __attribute__((target("avx2,fma"))) PK_GEMM_CONTRACT void
-gemvAvx2(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
+gemvAvx2(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
          int64_t Cols, T *Out, int64_t LdOut) {
-  gemvBody<T, kAvx2Bytes, ColumnsAlongK, kNarrowGemvCols>(K, Rows, A, W, LdW,
-                                                          Cols, Out, LdOut);
+  gemvBody<T, WT, kAvx2Bytes, ColumnsAlongK, kNarrowGemvCols>(
+      K, Rows, A, W, LdW, Cols, Out, LdOut);
 }
-template <class T, bool ColumnsAlongK>
+template <class T, class WT, bool ColumnsAlongK>
 __attribute__((target("avx512f"))) PK_GEMM_CONTRACT void
-gemvAvx512(int64_t K, int64_t Rows, const T *A, const T *W, int64_t LdW,
+gemvAvx512(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
            int64_t Cols, T *Out, int64_t LdOut) {
-  gemvBody<T, kAvx512Bytes, ColumnsAlongK, kAvx512GemvCols>(K, Rows, A, W, LdW,
-                                                            Cols, Out, LdOut);
+  gemvBody<T, WT, kAvx512Bytes, ColumnsAlongK, kAvx512GemvCols>(
+      K, Rows, A, W, LdW, Cols, Out, LdOut);
 }
 #endif
 
 /// Level L's GEMV kernel for B's columns contiguous along k
 /// (`ColumnsAlongK`) or its rows contiguous along j.
-template <class T, bool ColumnsAlongK> inline GemvFn<T> gemvKernel(GemmIsa L) {
+template <class T, class WT, bool ColumnsAlongK>
+inline GemvFn<T, WT> gemvKernel(GemmIsa L) {
 #if PK_GEMM_X86
   if (L == GemmIsa::Avx512)
-    return &gemvAvx512<T, ColumnsAlongK>;
+    return &gemvAvx512<T, WT, ColumnsAlongK>;
   if (L == GemmIsa::Avx2)
-    return &gemvAvx2<T, ColumnsAlongK>;
+    return &gemvAvx2<T, WT, ColumnsAlongK>;
 #else
   (void)L;
 #endif
-  return &gemvBaseline<T, ColumnsAlongK>;
+  return &gemvBaseline<T, WT, ColumnsAlongK>;
 }
 
 inline GemmIsa best_gemm_isa() {

@@ -265,6 +265,40 @@ TEST_P(GemmLevel, BatchedAndBroadcast) {
           }
 }
 
+// bfloat16 weights read in place (StridedB<float, pk::bfloat16>, what pkc
+// passes for an In<pk::bfloat16, 2> weight): the GEMV kernels widen them as
+// they load them, the packed path while it packs. The reference multiplies
+// the same (bfloat16-exact) values in double.
+TEST_P(GemmLevel, Bfloat16Weights) {
+  for (int64_t M : {1, 3, 7, 8, 9, 17, 32, 33, 65})
+    for (int64_t N : {1, 7, 17, 65})
+      for (int64_t K : {1, 7, 17, 65, 129})
+        for (bool TransB : {true, false}) {
+          Problem<float> P = makeProblem<float>(1, M, N, K, TransB, false, 11);
+          std::vector<pk::bfloat16> W(P.B.size());
+          for (size_t I = 0; I < W.size(); ++I) {
+            W[I] = pk::bfloat16(P.B[I]);
+            P.B[I] = float(W[I]);
+          }
+          const pk::rt::StridedB<float, pk::bfloat16> B =
+              TransB ? pk::rt::StridedB<float, pk::bfloat16>{W.data(), 0, 1, K}
+                     : pk::rt::StridedB<float, pk::bfloat16>{W.data(), 0, N, 1};
+          std::vector<float> C(size_t(M * N), -7.0f);
+          GemmOptions Opt;
+          Opt.BUnitK = TransB;
+          pk::rt::gemm<float>(
+              {1, M, N, K}, Opt,
+              [&](int64_t, int64_t I, int64_t Kk) { return P.a(0, I, Kk); }, B,
+              [&](int64_t, int64_t I, int64_t J0, int64_t Len,
+                  const float *Acc) {
+                for (int64_t L = 0; L < Len; ++L)
+                  C[size_t(I * N + J0 + L)] = Acc[L];
+              });
+          EXPECT_EQ(countOutside(P, C, "bf16 " + shapeName(1, M, N, K, TransB)),
+                    0);
+        }
+}
+
 TEST_P(GemmLevel, NanAndInfinity) {
   for (int64_t M : {3, 33}) // the GEMV path and the packed one
     for (bool Strided : {false, true})

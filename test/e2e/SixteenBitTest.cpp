@@ -57,6 +57,8 @@ void h_layernorm(pk::In<pk::half, 2> x, pk::In<pk::bfloat16> w,
                  pk::Out<float> mu_out, float eps);
 void h_matmul_bias(pk::In<pk::half, 2> a, pk::In<pk::bfloat16, 2> b,
                    pk::In<pk::half, 1> bias, pk::Out<pk::half, 2> c);
+void bf16_linear(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
+                 pk::Out<float, 2> y);
 
 #ifdef PK_HALF_WITH_CUDA
 #include <cuda_runtime.h>
@@ -144,6 +146,12 @@ void expectFloat(const std::vector<float> &E, const std::vector<float> &C,
       return;
     }
 }
+
+/// Puts back the gemm level a test pinned.
+struct GemmIsaGuard {
+  pk::rt::GemmIsa Saved = pk::rt::gemm_isa();
+  ~GemmIsaGuard() { pk::rt::set_gemm_isa(Saved); }
+};
 
 std::string shapeName(const char *K, int64_t T, int64_t D) {
   return std::string(K) + " " + std::to_string(T) + "x" + std::to_string(D);
@@ -395,6 +403,34 @@ TEST(SixteenBit, MatmulWithBias) {
                      expect16(E, DC.host(), What + " " + S, Atol, 0.98);
                    });)
       }
+}
+
+// bfloat16 weights in nn.Linear's layout, float activations: the rows of
+// a decode step (M <= 32: the GEMV kernels widen w as they read it, every
+// column and row tile and their tails) and above (packed), on every gemm
+// level this CPU runs. Eager sums the same float products in double; the
+// bound is the float matmul samples' (sample::matmul_atol).
+TEST(SixteenBit, Bfloat16WeightsInPlace) {
+  const GemmIsaGuard Restore;
+  for (pk::rt::GemmIsa L : pk::rt::kAllGemmIsas) {
+    if (!pk::rt::set_gemm_isa(L))
+      continue;
+    for (int64_t M : {1, 2, 3, 4, 7, 8, 17, 32, 33})
+      for (int64_t N : {1, 5, 33, 130})
+        for (int64_t K : {1, 15, 16, 33, 300}) {
+          const auto X = sample::random(M * K, 21, -1, 1);
+          const auto W = random16<pk::bfloat16>(N * K, 22, -1, 1);
+          std::vector<float> E(M * N), P(M * N, -7.0f);
+          eager::bf16_linear({X.data(), {M, K}}, {W.data(), {N, K}},
+                             {E.data(), {M, N}});
+          bf16_linear({X.data(), {M, K}}, {W.data(), {N, K}},
+                      {P.data(), {M, N}});
+          expectFloat(E, P, std::vector<double>(M * N, sample::matmul_atol(K)),
+                      std::string("bf16_linear ") + pk::rt::gemm_isa_name(L) +
+                          " " + std::to_string(M) + "x" + std::to_string(N) +
+                          "x" + std::to_string(K));
+        }
+  }
 }
 
 //===----------------------------------------------------------------------===//

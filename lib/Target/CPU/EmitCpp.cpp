@@ -357,15 +357,20 @@ private:
   }
 
   /// B as a pk::rt::StridedB when it is a ref read as it is (transposed or
-  /// broadcast, no prologue, no conversion): the runtime then reads it in
-  /// place for a few rows of A (the GEMV path) instead of packing it.
+  /// broadcast, no prologue, no conversion but bfloat16's): the runtime then
+  /// reads it in place for a few rows of A (the GEMV path) instead of packing
+  /// it. bfloat16 weights of a float product are widened by the GEMV kernels
+  /// as they load them (a shift); pk::half ones would need F16C there, so
+  /// they still go through a lambda, converted while packed.
   std::optional<std::string> stridedB(const Nest &N,
                                       const loop::GemmPattern &G) const {
     if (G.BStmts.size() != 1 || G.BStmts[0] != G.B)
       return std::nullopt;
     const Stmt &S = N.Body[G.B];
+    const DType Stored = F.Params[S.Param].Type;
+    const bool Widened = Stored == DType::BF16 && G.Type == DType::F32;
     if (S.K != Stmt::Load || S.Type != G.Type ||
-        dtypeInfo(F.Params[S.Param].Type).Compute != F.Params[S.Param].Type)
+        (dtypeInfo(Stored).Compute != Stored && !Widened))
       return std::nullopt;
     std::string Batch = "0", K = "0", J = "0";
     for (size_t D = 0; D < S.Map.rank(); ++D) {
@@ -382,6 +387,11 @@ private:
         return std::nullopt; // B varies along i: not a plain operand
       *Stride = strideVar(F, S.Param, D);
     }
+    if (Widened)
+      return fmt::format(
+          "pk::rt::StridedB<float, {0}>{{reinterpret_cast<const {0} *>({1}), "
+          "{2}, {3}, {4}}}",
+          dtypeInfo(Stored).Cpp, pointerVar(F, S.Param), Batch, K, J);
     return fmt::format("pk::rt::StridedB<{}>{{{}, {}, {}, {}}}",
                        dtypeCppName(G.Type), pointerVar(F, S.Param), Batch, K,
                        J);

@@ -60,3 +60,11 @@ PK_KERNEL void h_matmul_bias(In<pk::half, 2> a, In<pk::bfloat16, 2> b,
                              In<pk::half, 1> bias, Out<pk::half, 2> c) {
   c[_] = matmul(a[_], b[_]) + bias[_];
 }
+
+// nn.Linear with bfloat16 weights w[N, K]: for a few rows of x the GEMV
+// kernels read w in place and widen it as they load it (half the bytes of
+// float weights); above kGemvMaxRows it is converted while packed.
+PK_KERNEL void bf16_linear(In<float, 2> x, In<pk::bfloat16, 2> w,
+                           Out<float, 2> y) {
+  y[_] = matmul(x[_], transpose(w[_]));
+}

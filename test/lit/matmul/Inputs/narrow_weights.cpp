@@ -1,0 +1,26 @@
+#include <pk/pk.h>
+using namespace pk::lang;
+
+// nn.Linear with bfloat16 weights: read in place, widened by the GEMV kernels.
+PK_KERNEL void linear_bf16(In<float, 2> x, In<pk::bfloat16, 2> w,
+                           Out<float, 2> y) {
+  y[_] = matmul(x[_], transpose(w[_]));
+}
+
+// A [K, N] bfloat16 weight: read in place along j.
+PK_KERNEL void matmul_bf16_kn(In<float, 2> x, In<pk::bfloat16, 2> w,
+                              Out<float, 2> y) {
+  y[_] = matmul(x[_], w[_]);
+}
+
+// half weights: converted while packed (a lambda), at every M.
+PK_KERNEL void linear_half(In<float, 2> x, In<pk::half, 2> w,
+                           Out<float, 2> y) {
+  y[_] = matmul(x[_], transpose(w[_]));
+}
+
+// bfloat16 weights under a prologue are a lambda too.
+PK_KERNEL void linear_bf16_scaled(In<float, 2> x, In<pk::bfloat16, 2> w,
+                                  Out<float, 2> y) {
+  y[_] = matmul(x[_], transpose(w[_] * 2.0f));
+}
