@@ -91,6 +91,22 @@ struct Rotation {
   }
 };
 
+/// The naive peer: one `omp simd reduction` dot product per output, columns
+/// in parallel; W is float or pk::bfloat16 (converted per weight).
+template <class W>
+void naive_linear(const float *__restrict px, const W *__restrict w,
+                  float *__restrict py, int64_t m, int64_t n, int64_t k) {
+#pragma omp parallel for
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) {
+      float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+      for (int64_t l = 0; l < k; ++l)
+        acc += px[i * k + l] * static_cast<float>(w[j * k + l]);
+      py[i * n + j] = acc;
+    }
+}
+
 // y = x wᵀ: x [M, K], w [N, K] (the next matrix of the pool) -> y [M, N]
 struct LinearDecode {
   int64_t M, N, K;
@@ -106,21 +122,7 @@ struct LinearDecode {
   void pk() {
     ::linear({x.data(), {M, K}}, {Weights.next(), {N, K}}, {y.data(), {M, N}});
   }
-  void naive() {
-    const float *__restrict w = Weights.next();
-    const float *__restrict px = x.data();
-    float *__restrict py = y.data();
-    const int64_t m = M, n = N, k = K;
-#pragma omp parallel for
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i) {
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t l = 0; l < k; ++l)
-          acc += px[i * k + l] * w[j * k + l];
-        py[i * n + j] = acc;
-      }
-  }
+  void naive() { naive_linear(x.data(), Weights.next(), y.data(), M, N, K); }
 #if PK_BENCH_OPENBLAS
   void openblas() {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f,
@@ -151,21 +153,7 @@ struct LinearDecodeBf16 {
   void pk() {
     ::linear_bf16({x.data(), {M, K}}, {next(), {N, K}}, {y.data(), {M, N}});
   }
-  void naive() {
-    const pk::bfloat16 *__restrict w = next();
-    const float *__restrict px = x.data();
-    float *__restrict py = y.data();
-    const int64_t m = M, n = N, k = K;
-#pragma omp parallel for
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i) {
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t l = 0; l < k; ++l)
-          acc += px[i * k + l] * static_cast<float>(w[j * k + l]);
-        py[i * n + j] = acc;
-      }
-  }
+  void naive() { naive_linear(x.data(), next(), y.data(), M, N, K); }
 };
 
 // The read bandwidth at the same shape: the sum of the N x K weights of the
