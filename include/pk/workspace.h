@@ -31,7 +31,12 @@ public:
       : Size(
             static_cast<size_t>((std::max<int64_t>(Bytes, 0) + 63) / 64 * 64)) {
     Arena &A = arena();
-    A.Peak = std::max(A.Peak, A.Used + Size);
+    // The peak counts every live workspace, also those that took a block of
+    // their own: counting only the arena's part would move one nesting
+    // level into the arena per call, so a program whose first call
+    // overflowed d levels deep allocated for d + 1 calls.
+    A.Height += Size;
+    A.Peak = std::max(A.Peak, A.Height);
     if (A.Used == 0 && A.Peak > A.Capacity) {
       // Grow (at least double, so that growing shapes reallocate rarely).
       release(A.Base);
@@ -49,6 +54,7 @@ public:
   Workspace(const Workspace &) = delete;
   Workspace &operator=(const Workspace &) = delete;
   ~Workspace() {
+    arena().Height -= Size;
     if (Own)
       release(Own);
     else
@@ -63,6 +69,7 @@ private:
   struct Arena {
     unsigned char *Base = nullptr;
     size_t Capacity = 0, Used = 0, Peak = 0;
+    size_t Height = 0; ///< bytes of the live workspaces, in the arena or not
     ~Arena() { release(Base); }
   };
   static Arena &arena() {

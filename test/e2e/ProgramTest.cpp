@@ -410,6 +410,36 @@ TEST(Program, RepeatedCallsAllocateNothing) {
   EXPECT_GT(pk::rt::Workspace::arena_capacity(), 0u);
 }
 
+// A workspace that does not fit takes a block of its own; the arena's peak
+// must count it, or each call moves only one more nesting level into the
+// arena (a first call that overflowed three levels deep allocated 4, 3, 1,
+// then 0 times). The peak is reached when the arena is next empty.
+TEST(Workspace, NestedOverflowFitsFromTheSecondCall) {
+  auto Nest = [] {
+    pk::rt::Workspace Kernel(1 << 10);
+    pk::rt::Workspace A(1 << 20);
+    pk::rt::Workspace B(1 << 20);
+    pk::rt::Workspace C(1 << 20);
+    // The four blocks are distinct and writable.
+    Kernel.data()[0] = A.data()[0] = B.data()[0] = C.data()[(1 << 20) - 1] = 1;
+  };
+  // A thread of its own, so that the arena starts empty.
+  long Counts[3] = {};
+  std::thread T([&] {
+    for (long &Count : Counts) {
+      Allocations = 0;
+      Counting = true;
+      Nest();
+      Counting = false;
+      Count = Allocations.load();
+    }
+  });
+  T.join();
+  EXPECT_EQ(Counts[0], 4);
+  EXPECT_EQ(Counts[1], 1);
+  EXPECT_EQ(Counts[2], 0);
+}
+
 TEST(Program, TwoThreadsCallOneKernelAtOnce) {
   const int64_t M = 65, K = 129, J = 17, N = 65;
   auto A1 = grid(M * K, 29), A2 = grid(M * K, 30), B = grid(K * J, 31),
