@@ -77,20 +77,35 @@ struct GemmOptions {
   GemmBlocking Blocking = {};
 };
 
+/// The most memory a thread's C tile takes (it is read and written once per
+/// K block, KC / 4 flops a byte, so it need not stay in cache).
+inline constexpr int64_t kTileBytes = int64_t(4) << 20;
+
 /// The blocking for elements of `Bytes` bytes and a MR x NR micro-tile, from
-/// the cache sizes (BLIS's analysis): a B micro-panel (KC x NR) takes L1,
-/// KC at most 384; an A block (MC x KC) a quarter of L2, reused by every B
-/// micro-panel; a B block (KC x NC) half of L2.
+/// the cache sizes (BLIS's analysis): a B micro-panel (KC x NR) takes half
+/// of L1, so that it stays there while the A micro-panels stream past it;
+/// an A block (MC x KC) half of L2, reused by every B micro-panel; a column
+/// block of B (KC x NC) a quarter of L3, at most 4096 columns, and the C
+/// tile (MC x NC) at most kTileBytes.
 inline GemmBlocking gemm_blocking(int64_t Bytes, int64_t MR, int64_t NR) {
   const CacheSizes &C = cache_sizes();
   const int64_t L1 = C.L1d > 0 ? C.L1d : int64_t(32) << 10;
   const int64_t L2 = C.L2 > 0 ? C.L2 : int64_t(1) << 20;
+  const int64_t L3 = C.LastLevel > L2 ? C.LastLevel : int64_t(8) << 20;
   GemmBlocking B;
-  B.KC = std::clamp<int64_t>(L1 / (NR * Bytes) / 16 * 16, 64, 384);
-  B.MC = std::max<int64_t>(MR, L2 / (4 * B.KC * Bytes) / MR * MR);
-  B.NC = std::max<int64_t>(NR, L2 / (2 * B.KC * Bytes) / NR * NR);
+  B.KC = std::clamp<int64_t>(L1 / (2 * NR * Bytes) / 16 * 16, 64, 384);
+  B.MC = std::max<int64_t>(MR, L2 / (2 * B.KC * Bytes) / MR * MR);
+  B.NC = std::max<int64_t>(NR, std::min({int64_t(4096), L3 / (4 * B.KC * Bytes),
+                                          kTileBytes / (B.MC * Bytes)}) /
+                                    NR * NR);
   return B;
 }
+
+/// The packed B of a column block is kept for the whole depth (and reused
+/// by every row tile of the block a thread computes) when it takes at most
+/// this much memory; otherwise it is packed again for each tile. It is read
+/// once per row tile, MC / 2 flops a byte, so it need not stay in cache.
+inline constexpr int64_t kKeptPanelBytes = int64_t(8) << 20;
 
 /// A B operand read straight from memory: element (b, k, j) at
 /// `Data[b * BatchStride + k * KStride + j * NStride]` (strides 0 along
@@ -111,6 +126,19 @@ template <class T, class WT = T> struct StridedB {
   }
 };
 
+/// An A operand read straight from memory: element (b, i, k) at
+/// `Data[b * BatchStride + i * IStride + k * KStride]` (strides 0 along
+/// broadcast axes). pkc passes it instead of a lambda when A is a ref read as
+/// it is; with a unit stride along k it is packed by transposing it straight
+/// from memory, where a lambda's values are staged one at a time first.
+template <class T> struct StridedA {
+  const T *Data;
+  int64_t BatchStride, IStride, KStride;
+  T operator()(int64_t B, int64_t I, int64_t K) const {
+    return Data[B * BatchStride + I * IStride + K * KStride];
+  }
+};
+
 /// Products with at most this many rows (per batch) run as matrix-vector
 /// products when B is a StridedB with a unit stride: below it the packed
 /// path spends more time packing the weights than multiplying. Measured
@@ -122,6 +150,15 @@ inline constexpr int64_t kGemvMaxRows = 32;
 namespace gemm_detail {
 
 inline int64_t roundUp(int64_t V, int64_t To) { return (V + To - 1) / To * To; }
+
+/// The block along an extent of Extent for a blocking of at most Max: the
+/// fewest blocks of at most Max (at least one micro-tile), made as equal as
+/// the micro-tile Unit allows.
+inline int64_t balancedBlock(int64_t Extent, int64_t Max, int64_t Unit) {
+  const int64_t Limit = std::max(Unit, Max / Unit * Unit);
+  const int64_t Blocks = (Extent + Limit - 1) / Limit;
+  return std::min(Limit, roundUp((Extent + Blocks - 1) / Blocks, Unit));
+}
 
 /// A 64-byte aligned buffer (the packed panels are read as whole vectors),
 /// from the thread's arena (pk/workspace.h): repeated products allocate
@@ -145,6 +182,8 @@ template <class T, class WT>
 inline constexpr bool IsStridedB<StridedB<T, WT>> = true;
 template <class X> inline constexpr bool IsStridedFloatB = false;
 template <> inline constexpr bool IsStridedFloatB<StridedB<float>> = true;
+template <class X> inline constexpr bool IsStridedFloatA = false;
+template <> inline constexpr bool IsStridedFloatA<StridedA<float>> = true;
 
 /// The small-M path: per batch, A (M x K) packed contiguously, the columns
 /// of C split between the threads in blocks, each block computed by the
@@ -234,12 +273,26 @@ void packTransposed(const Load &Ld, int64_t Rows, int64_t Depth, T *Panel,
 template <class T, class LoadB>
 void packB(const LoadB &B, bool UnitK, int64_t Bi, int64_t K0, int64_t Kc,
            int64_t J0, int64_t Nc, int64_t NcPad, int64_t NR, T *PB) {
+  if constexpr (IsStridedFloatB<LoadB>) {
+    // A float [K, N] weight read in place: each row of it is copied, in
+    // NR-column pieces, into every panel at once.
+    if (B.NStride == 1 && B.KStride != 1) {
+      const float *Src = B.Data + Bi * B.BatchStride + K0 * B.KStride + J0;
+      for (int64_t K = 0; K < Kc; ++K)
+        for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
+          T *Row = PB + Jp * Kc + K * NR;
+          const int64_t W = std::min(NR, Nc - Jp);
+          std::memcpy(Row, Src + K * B.KStride + Jp, W * sizeof(T));
+          std::fill(Row + W, Row + NR, T(0));
+        }
+      return;
+    }
+  }
   for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
     T *Panel = PB + Jp * Kc;
     const int64_t W = std::min(NR, Nc - Jp);
     if constexpr (IsStridedFloatB<LoadB>) {
-      // A float weight read in place: w[N, K] is transposed straight from
-      // memory.
+      // A float w[N, K] read in place is transposed straight from memory.
       if (B.KStride == 1) {
         packKernel(gemm_isa())(
             W, Kc, B.Data + Bi * B.BatchStride + (J0 + Jp) * B.NStride + K0,
@@ -270,6 +323,15 @@ void packA(const LoadA &A, bool UnitK, int64_t Bi, int64_t I0, int64_t Mc,
   for (int64_t Ip = 0; Ip < McPad; Ip += MR) {
     T *Panel = PA + Ip * Kc;
     const int64_t H = std::min(MR, Mc - Ip);
+    if constexpr (IsStridedFloatA<LoadA>) {
+      // A float A read in place is transposed straight from memory.
+      if (A.KStride == 1) {
+        packKernel(gemm_isa())(
+            H, Kc, A.Data + Bi * A.BatchStride + (I0 + Ip) * A.IStride + K0,
+            A.IStride, Panel, MR);
+        continue;
+      }
+    }
     if (UnitK) {
       packTransposed<T>(
           [&](int64_t I, int64_t K) { return A(Bi, I0 + Ip + I, K0 + K); }, H,
@@ -304,67 +366,121 @@ void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
   if (Blk.MC <= 0 || Blk.KC <= 0 || Blk.NC <= 0)
     Blk = gemm_blocking(int64_t(sizeof(T)), MR, NR);
   const int64_t KC = std::max<int64_t>(1, std::min(Blk.KC, S.K));
-  int64_t MC = roundUp(std::min(Blk.MC, S.M), MR);
-  int64_t NC = roundUp(std::min(Blk.NC, S.N), NR);
-  // Enough tiles for every thread: halve the tiles while there are fewer
-  // than two per thread (a 128 x 128 product is one default tile).
+  // The packed B of a column block is kept for its whole depth, and reused
+  // by every row tile of the block that a thread computes, when the rows
+  // are more than one tile and it fits the budget.
+  const int64_t DepthPad = roundUp(std::max<int64_t>(S.K, 1), KC);
+  const bool KeepB = S.M > Blk.MC &&
+                     DepthPad * NR * int64_t(sizeof(T)) <= kKeptPanelBytes;
+  const int64_t NCMax =
+      KeepB ? std::max(NR, std::min(Blk.NC, kKeptPanelBytes /
+                                                (DepthPad * int64_t(sizeof(T))) /
+                                                NR * NR))
+            : Blk.NC;
+  // Equal tiles: N = 768 with NC = 672 was a 672 and a 96 column tile, and
+  // with two threads one of them got both wide ones.
+  int64_t MC = balancedBlock(S.M, Blk.MC, MR);
+  int64_t NC = balancedBlock(S.N, NCMax, NR);
   const int64_t Threads = Opt.Threaded ? thread_count() : 1;
   auto Tiles = [&] {
     return S.Batch * ((S.M + MC - 1) / MC) * ((S.N + NC - 1) / NC);
   };
-  // Each step shrinks a side that is still wider than its micro-tile (the
-  // columns are the one when they are the larger side or the rows are one
-  // micro-tile already), so the loop ends: with a 16-row micro-tile and
-  // 32-column one (AVX-512), 33 x 16 used to halve the one-micro-tile
-  // columns forever (found by the fuzzer: regressions/gemm_tile_split_hang).
+  // Enough tiles for every thread: while there are fewer than two per
+  // thread, split the columns (each thread then packs only its own B) and,
+  // once they are one column block per thread or one micro-tile, the rows.
+  // Each step shrinks a side wider than its micro-tile, so the loop ends
+  // (a 33 x 16 product once halved one-micro-tile columns forever: found by
+  // the fuzzer, regressions/gemm_tile_split_hang).
   while (Threads > 1 && Tiles() < 2 * Threads && (MC > MR || NC > NR)) {
-    if (MC > MR && (MC >= NC || NC <= NR))
-      MC = roundUp(MC / 2, MR);
+    const int64_t ColumnBlocks = S.Batch * ((S.N + NC - 1) / NC);
+    if (NC > NR && (ColumnBlocks < Threads || MC <= MR))
+      NC = balancedBlock(S.N, NC / 2, NR);
     else
-      NC = roundUp(NC / 2, NR);
+      MC = balancedBlock(S.M, MC / 2, MR);
   }
+  // Threads take contiguous runs of tiles: where the tiles are few, make
+  // their count a multiple of the threads' (2048 x 768 on two threads was
+  // nine row tiles, four on one thread and five on the other).
+  for (int64_t Want = (S.M + MC - 1) / MC + 1;
+       Threads > 1 && Tiles() % Threads != 0 && Tiles() < 8 * Threads &&
+       MC > MR;
+       ++Want)
+    MC = balancedBlock(S.M, (S.M + Want - 1) / Want, MR);
   const int64_t TilesM = (S.M + MC - 1) / MC, TilesN = (S.N + NC - 1) / NC;
   const int64_t NumTiles = S.Batch * TilesM * TilesN;
 
-  // One thread's share: tiles First, First + Step, ... Not inlined: inlined
-  // into gemm() (the serial path) g++ compiled the tile loop ~1.5x slower
-  // than the same code in the OpenMP region's outlined function (1024^3,
-  // one thread: 139 against 207 GFLOP/s with AVX-512).
-  auto Run = [&](int64_t First, int64_t Step) __attribute__((noinline)) {
-    Buffer<T> Ap(MC * KC), Bp(KC * NC), Ct(MC * NC);
-    for (int64_t Tile = First; Tile < NumTiles; Tile += Step) {
-      const int64_t Bi = Tile / (TilesM * TilesN);
-      const int64_t I0 = Tile / TilesN % TilesM * MC;
-      const int64_t J0 = Tile % TilesN * NC;
+  // One thread's share: the contiguous tiles [First, Last), the row tiles
+  // of a column block consecutive, so that the block's packed B is reused.
+  // Not inlined: inlined into gemm() (the serial path) g++ compiled the tile
+  // loop ~1.5x slower than the same code in the OpenMP region's outlined
+  // function (1024^3, one thread: 139 against 207 GFLOP/s with AVX-512).
+  auto Run = [&](int64_t First, int64_t Last) __attribute__((noinline)) {
+    // B's packed panels, when not kept: w[N, K] one micro-panel at a time,
+    // packed just before its use, so that it is written to L1 rather than
+    // memory; a [K, N] weight one K block of the tile at a time, so that
+    // each row of it is read once per block.
+    const bool PanelByPanel = !KeepB && Opt.BUnitK;
+    const int64_t NCPad = roundUp(NC, NR);
+    const int64_t LdC = NCPad + 64 / int64_t(sizeof(T));
+    Buffer<T> Ap(roundUp(MC, MR) * KC), Ct(roundUp(MC, MR) * LdC),
+        Bp(KeepB ? DepthPad * NCPad : KC * (PanelByPanel ? NR : NCPad));
+    int64_t PackedBlock = -1; // the column block whose B is in Bp
+    for (int64_t Tile = First; Tile < Last; ++Tile) {
+      const int64_t Block = Tile / TilesM; // batch * TilesN + column block
+      const int64_t Bi = Block / TilesN;
+      const int64_t J0 = Block % TilesN * NC, I0 = Tile % TilesM * MC;
       const int64_t Mc = std::min(MC, S.M - I0), Nc = std::min(NC, S.N - J0);
       const int64_t McPad = roundUp(Mc, MR), NcPad = roundUp(Nc, NR);
+      // A kept block is packed for its whole depth at once, in the order
+      // that reads B in long streams: micro-panel by micro-panel when it is
+      // contiguous along k (each row of w[N, K] in one stream), K block by
+      // K block otherwise (each row of a [K, N] weight once).
+      if (KeepB && Block != PackedBlock) {
+        for (int64_t K0 = 0; K0 < S.K && !Opt.BUnitK; K0 += KC)
+          packB(B, false, Bi, K0, std::min(KC, S.K - K0), J0, Nc, NcPad, NR,
+                Bp.get() + K0 * NcPad);
+        for (int64_t Jp = 0; Jp < NcPad && Opt.BUnitK; Jp += NR)
+          for (int64_t K0 = 0; K0 < S.K; K0 += KC) {
+            const int64_t Kc = std::min(KC, S.K - K0);
+            packB(B, true, Bi, K0, Kc, J0 + Jp, std::min(NR, Nc - Jp), NR, NR,
+                  Bp.get() + K0 * NcPad + Jp * Kc);
+          }
+        PackedBlock = Block;
+      }
       T *C = Ct.get();
-      std::fill(C, C + McPad * NC, T(0));
+      std::fill(C, C + McPad * LdC, T(0));
       for (int64_t K0 = 0; K0 < S.K; K0 += KC) {
         const int64_t Kc = std::min(KC, S.K - K0);
-        T *PB = Bp.get();
-        packB(B, Opt.BUnitK, Bi, K0, Kc, J0, Nc, NcPad, NR, PB);
+        T *PB = Bp.get() + (KeepB ? K0 * NcPad : 0);
+        if (!KeepB && !PanelByPanel)
+          packB(B, false, Bi, K0, Kc, J0, Nc, NcPad, NR, PB);
         T *PA = Ap.get();
         packA(A, Opt.AUnitK, Bi, I0, Mc, McPad, MR, K0, Kc, PA);
-        for (int64_t Jp = 0; Jp < NcPad; Jp += NR)
+        for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
+          T *Panel = PanelByPanel ? PB : PB + Jp * Kc;
+          if (PanelByPanel)
+            packB(B, true, Bi, K0, Kc, J0 + Jp, std::min(NR, Nc - Jp), NR, NR,
+                  Panel);
           for (int64_t Ip = 0; Ip < McPad; Ip += MR)
-            Micro.Run(Kc, PA + Ip * Kc, PB + Jp * Kc, C + Ip * NC + Jp, NC);
+            Micro.Run(Kc, PA + Ip * Kc, Panel, C + Ip * LdC + Jp, LdC);
+        }
       }
       for (int64_t I = 0; I < Mc; ++I)
-        E(Bi, I0 + I, J0, Nc, static_cast<const T *>(C + I * NC));
+        E(Bi, I0 + I, J0, Nc, static_cast<const T *>(C + I * LdC));
     }
   };
   if (Threads > 1 && NumTiles > 1) {
 #pragma omp parallel
     {
 #ifdef _OPENMP
-      Run(omp_get_thread_num(), omp_get_num_threads());
+      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+      Run(NumTiles * T0 / Tn, NumTiles * (T0 + 1) / Tn);
 #else
-      Run(0, 1);
+      Run(0, NumTiles);
 #endif
     }
   } else {
-    Run(0, 1);
+    Run(0, NumTiles);
   }
 }
 

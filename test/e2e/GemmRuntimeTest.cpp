@@ -48,6 +48,11 @@ template <class T> struct Problem {
     return TransB ? B[(bBatch(Bi) * N + J) * K + Kk]
                   : B[(bBatch(Bi) * K + Kk) * N + J];
   }
+  /// A as pkc passes a ref read in place (packed by transposing it straight
+  /// from memory).
+  pk::rt::StridedA<T> stridedA() const {
+    return {A.data(), BroadcastA ? 0 : M * K, K, 1};
+  }
   /// B as pkc passes a ref read in place (the small-M path reads it so).
   pk::rt::StridedB<T> strided() const {
     const int64_t Batch = BroadcastB ? 0 : N * K;
@@ -79,10 +84,10 @@ Problem<T> makeProblem(int64_t Batch, int64_t M, int64_t N, int64_t K,
   return P;
 }
 
-/// C = A B through pk::rt::gemm, the way pkc calls it: A a lambda, B a
-/// lambda (an operand with a prologue) or, when \p Strided, a StridedB (a
-/// ref read in place: M <= kGemvMaxRows runs the GEMV kernels); an epilogue
-/// that stores each finished element once and counts the stores.
+/// C = A B through pk::rt::gemm, the way pkc calls it: A and B lambdas
+/// (operands with a prologue) or, when \p Strided, a StridedA and a StridedB
+/// (refs read in place: M <= kGemvMaxRows runs the GEMV kernels); an
+/// epilogue that stores each finished element once and counts the stores.
 template <class T>
 std::vector<T> run(const Problem<T> &P, GemmOptions Opt, int64_t *Stores,
                    bool Strided = false) {
@@ -98,7 +103,8 @@ std::vector<T> run(const Problem<T> &P, GemmOptions Opt, int64_t *Stores,
     Count += Len;
   };
   if (Strided)
-    pk::rt::gemm<T>({P.Batch, P.M, P.N, P.K}, Opt, A, P.strided(), E);
+    pk::rt::gemm<T>({P.Batch, P.M, P.N, P.K}, Opt, P.stridedA(), P.strided(),
+                    E);
   else
     pk::rt::gemm<T>(
         {P.Batch, P.M, P.N, P.K}, Opt, A,
@@ -218,19 +224,25 @@ TEST_P(GemmLevel, LargeAndBlockingBoundaries) {
         for (int64_t K : Ks) {
           if (M * N * K > (int64_t(1) << 26))
             continue; // the cache-sized blocking's largest: enough below
-          for (bool TransB : {true, false}) {
-            Problem<float> P =
-                makeProblem<float>(1, M, N, K, TransB, false, Seed++);
-            GemmOptions Opt;
-            Opt.Blocking = Blk;
-            std::vector<float> C = run(P, Opt, nullptr);
-            if (countOutside(P, C,
-                             Name + " blocking " + std::to_string(Blk.MC) +
-                                 "/" + std::to_string(Blk.KC) + "/" +
-                                 std::to_string(Blk.NC) + " " +
-                                 shapeName(1, M, N, K, TransB)))
-              return;
-          }
+          for (bool TransB : {true, false})
+            // In place (StridedA, StridedB) too with the small blocking:
+            // B's kept block (more than one row tile), in both layouts.
+            for (bool Strided : {false, true}) {
+              if (Strided && &Blk != &Small)
+                continue;
+              Problem<float> P =
+                  makeProblem<float>(1, M, N, K, TransB, false, Seed++);
+              GemmOptions Opt;
+              Opt.Blocking = Blk;
+              std::vector<float> C = run(P, Opt, nullptr, Strided);
+              if (countOutside(P, C,
+                               Name + " blocking " + std::to_string(Blk.MC) +
+                                   "/" + std::to_string(Blk.KC) + "/" +
+                                   std::to_string(Blk.NC) + " " +
+                                   shapeName(1, M, N, K, TransB) +
+                                   (Strided ? " in place" : "")))
+                return;
+            }
         }
   }
   // 1000: several default K blocks; and the GEMV path over 8 column blocks.
@@ -310,7 +322,8 @@ TEST_P(GemmLevel, ThreadCountDoesNotChangeBits) {
   GemmOptions Opt;
   Opt.Threaded = true;
   const int Saved = omp_get_max_threads();
-  for (int64_t M : {4, 30, 131})
+  // 600: several row tiles, so B's packed block is kept across them.
+  for (int64_t M : {4, 30, 131, 600})
     for (bool Strided : {false, true}) {
       Problem<float> P = makeProblem<float>(2, M, 1000, 400, true, false, 3);
       omp_set_num_threads(1);

@@ -356,45 +356,78 @@ private:
     return Cond.empty() ? None.str() : Cond;
   }
 
-  /// B as a pk::rt::StridedB when it is a ref read as it is (transposed or
-  /// broadcast, no prologue, no conversion but bfloat16's): the runtime then
-  /// reads it in place for a few rows of A (the GEMV path) instead of packing
-  /// it. bfloat16 weights of a float product are widened by the GEMV kernels
-  /// as they load them (a shift); pk::half ones would need F16C there, so
-  /// they still go through a lambda, converted while packed.
-  std::optional<std::string> stridedB(const Nest &N,
-                                      const loop::GemmPattern &G) const {
-    if (G.BStmts.size() != 1 || G.BStmts[0] != G.B)
+  /// The pointer and the strides along the batch axis, \p Row and \p Col of
+  /// a matrix product's operand (its statements \p Stmts, its value \p
+  /// Value) when it is a ref read as it is: transposed or broadcast, no
+  /// prologue, no conversion but bfloat16's when \p Widen allows it.
+  struct OperandInPlace {
+    std::string Pointer, Batch = "0", Row = "0", Col = "0";
+    DType Stored;
+  };
+  std::optional<OperandInPlace>
+  operandInPlace(const Nest &N, const loop::GemmPattern &G,
+                 const std::vector<unsigned> &Stmts, unsigned Value,
+                 unsigned Row, unsigned Col, bool Widen) const {
+    if (Stmts.size() != 1 || Stmts[0] != Value)
       return std::nullopt;
-    const Stmt &S = N.Body[G.B];
-    const DType Stored = F.Params[S.Param].Type;
-    const bool Widened = Stored == DType::BF16 && G.Type == DType::F32;
+    const Stmt &S = N.Body[Value];
+    OperandInPlace Op;
+    Op.Stored = F.Params[S.Param].Type;
+    const bool Widened = Widen && Op.Stored == DType::BF16 &&
+                         G.Type == DType::F32;
     if (S.K != Stmt::Load || S.Type != G.Type ||
-        (dtypeInfo(Stored).Compute != Stored && !Widened))
+        (dtypeInfo(Op.Stored).Compute != Op.Stored && !Widened))
       return std::nullopt;
-    std::string Batch = "0", K = "0", J = "0";
     for (size_t D = 0; D < S.Map.rank(); ++D) {
-      if (S.Map.Axes[D].Axis < 0)
+      const int Axis = S.Map.Axes[D].Axis;
+      if (Axis < 0)
         continue; // an axis of extent 1: index 0
-      std::string *Stride = nullptr;
-      if (S.Map.Axes[D].Axis == G.BatchAxis)
-        Stride = &Batch;
-      else if (S.Map.Axes[D].Axis == static_cast<int>(G.KAxis))
-        Stride = &K;
-      else if (S.Map.Axes[D].Axis == static_cast<int>(G.NAxis))
-        Stride = &J;
-      else
-        return std::nullopt; // B varies along i: not a plain operand
+      std::string *Stride = Axis == G.BatchAxis              ? &Op.Batch
+                            : Axis == static_cast<int>(Row) ? &Op.Row
+                            : Axis == static_cast<int>(Col) ? &Op.Col
+                                                             : nullptr;
+      if (!Stride)
+        return std::nullopt; // it varies along the other operand's axis
       *Stride = strideVar(F, S.Param, D);
     }
-    if (Widened)
+    Op.Pointer = pointerVar(F, S.Param);
+    return Op;
+  }
+
+  /// B as a pk::rt::StridedB when it is a ref read as it is: the runtime
+  /// then reads it in place for a few rows of A (the GEMV path) instead of
+  /// packing it, and packs it from memory otherwise. bfloat16 weights of a
+  /// float product are widened by the GEMV kernels as they load them (a
+  /// shift); pk::half ones would need F16C there, so they still go through
+  /// a lambda, converted while packed.
+  std::optional<std::string> stridedB(const Nest &N,
+                                      const loop::GemmPattern &G) const {
+    std::optional<OperandInPlace> Op =
+        operandInPlace(N, G, G.BStmts, G.B, G.KAxis, G.NAxis, true);
+    if (!Op)
+      return std::nullopt;
+    if (Op->Stored != G.Type)
       return fmt::format(
           "pk::rt::StridedB<float, {0}>{{reinterpret_cast<const {0} *>({1}), "
           "{2}, {3}, {4}}}",
-          dtypeInfo(Stored).Cpp, pointerVar(F, S.Param), Batch, K, J);
+          dtypeInfo(Op->Stored).Cpp, Op->Pointer, Op->Batch, Op->Row, Op->Col);
     return fmt::format("pk::rt::StridedB<{}>{{{}, {}, {}, {}}}",
-                       dtypeCppName(G.Type), pointerVar(F, S.Param), Batch, K,
-                       J);
+                       dtypeCppName(G.Type), Op->Pointer, Op->Batch, Op->Row,
+                       Op->Col);
+  }
+
+  /// A as a pk::rt::StridedA when it is a ref read as it is: a row-major A
+  /// is then packed by transposing it straight from memory, where a
+  /// lambda's values are staged one at a time.
+  std::optional<std::string> stridedA(const Nest &N,
+                                      const loop::GemmPattern &G) const {
+    std::optional<OperandInPlace> Op =
+        operandInPlace(N, G, G.AStmts, G.A, G.MAxis, G.KAxis, false);
+    if (!Op)
+      return std::nullopt;
+    return fmt::format("pk::rt::StridedA<{}>{{{}, {}, {}, {}}}",
+                       dtypeCppName(G.Type), Op->Pointer, Op->Batch, Op->Row,
+                       Op->Col);
   }
 
   void emitGemm(const Nest &N, const std::string &Indent) {
@@ -461,7 +494,12 @@ private:
                        Cur->MinWorkForThreads,
                        unitAlongK(N, G->AStmts, G->KAxis, "true"),
                        unitAlongK(N, G->BStmts, G->KAxis, "false"));
-    Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis, G->KAxis);
+    if (std::optional<std::string> Strided = stridedA(N, *G))
+      Out += fmt::format("{}  // A(batch, i, k), read in place\n{}  {},\n",
+                         Indent, Indent, *Strided);
+    else
+      Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis,
+              G->KAxis);
     if (std::optional<std::string> Strided = stridedB(N, *G))
       Out += fmt::format("{}  // B(batch, k, j), read in place\n{}  {},\n",
                          Indent, Indent, *Strided);
