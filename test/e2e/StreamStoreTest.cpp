@@ -9,6 +9,11 @@
 // rows start at every offset within a line (rows of one element take the
 // strided loops, which never stream: a check that that stays so). lit's
 // codegen/stream-stores.test checks that the code streams.
+//
+// The outputs start as NaN (an element neither run writes shows), and the
+// plain run is also compared with eager, within ReductionTest.cpp's
+// tolerances (16-bit outputs: one ulp of the type, 2^-7 relative for
+// bfloat16, 2^-10 for half), so that two equally wrong runs do not pass.
 #include "common/sample.h"
 
 #include <pk/pk.h>
@@ -16,10 +21,26 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
+
+// Other files of this executable include some of these kernels in their own
+// `namespace eager`: these stay in this file.
+namespace {
+namespace eager {
+#include "add_rmsnorm/add_rmsnorm.cpp"
+#include "causal_softmax/causal_softmax.cpp"
+#include "kernels/more_reductions.cpp"
+#include "layernorm/layernorm.cpp"
+#include "rmsnorm/rmsnorm.cpp"
+#include "rmsnorm_bf16/rmsnorm_bf16.cpp"
+#include "softmax/softmax.cpp"
+#include "softmax_half/softmax_half.cpp"
+} // namespace eager
+} // namespace
 
 #include "common/compiled.h"
 
@@ -32,11 +53,34 @@ namespace {
 const std::pair<int64_t, int64_t> Shapes[] = {
     {257, 263}, {64, 4099}, {1031, 67}, {16, 4096}, {65536, 1}, {33, 2003}};
 
-/// Runs `Kernel` with streaming off, then on, restoring the threshold.
+/// Each of C's elements within Atol + Rtol |eager| of E's (NaN where E is
+/// NaN; bit for bit where both are 0).
+template <class T>
+void expectNearEager(const std::vector<T> &E, const std::vector<T> &C,
+                     double Rtol, double Atol, const std::string &What) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  for (size_t I = 0; I < E.size(); ++I) {
+    const double X = double(E[I]), Y = double(C[I]);
+    const bool Ok =
+        Rtol == 0 && Atol == 0
+            ? std::memcmp(&E[I], &C[I], sizeof(T)) == 0
+            : (std::isnan(X) ? std::isnan(Y)
+                             : std::fabs(X - Y) <= Atol + Rtol * std::fabs(X));
+    if (!Ok) {
+      ADD_FAILURE() << What << ": element " << I << " eager " << X
+                    << " compiled " << Y;
+      return;
+    }
+  }
+}
+
+/// Runs `Kernel` with streaming off, then on, restoring the threshold; then
+/// `AgainstEager` checks the outputs (streaming off) against eager's.
 template <class Out>
 void expectStreamedSame(const std::string &What,
                         const std::function<void(Out &)> &Kernel,
-                        const Out &Fresh) {
+                        const Out &Fresh,
+                        const std::function<void(const Out &)> &AgainstEager) {
   const int64_t Saved = pk::rt::stream_threshold();
   Out Plain = Fresh, Streamed = Fresh;
   pk::rt::set_stream_threshold(pk::rt::kNeverStream);
@@ -50,6 +94,7 @@ void expectStreamedSame(const std::string &What,
                           Plain[I].size() * sizeof(Plain[I][0])),
               0)
         << What << ": output " << I << " differs";
+  AgainstEager(Plain);
 }
 
 std::string name(const char *K, int64_t T, int64_t D) {
@@ -65,6 +110,8 @@ template <class T> std::vector<T> to16(const std::vector<float> &F) {
 
 using Floats = std::vector<std::vector<float>>;
 
+std::vector<float> nans(int64_t N) { return std::vector<float>(N, NAN); }
+
 TEST(StreamStores, Rmsnorm) {
   for (auto [T, D] : Shapes) {
     auto X = sample::random(T * D, 1), W = sample::random(D, 2);
@@ -73,7 +120,12 @@ TEST(StreamStores, Rmsnorm) {
         [&](Floats &O) {
           rmsnorm({X.data(), {T, D}}, W, {O[0].data(), {T, D}}, 1e-6f);
         },
-        Floats{std::vector<float>(T * D)});
+        Floats{nans(T * D)},
+        [&](const Floats &O) {
+          std::vector<float> E(T * D);
+          eager::rmsnorm({X.data(), {T, D}}, W, {E.data(), {T, D}}, 1e-6f);
+          expectNearEager(E, O[0], 1e-4, 1e-6, name("rmsnorm", T, D));
+        });
   }
 }
 
@@ -83,13 +135,23 @@ TEST(StreamStores, SoftmaxAndCausalSoftmax) {
     expectStreamedSame<Floats>(
         name("softmax", T, D),
         [&](Floats &O) { softmax({X.data(), {T, D}}, {O[0].data(), {T, D}}); },
-        Floats{std::vector<float>(T * D)});
+        Floats{nans(T * D)},
+        [&](const Floats &O) {
+          std::vector<float> E(T * D);
+          eager::softmax({X.data(), {T, D}}, {E.data(), {T, D}});
+          expectNearEager(E, O[0], 1e-4, 1e-12, name("softmax", T, D));
+        });
     expectStreamedSame<Floats>(
         name("causal_softmax", T, D),
         [&](Floats &O) {
           causal_softmax({X.data(), {T, D}}, {O[0].data(), {T, D}});
         },
-        Floats{std::vector<float>(T * D)});
+        Floats{nans(T * D)},
+        [&](const Floats &O) {
+          std::vector<float> E(T * D);
+          eager::causal_softmax({X.data(), {T, D}}, {E.data(), {T, D}});
+          expectNearEager(E, O[0], 1e-4, 1e-12, name("causal_softmax", T, D));
+        });
   }
 }
 
@@ -103,8 +165,16 @@ TEST(StreamStores, LayernormWithRowOutputs) {
           layernorm({X.data(), {T, D}}, W, B, {O[0].data(), {T, D}}, O[1],
                     O[2], 1e-5f);
         },
-        Floats{std::vector<float>(T * D), std::vector<float>(T),
-               std::vector<float>(T)});
+        Floats{nans(T * D), nans(T), nans(T)},
+        [&](const Floats &O) {
+          std::vector<float> E(T * D), ME(T), RE(T);
+          eager::layernorm({X.data(), {T, D}}, W, B, {E.data(), {T, D}}, ME, RE,
+                           1e-5f);
+          const std::string N = name("layernorm", T, D);
+          expectNearEager(E, O[0], 1e-3, 1e-4, N + " out");
+          expectNearEager(ME, O[1], 1e-4, 1e-6, N + " mean");
+          expectNearEager(RE, O[2], 1e-3, 1e-5, N + " rstd");
+        });
   }
 }
 
@@ -119,7 +189,15 @@ TEST(StreamStores, AddRmsnormStreamsYAndUpdatesH) {
           add_rmsnorm({O[0].data(), {T, D}}, {X.data(), {T, D}}, W,
                       {O[1].data(), {T, D}}, 1e-6f);
         },
-        Floats{H0, std::vector<float>(T * D)});
+        Floats{H0, nans(T * D)},
+        [&](const Floats &O) {
+          std::vector<float> HE = H0, E(T * D);
+          eager::add_rmsnorm({HE.data(), {T, D}}, {X.data(), {T, D}}, W,
+                             {E.data(), {T, D}}, 1e-6f);
+          const std::string N = name("add_rmsnorm", T, D);
+          expectNearEager(HE, O[0], 0, 0, N + " h");
+          expectNearEager(E, O[1], 1e-4, 1e-6, N + " y");
+        });
   }
 }
 
@@ -135,13 +213,24 @@ TEST(StreamStores, SixteenBitOutputs) {
         [&](Bf16s &O) {
           rmsnorm_bf16({XB.data(), {T, D}}, WB, {O[0].data(), {T, D}}, 1e-6f);
         },
-        Bf16s{std::vector<pk::bfloat16>(T * D)});
+        Bf16s{to16<pk::bfloat16>(nans(T * D))},
+        [&](const Bf16s &O) {
+          std::vector<pk::bfloat16> E(T * D);
+          eager::rmsnorm_bf16({XB.data(), {T, D}}, WB, {E.data(), {T, D}},
+                              1e-6f);
+          expectNearEager(E, O[0], 0x1p-7, 1e-6, name("rmsnorm_bf16", T, D));
+        });
     expectStreamedSame<Halves>(
         name("softmax_half", T, D),
         [&](Halves &O) {
           softmax_half({XH.data(), {T, D}}, {O[0].data(), {T, D}});
         },
-        Halves{std::vector<pk::half>(T * D)});
+        Halves{to16<pk::half>(nans(T * D))},
+        [&](const Halves &O) {
+          std::vector<pk::half> E(T * D);
+          eager::softmax_half({XH.data(), {T, D}}, {E.data(), {T, D}});
+          expectNearEager(E, O[0], 0x1p-10, 1e-7, name("softmax_half", T, D));
+        });
   }
 }
 
@@ -156,7 +245,14 @@ TEST(StreamStores, TwoRowAxes) {
         [&](Floats &O) {
           softmax_rank3({X.data(), {A, B, C}}, {O[0].data(), {A, B, C}});
         },
-        Floats{std::vector<float>(A * B * C)});
+        Floats{nans(A * B * C)},
+        [&](const Floats &O) {
+          std::vector<float> E(A * B * C);
+          eager::softmax_rank3({X.data(), {A, B, C}}, {E.data(), {A, B, C}});
+          expectNearEager(E, O[0], 1e-4, 2e-5,
+                          "softmax_rank3 " + std::to_string(A) + "x" +
+                              std::to_string(B) + "x" + std::to_string(C));
+        });
   }
 }
 

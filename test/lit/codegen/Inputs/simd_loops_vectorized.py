@@ -10,6 +10,8 @@ closing brace; a simd loop has no loop inside) counts for that loop. Prints how
 many simd loops there are and exits 1 listing those not vectorised, except
 in the fallback copies for a broadcast along the vectorised axis ("general
 strides": a run-time stride of 0 or 1, rare, where g++ may keep scalar code).
+Exits 1 too when the file has no simd loop outside those fallbacks (a file
+without any, or the wrong file, would otherwise pass with nothing checked).
 """
 import re
 import sys
@@ -44,6 +46,9 @@ def loop_lines(n):
 missing = [n for n in simd if not any(k in done for k in loop_lines(n))]
 tolerated = [n for n in missing if in_fallback(n)]
 missing = [n for n in missing if n not in tolerated]
+if len(simd) == len(tolerated):
+    print('%s: no simd loops to check (%d in broadcast fallbacks)' % (name, len(tolerated)))
+    sys.exit(1)
 if missing:
     print('%s: %d of %d simd loops not vectorised, at lines %s' % (name, len(missing), len(simd), missing))
     sys.exit(1)
