@@ -3,9 +3,9 @@
 // GPU when built without PK_CUDA_SHIM). The compiled CPU kernels are the
 // reference here (test/e2e/BadInputTest.cpp checks them against eager):
 //
-// * valid shapes: the launcher runs, and its result is the CPU kernel's
-//   within 1e-4 relative (the matmul samples' only run on the shim besides
-//   MatmulShimTest's cases);
+// * valid shapes: the launcher runs, and its result is the CPU kernel's and
+//   eager's within 1e-4 relative (the matmul samples' only run on the shim
+//   besides MatmulShimTest's cases);
 // * each ref's each axis at E + 1, E - 1, 1 and 0: the launcher raises
 //   exactly the CPU kernel's pk::ShapeError (same guards, same message) or
 //   accepts exactly what the CPU kernel accepts; when it raises, no kernel
@@ -129,27 +129,31 @@ TEST_F(BadInputCuda, ValidShapesRunAndAgreeWithTheCpuKernels) {
       if (C.Refs[R].K == Kind::InOut)
         for (size_t J = 0; J < Start.Data[R].size(); ++J)
           Start.Data[R][J] = 0.5f + 0.25f * float(J % 5);
-    Buffers Cpu = Start;
+    Buffers Cpu = Start, Eager = Start;
     const Outcome Ref = run(C, Cpu.args(validShapes(C)), Version::Cpu);
     ASSERT_TRUE(Ref.ok()) << C.Kernel << ": " << Ref.Message;
+    const Outcome EagerRan = run(C, Eager.args(validShapes(C)), Version::Eager);
+    ASSERT_TRUE(EagerRan.ok()) << C.Kernel << ": " << EagerRan.Message;
     DeviceBuffers Dev(Start);
     const Outcome Got = run(C, Dev.args(validShapes(C)), Version::Cuda);
     ASSERT_TRUE(Got.ok()) << C.Kernel << ": " << Got.Message;
     const Buffers Out = Dev.host(Start);
-    for (size_t R = 0; R < C.Refs.size(); ++R) {
-      const std::vector<float> E = asFloats(Cpu.Data[R], C.Refs[R].E),
-                               G = asFloats(Out.Data[R], C.Refs[R].E);
-      float Max = 0;
-      for (float V : E)
-        Max = std::max(Max, std::fabs(V));
-      for (size_t J = 0; J < E.size(); ++J)
-        if (!(std::fabs(E[J] - G[J]) <=
-              1e-5f + (C.Refs[R].E == Elem::F32 ? 1e-4f : 0x1p-7f) * Max)) {
-          ADD_FAILURE() << C.Kernel << ": " << C.Refs[R].Name << " element "
-                        << J << ": cpu " << E[J] << ", cuda " << G[J];
-          break;
-        }
-    }
+    for (size_t R = 0; R < C.Refs.size(); ++R)
+      for (const Buffers *Want : {&Cpu, &Eager}) {
+        const std::vector<float> E = asFloats(Want->Data[R], C.Refs[R].E),
+                                 G = asFloats(Out.Data[R], C.Refs[R].E);
+        float Max = 0;
+        for (float V : E)
+          Max = std::max(Max, std::fabs(V));
+        for (size_t J = 0; J < E.size(); ++J)
+          if (!(std::fabs(E[J] - G[J]) <=
+                1e-5f + (C.Refs[R].E == Elem::F32 ? 1e-4f : 0x1p-7f) * Max)) {
+            ADD_FAILURE() << C.Kernel << ": " << C.Refs[R].Name << " element "
+                          << J << ": " << (Want == &Cpu ? "cpu " : "eager ")
+                          << E[J] << ", cuda " << G[J];
+            break;
+          }
+      }
   }
 }
 

@@ -9,7 +9,12 @@
 //
 // Tolerance: |cpu - cuda| <= 1e-5 + 8e-6 K (inputs in [-1, 1]): both sum K
 // float products, in different orders (each within ~K 2^-24 of the exact
-// sum); float64 1e-13 + 1e-15 K; int32 exact.
+// sum); float64 1e-13 + 1e-15 K; int32 exact. Every CUDA result is also
+// compared with eager, within MatmulTest.cpp's eager tolerance
+// (../e2e/MatmulBounds.h: 1e-5 + 4e-6 K for float, 1.9e-14 + 7.5e-15 K for
+// double, int32 bit for bit). Attention: the bound per query row derived in
+// MatmulBounds.h, CUDA against the CPU kernel, eager and a double reference.
+#include "../e2e/MatmulBounds.h"
 #include "common/sample.h"
 
 #include <pk/pk.h>
@@ -20,11 +25,16 @@
 #include <pk_shim/shim.h>
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "matmul_cases.pk.h"
+
+namespace eager {
+#include "../e2e/kernels/matmul_cases.cpp"
+}
 
 void mm_nn(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> c);
 void mm_nt(pk::In<float, 2> a, pk::In<float, 2> bt, pk::Out<float, 2> c);
@@ -95,6 +105,45 @@ void expectClose(const std::vector<T> &E, const std::vector<T> &C, int64_t K,
                     << " (tolerance " << Tol << ")";
       return;
     }
+}
+
+/// CUDA against eager: MatmulTest.cpp's tolerance, bit for bit where it is
+/// 0 (int32).
+template <class T>
+void expectNearEager(const std::vector<T> &E, const std::vector<T> &C,
+                     int64_t K, const std::string &What) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  const double Tol = matmul_bounds::tolerance<T>(K);
+  for (size_t I = 0; I < E.size(); ++I)
+    if (Tol == 0 ? std::memcmp(&E[I], &C[I], sizeof(T)) != 0
+                 : !(std::fabs(double(E[I]) - double(C[I])) <= Tol)) {
+      ADD_FAILURE() << What << ": element " << I << " of " << E.size()
+                    << ": eager " << double(E[I]) << ", cuda " << double(C[I])
+                    << " (tolerance " << Tol << ")";
+      return;
+    }
+}
+
+/// Attention outputs [T, J] of one head: CUDA within the bound per row of
+/// MatmulBounds.h of the CPU kernel, of eager and of the double reference.
+void expectAttention(const attention_bound::Head<float> &H, const float *Cpu,
+                     const float *Eager, const float *Cuda,
+                     const std::string &What) {
+  using namespace attention_bound;
+  const std::vector<double> Tol = rowBounds(H), Ref = reference(H);
+  for (int64_t R = 0; R < H.T; ++R) {
+    const double Errors[] = {rowError(Cpu, Cuda, R, H.J),
+                             rowError(Eager, Cuda, R, H.J),
+                             rowError(Ref, Cuda, R, H.J)};
+    const char *Names[] = {"the cpu kernel", "eager", "the reference"};
+    for (int X = 0; X < 3; ++X)
+      if (!(Errors[X] <= Tol[R])) {
+        ADD_FAILURE() << What << " row " << R << ": cuda and " << Names[X]
+                      << " differ by " << Errors[X] << " (tolerance "
+                      << Tol[R] << ")";
+        return;
+      }
+  }
 }
 
 std::vector<float> rnd(int64_t N, unsigned Seed) {
@@ -169,8 +218,9 @@ TEST_F(CudaMatmul, Layouts) {
     for (int64_t I = 0; I < K; ++I)
       for (int64_t J = 0; J < N; ++J)
         BT[J * K + I] = B[I * N + J];
-    std::vector<float> E(M * N);
+    std::vector<float> E(M * N), EE(M * N);
     mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
+    eager::mm_nn({A.data(), {M, K}}, {B.data(), {K, N}}, {EE.data(), {M, N}});
     forEachLaunch(M, N, 1, [&](const std::string &Tag) {
       Dev<float> DA(A), DB(B), DAT(AT), DBT(BT);
       Dev<float> C1(std::vector<float>(M * N, NAN)),
@@ -182,9 +232,14 @@ TEST_F(CudaMatmul, Layouts) {
                       {C2.get(), {M, N}});
       pk::cuda::mm_tn({DAT.get(), {K, M}}, {DB.get(), {K, N}},
                       {C3.get(), {M, N}});
-      expectClose(E, C1.host(), K, "mm_nn " + dims(S) + " " + Tag);
-      expectClose(E, C2.host(), K, "mm_nt " + dims(S) + " " + Tag);
-      expectClose(E, C3.host(), K, "mm_tn " + dims(S) + " " + Tag);
+      const std::string W = dims(S) + " " + Tag;
+      const std::vector<float> G1 = C1.host(), G2 = C2.host(), G3 = C3.host();
+      expectClose(E, G1, K, "mm_nn " + W);
+      expectClose(E, G2, K, "mm_nt " + W);
+      expectClose(E, G3, K, "mm_tn " + W);
+      expectNearEager(EE, G1, K, "mm_nn " + W);
+      expectNearEager(EE, G2, K, "mm_nt " + W);
+      expectNearEager(EE, G3, K, "mm_tn " + W);
     });
   }
 }
@@ -200,6 +255,14 @@ TEST_F(CudaMatmul, EpiloguesProloguesAndAccumulate) {
     mm_prologue({A.data(), {M, K}}, {B.data(), {K, N}}, {G.data(), {K}},
                 {E2.data(), {M, N}});
     mm_accumulate({E3.data(), {M, N}}, {A.data(), {M, K}}, {B.data(), {K, N}});
+    std::vector<float> EE1(M * N), EE2(M * N), EE3 = R;
+    eager::mm_epilogue({A.data(), {M, K}}, {B.data(), {K, N}},
+                       {R.data(), {M, N}}, {Bias.data(), {N}},
+                       {EE1.data(), {M, N}}, 0.75f);
+    eager::mm_prologue({A.data(), {M, K}}, {B.data(), {K, N}}, {G.data(), {K}},
+                       {EE2.data(), {M, N}});
+    eager::mm_accumulate({EE3.data(), {M, N}}, {A.data(), {M, K}},
+                         {B.data(), {K, N}});
     forEachLaunch(M, N, 1, [&](const std::string &Tag) {
       Dev<float> DA(A), DB(B), DR(R), DBias(Bias), DG(G), C3(R);
       Dev<float> C1(std::vector<float>(M * N, NAN)),
@@ -211,9 +274,14 @@ TEST_F(CudaMatmul, EpiloguesProloguesAndAccumulate) {
                             {DG.get(), {K}}, {C2.get(), {M, N}});
       pk::cuda::mm_accumulate({C3.get(), {M, N}}, {DA.get(), {M, K}},
                               {DB.get(), {K, N}});
-      expectClose(E1, C1.host(), K, "mm_epilogue " + dims(S) + " " + Tag);
-      expectClose(E2, C2.host(), K, "mm_prologue " + dims(S) + " " + Tag);
-      expectClose(E3, C3.host(), K, "mm_accumulate " + dims(S) + " " + Tag);
+      const std::string W = dims(S) + " " + Tag;
+      const std::vector<float> G1 = C1.host(), G2 = C2.host(), G3 = C3.host();
+      expectClose(E1, G1, K, "mm_epilogue " + W);
+      expectClose(E2, G2, K, "mm_prologue " + W);
+      expectClose(E3, G3, K, "mm_accumulate " + W);
+      expectNearEager(EE1, G1, K, "mm_epilogue " + W);
+      expectNearEager(EE2, G2, K, "mm_prologue " + W);
+      expectNearEager(EE3, G3, K, "mm_accumulate " + W);
     });
   }
 }
@@ -231,6 +299,13 @@ TEST_F(CudaMatmul, BatchedWithBroadcasting) {
         {E2.data(), {Bt, M, N}});
     bmm_shared_a({A2.data(), {M, K}}, {B.data(), {Bt, K, N}},
                  {E3.data(), {Bt, M, N}});
+    std::vector<float> EE1(Bt * M * N), EE2(Bt * M * N), EE3(Bt * M * N);
+    eager::bmm({A.data(), {Bt, M, K}}, {B.data(), {Bt, K, N}},
+               {EE1.data(), {Bt, M, N}});
+    eager::bmm({A.data(), {Bt, M, K}}, {B1.data(), {1, K, N}},
+               {EE2.data(), {Bt, M, N}});
+    eager::bmm_shared_a({A2.data(), {M, K}}, {B.data(), {Bt, K, N}},
+                        {EE3.data(), {Bt, M, N}});
     forEachLaunch(M, N, Bt, [&](const std::string &Tag) {
       Dev<float> DA(A), DB(B), DB1(B1), DA2(A2);
       Dev<float> C1(std::vector<float>(Bt * M * N, NAN)),
@@ -242,9 +317,14 @@ TEST_F(CudaMatmul, BatchedWithBroadcasting) {
                     {C2.get(), {Bt, M, N}});
       pk::cuda::bmm_shared_a({DA2.get(), {M, K}}, {DB.get(), {Bt, K, N}},
                              {C3.get(), {Bt, M, N}});
-      expectClose(E1, C1.host(), K, "bmm " + dims(S) + " " + Tag);
-      expectClose(E2, C2.host(), K, "bmm (b broadcast) " + dims(S) + " " + Tag);
-      expectClose(E3, C3.host(), K, "bmm_shared_a " + dims(S) + " " + Tag);
+      const std::string W = dims(S) + " " + Tag;
+      const std::vector<float> G1 = C1.host(), G2 = C2.host(), G3 = C3.host();
+      expectClose(E1, G1, K, "bmm " + W);
+      expectClose(E2, G2, K, "bmm (b broadcast) " + W);
+      expectClose(E3, G3, K, "bmm_shared_a " + W);
+      expectNearEager(EE1, G1, K, "bmm " + W);
+      expectNearEager(EE2, G2, K, "bmm (b broadcast) " + W);
+      expectNearEager(EE3, G3, K, "bmm_shared_a " + W);
     });
   }
 }
@@ -264,6 +344,11 @@ TEST_F(CudaMatmul, Float64AndInt32) {
     }
     mm_f64({A.data(), {M, K}}, {B.data(), {K, N}}, {E.data(), {M, N}});
     mm_i32({IA.data(), {M, K}}, {IB.data(), {K, N}}, {IE.data(), {M, N}});
+    std::vector<double> EE(M * N);
+    std::vector<int32_t> IEE(M * N);
+    eager::mm_f64({A.data(), {M, K}}, {B.data(), {K, N}}, {EE.data(), {M, N}});
+    eager::mm_i32({IA.data(), {M, K}}, {IB.data(), {K, N}},
+                  {IEE.data(), {M, N}});
     forEachLaunch(M, N, 1, [&](const std::string &Tag) {
       Dev<double> DA(A), DB(B), C(std::vector<double>(M * N, NAN));
       Dev<int32_t> DIA(IA), DIB(IB), IC(std::vector<int32_t>(M * N, -7));
@@ -271,14 +356,20 @@ TEST_F(CudaMatmul, Float64AndInt32) {
                        {C.get(), {M, N}});
       pk::cuda::mm_i32({DIA.get(), {M, K}}, {DIB.get(), {K, N}},
                        {IC.get(), {M, N}});
-      expectClose(E, C.host(), K, "mm_f64 " + dims(S) + " " + Tag);
-      expectClose(IE, IC.host(), K, "mm_i32 " + dims(S) + " " + Tag);
+      const std::string W = dims(S) + " " + Tag;
+      const std::vector<double> G = C.host();
+      const std::vector<int32_t> IG = IC.host();
+      expectClose(E, G, K, "mm_f64 " + W);
+      expectClose(IE, IG, K, "mm_i32 " + W);
+      expectNearEager(EE, G, K, "mm_f64 " + W);
+      expectNearEager(IEE, IG, K, "mm_i32 " + W);
     });
   }
 }
 
 // Attention: a warp per query row; J past 32 x kCols (256) runs in chunks.
-// Both sides run the same online recurrence: 2e-5 + 2e-6 (d + s).
+// The bound per row of MatmulBounds.h against the CPU kernel, eager and the
+// double reference.
 TEST_F(CudaMatmul, Attention) {
 #ifdef PK_SHIM_MATMUL_SMALL
   const int64_t Ts[] = {1, 9}, Ds[] = {1, 33}, Js[] = {1, 33};
@@ -301,6 +392,13 @@ TEST_F(CudaMatmul, Attention) {
         attention_masked({Q.data(), {T, D}}, {K2.data(), {S2, D}},
                          {V2.data(), {S2, J}}, {Bias.data(), {T, S2}},
                          {E2.data(), {T, J}});
+        std::vector<float> EE1(H * T * J), EE2(T * J);
+        eager::attention_causal_heads(
+            {Q.data(), {H, T, D}}, {K.data(), {H, T, D}}, {V.data(), {H, T, J}},
+            {EE1.data(), {H, T, J}}, 0.125f);
+        eager::attention_masked({Q.data(), {T, D}}, {K2.data(), {S2, D}},
+                                {V2.data(), {S2, J}}, {Bias.data(), {T, S2}},
+                                {EE2.data(), {T, J}});
         std::string W = "T=" + std::to_string(T) + " d=" + std::to_string(D) +
                         " j=" + std::to_string(J);
         for (int Seed : {0, 1}) {
@@ -316,8 +414,19 @@ TEST_F(CudaMatmul, Attention) {
           pk::cuda::attention_masked({DQ.get(), {T, D}}, {DK2.get(), {S2, D}},
                                      {DV2.get(), {S2, J}},
                                      {DB.get(), {T, S2}}, {O2.get(), {T, J}});
-          expectClose(E1, O1.host(), 3 * (D + T), "attention_causal_heads " + W);
-          expectClose(E2, O2.host(), 3 * (D + S2), "attention_masked " + W);
+          const std::vector<float> G1 = O1.host(), G2 = O2.host();
+          for (int64_t Hd = 0; Hd < H; ++Hd)
+            expectAttention({Q.data() + Hd * T * D, K.data() + Hd * T * D,
+                             V.data() + Hd * T * J, nullptr, T, T, D, J, 0.125,
+                             true},
+                            E1.data() + Hd * T * J, EE1.data() + Hd * T * J,
+                            G1.data() + Hd * T * J,
+                            "attention_causal_heads " + W + " head " +
+                                std::to_string(Hd));
+          expectAttention({Q.data(), K2.data(), V2.data(), Bias.data(), T, S2, D,
+                           J, 0.5, false},
+                          E2.data(), EE2.data(), G2.data(),
+                          "attention_masked " + W);
         }
       }
 }
