@@ -43,31 +43,6 @@ using pkbench::Buffer;
 using pkbench::Shape;
 constexpr int64_t F = sizeof(float);
 
-/// The weight pool: 4x the last-level cache Linux lists (256 MiB when none),
-/// uniform in [-1, 1), allocated on first use and kept.
-const Buffer &pool() {
-  static const Buffer P = [] {
-    const int64_t Llc = pk::rt::cache_sizes().LastLevel;
-    const int64_t Bytes = 4 * (Llc > 0 ? Llc : int64_t(64) << 20);
-    return pkbench::random(Bytes / F, 241);
-  }();
-  return P;
-}
-
-/// The bfloat16 weight pool: as many bytes as pool(), uniform in [-1, 1).
-const std::vector<pk::bfloat16> &pool_bf16() {
-  static const std::vector<pk::bfloat16> P = [] {
-    const int64_t Llc = pk::rt::cache_sizes().LastLevel;
-    const int64_t Bytes = 4 * (Llc > 0 ? Llc : int64_t(64) << 20);
-    const Buffer R = pkbench::random(Bytes / 2, 244);
-    std::vector<pk::bfloat16> V(R.size());
-    for (int64_t I = 0; I < R.size(); ++I)
-      V[I] = pk::bfloat16(R[I]);
-    return V;
-  }();
-  return P;
-}
-
 /// M x N x K: M rows (tokens) times K x N weights.
 std::vector<Shape> decode_shapes() {
   std::vector<Shape> S;
@@ -77,6 +52,36 @@ std::vector<Shape> decode_shapes() {
     for (int64_t M : {1, 4, 8})
       S.push_back({{M, W[1], W[0]}});
   return S;
+}
+
+/// The bytes of each weight pool: 4x the last-level cache Linux lists (256
+/// MiB when none), and at least two of the largest weights at float (with a
+/// 32 MiB L3, 4 x 11008 x 4096 floats were more than the pool, and the
+/// rotation read past its end).
+int64_t poolBytes() {
+  int64_t Largest = 0;
+  for (const Shape &S : decode_shapes())
+    Largest = std::max(Largest, S[1] * S[2] * F);
+  const int64_t Llc = pk::rt::cache_sizes().LastLevel;
+  return std::max(4 * (Llc > 0 ? Llc : int64_t(64) << 20), 2 * Largest);
+}
+
+/// The weight pool, uniform in [-1, 1), allocated on first use and kept.
+const Buffer &pool() {
+  static const Buffer P = pkbench::random(poolBytes() / F, 241);
+  return P;
+}
+
+/// The bfloat16 weight pool: as many bytes as pool(), uniform in [-1, 1).
+const std::vector<pk::bfloat16> &pool_bf16() {
+  static const std::vector<pk::bfloat16> P = [] {
+    const Buffer R = pkbench::random(poolBytes() / 2, 244);
+    std::vector<pk::bfloat16> V(R.size());
+    for (int64_t I = 0; I < R.size(); ++I)
+      V[I] = pk::bfloat16(R[I]);
+    return V;
+  }();
+  return P;
 }
 
 /// Which matrices of the pool a shape rotates through.
