@@ -10,8 +10,9 @@
 #   %cxx        the host C++ compiler;  %cxxflags: -std=c++20 -I<pk include> + OpenMP
 #   %clangxx    clang++ from llvm_tools_dir (tests that use it say
 #               `REQUIRES: clangxx`)
-# Features: nvcc, pkc, clangxx, and gcc-x86_64-linux when %cxx is g++ targeting
-# x86-64 Linux (the compiler <pk/dispatch.h> makes CPU clones with).
+# Features: nvcc, pkc, clangxx, asan (pkc is sanitised), and gcc-x86_64-linux
+# when %cxx is g++ targeting x86-64 Linux (the compiler <pk/dispatch.h> makes
+# CPU clones with).
 #   %nvcc       nvcc (tests that use it say `REQUIRES: nvcc`)
 #   %nvccflags  -std=c++17 -I<pk include> -arch=sm_<newest configured arch>
 #   %pk_src / %pk_bin / %pk_include   the source dir, the build dir, include/
@@ -58,6 +59,13 @@ else:
     lit_config.note('no nvcc configured (not found or PK_ENABLE_CUDA=OFF): tests that REQUIRE nvcc are unsupported')
 if config.pkc:
     config.available_features.add('pkc')
+# `asan`: pkc is built with ASan + UBSan (the asan preset). Tests whose cost is
+# the host compiler's work on the generated code (warnings, vectorisation,
+# clones) say `UNSUPPORTED: asan`: %cxx is not sanitised, so they would repeat
+# the default build's run at twice its time; pkc itself still runs under ASan
+# on their kind of kernels in the e2e and fuzz builds.
+if getattr(config, 'pk_sanitized', False):
+    config.available_features.add('asan')
 if os.path.exists(clangxx):
     config.available_features.add('clangxx')
 
