@@ -641,6 +641,44 @@ Array<ComputeType<T>> readRef(const T *P, Shape S, std::string Label) {
   }
 }
 
+/// Calls Fn(I, Off) for each flat row-major index I of shape S, where Off is
+/// the element offset of that coordinate under the strides St.
+template <class F>
+void forEachStrided(const Shape &S, const Shape &St, F &&Fn) {
+  const int64_t N = checkedSize(S);
+  if (N == 0)
+    return;
+  const size_t R = S.size();
+  std::vector<int64_t> Idx(R, 0);
+  int64_t Off = 0;
+  for (int64_t I = 0; I < N; ++I) {
+    Fn(I, Off);
+    for (size_t D = R; D-- > 0;) {
+      if (++Idx[D] < S[D]) {
+        Off += St[D];
+        break;
+      }
+      Off -= St[D] * (S[D] - 1);
+      Idx[D] = 0;
+    }
+  }
+}
+
+/// readRef of a window: the elements at P + the strided offsets.
+template <class T>
+Array<ComputeType<T>> readStrided(const T *P, Shape S, const Shape &St,
+                                  std::string Label) {
+  Array<ComputeType<T>> A(std::move(S), Uninit{}, std::move(Label));
+  ComputeType<T> *D = A.data();
+  forEachStrided(A.shape(), St, [&](int64_t I, int64_t Off) {
+    if constexpr (IsStorage16<T>)
+      D[I] = to_float(P[Off]);
+    else
+      D[I] = static_cast<ComputeType<T>>(P[Off]);
+  });
+  return A;
+}
+
 /// A value converted to the element type T of a ref it is stored into. The
 /// storage types convert from their compute type, as the compiled code does:
 /// the 16-bit types from float (rounding to nearest even), so a double is
@@ -685,6 +723,12 @@ public:
              std::string Label)
       : Value(detail::readRef(P, detail::toShape(E), std::move(Label))),
         Ptr(P) {}
+  /// A window's `[_]`: its elements are at P + the strided offsets.
+  WholeProxy(T *P, const std::array<int64_t, R> &E,
+             const std::array<int64_t, R> &St, std::string Label)
+      : Value(detail::readStrided(P, detail::toShape(E), detail::toShape(St),
+                                  std::move(Label))),
+        Ptr(P), Strides(detail::toShape(St)) {}
   WholeProxy(const WholeProxy &) = default;
   WholeProxy(WholeProxy &&) = default;
   ~WholeProxy() = default;
@@ -701,6 +745,10 @@ public:
   requires detail::Operand<V>
   void operator=(const V &Val) && {
     const int64_t N = this->size();
+    if (!Strides.empty()) {
+      storeStrided(Val);
+      return;
+    }
     if constexpr (detail::Scalar<V>) {
       const T X = detail::storeAs<T>(Val);
       for (int64_t I = 0; I < N; ++I)
@@ -734,7 +782,33 @@ public:
 #undef PK_COMPOUND_STORE
 
 private:
+  template <class V> void storeStrided(const V &Val) {
+    T *Dst = Ptr;
+    if constexpr (detail::Scalar<V>) {
+      const T X = detail::storeAs<T>(Val);
+      detail::forEachStrided(this->shape(), Strides,
+                             [&](int64_t, int64_t Off) { Dst[Off] = X; });
+    } else {
+      const auto &A = detail::as_array(Val);
+      detail::checkBroadcastTo(A.shape(), A.label(), this->shape(),
+                               this->label());
+      // The value broadcast to the window's shape, then stored strided.
+      Array<ComputeType<T>> Full(this->shape(), detail::Uninit{},
+                                 this->label());
+      auto *F = Full.data();
+      const auto *Src = A.data();
+      detail::forEachIndex<1>(this->shape(), {&A.shape()},
+                              [&](int64_t I, const int64_t *Off) {
+                                F[I] = static_cast<ComputeType<T>>(Src[Off[0]]);
+                              });
+      detail::forEachStrided(
+          this->shape(), Strides,
+          [&](int64_t I, int64_t Off) { Dst[Off] = detail::storeAs<T>(F[I]); });
+    }
+  }
+
   T *Ptr;
+  std::vector<int64_t> Strides; // empty: contiguous
 };
 
 template <class T, int R>
@@ -1364,11 +1438,13 @@ requires detail::ArrayLike<X> Array<int64_t> index(const X &V, int Axis) {
 // Linear algebra: matmul, transpose
 //===----------------------------------------------------------------------===//
 
-/// matmul(a, b): [M, K] x [K, N] -> [M, N]; with a rank-3 operand, batched
-/// [B, M, K] x [B', K, N] -> [max(B, B'), M, N] with NumPy broadcasting of
-/// the batch extent (a rank-2 operand is shared by every batch). Ranks other
-/// than 2 and 3 are a ShapeError. Element type: Promote of the two; float
-/// products accumulate in double, integer ones in int64_t.
+/// matmul(a, b): [..., M, K] x [..., K, N] -> [..., M, N] for operands of
+/// rank >= 2 (NumPy's matmul): the batch axes (all but the last two)
+/// broadcast as in NumPy, also a rank-2 operand against a batched one (it is
+/// shared by every batch), e.g. grouped-query attention's [B, Hkv, 1, T, D]
+/// against [B, Hkv, G, D, T]. Rank < 2 is a ShapeError. Element type:
+/// Promote of the two; float products accumulate in double, integer ones in
+/// int64_t.
 template <class A, class B>
 requires(detail::ArrayLike<A> &&detail::ArrayLike<B>)
     Array<detail::Promote<A, B>> matmul(const A &X, const B &Y) {
@@ -1377,9 +1453,9 @@ requires(detail::ArrayLike<A> &&detail::ArrayLike<B>)
   const auto &L = detail::as_array(X);
   const auto &R = detail::as_array(Y);
   for (const auto *S : {&L.shape(), &R.shape()})
-    if (S->size() != 2 && S->size() != 3)
+    if (S->size() < 2)
       throw ShapeError(
-          "matmul needs operands of rank 2 or 3: " +
+          "matmul needs operands of rank 2 or more: " +
           detail::describe(S == &L.shape() ? L.label() : R.label(), *S));
   auto Fail = [&](const char *What, int64_t E1, int64_t E2) {
     throw ShapeError("cannot matmul " + detail::describe(L.label(), L.shape()) +
@@ -1392,33 +1468,48 @@ requires(detail::ArrayLike<A> &&detail::ArrayLike<B>)
   const int64_t K2 = R.extent(RR - 2), N = R.extent(RR - 1);
   if (K != K2)
     Fail("inner", K, K2);
-  const int64_t BL = LR == 3 ? L.extent(0) : 1, BR = RR == 3 ? R.extent(0) : 1;
-  if (BL != BR && BL != 1 && BR != 1)
-    Fail("batch", BL, BR);
-  const int64_t Batch = BL == 1 ? BR : BL;
-  detail::Shape S = {M, N};
-  if (LR == 3 || RR == 3)
-    S.insert(S.begin(), Batch);
+  // The batch axes, right-aligned and broadcast.
+  const detail::Shape LB(L.shape().begin(), L.shape().end() - 2);
+  const detail::Shape RB(R.shape().begin(), R.shape().end() - 2);
+  const size_t NB = std::max(LB.size(), RB.size());
+  detail::Shape Batch(NB, 1);
+  for (size_t I = 0; I < NB; ++I) {
+    const int64_t EL = I + LB.size() >= NB ? LB[I + LB.size() - NB] : 1;
+    const int64_t ER = I + RB.size() >= NB ? RB[I + RB.size() - NB] : 1;
+    if (EL != ER && EL != 1 && ER != 1)
+      Fail("batch", EL, ER);
+    Batch[I] = EL == 1 ? ER : EL;
+  }
+  detail::Shape S = Batch;
+  S.push_back(M);
+  S.push_back(N);
   Array<P> Res(std::move(S), detail::Uninit{},
                detail::callLabel("matmul", X, Y));
+  // Each batch's matrix offset in L and R (in matrices).
+  std::vector<int64_t> LOff, ROff;
+  detail::forEachIndex<2>(Batch, {&LB, &RB}, [&](int64_t, const int64_t *Off) {
+    LOff.push_back(Off[0]);
+    ROff.push_back(Off[1]);
+  });
   const auto *LD = L.data();
   const auto *RD = R.data();
   P *D = Res.data();
   std::vector<Acc> Row(static_cast<size_t>(N));
-  for (int64_t Bi = 0; Bi < Batch; ++Bi) {
-    const auto *LB = LD + (BL == 1 ? 0 : Bi) * M * K;
-    const auto *RB = RD + (BR == 1 ? 0 : Bi) * K * N;
+  for (size_t Bi = 0; Bi < LOff.size(); ++Bi) {
+    const auto *LM = LD + LOff[Bi] * M * K;
+    const auto *RM = RD + ROff[Bi] * K * N;
+    P *DM = D + static_cast<int64_t>(Bi) * M * N;
     for (int64_t I = 0; I < M; ++I) {
       for (Acc &V : Row)
         V = 0;
       for (int64_t Kk = 0; Kk < K; ++Kk) {
-        const Acc AV = static_cast<Acc>(static_cast<P>(LB[I * K + Kk]));
+        const Acc AV = static_cast<Acc>(static_cast<P>(LM[I * K + Kk]));
         for (int64_t J = 0; J < N; ++J)
           Row[static_cast<size_t>(J)] +=
-              AV * static_cast<Acc>(static_cast<P>(RB[Kk * N + J]));
+              AV * static_cast<Acc>(static_cast<P>(RM[Kk * N + J]));
       }
       for (int64_t J = 0; J < N; ++J)
-        D[(Bi * M + I) * N + J] = static_cast<P>(Row[static_cast<size_t>(J)]);
+        DM[I * N + J] = static_cast<P>(Row[static_cast<size_t>(J)]);
     }
   }
   return Res;
@@ -1445,6 +1536,478 @@ requires detail::ArrayLike<X> Array<detail::ElemOf<X>> transpose(const X &V) {
       for (int64_t J = 0; J < N; ++J)
         D[(B * N + J) * M + I] = In[(B * M + I) * N + J];
   return Res;
+}
+
+//===----------------------------------------------------------------------===//
+// Windows of refs: ref.slice(axis, begin, end)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+/// Row-major strides (in elements) of a contiguous ref.
+template <size_t R>
+std::array<int64_t, R> contiguousStrides(const std::array<int64_t, R> &E) {
+  std::array<int64_t, R> St{};
+  int64_t S = 1;
+  for (size_t I = R; I-- > 0;) {
+    St[I] = S;
+    S *= E[I];
+  }
+  return St;
+}
+
+/// The checks of a window [Begin, End) along Axis of a ref or window named
+/// L with extents S: windows take run-time bounds, never negative, and never
+/// clamp. Returns the axis in [0, rank).
+inline int checkWindow(int Axis, int64_t Begin, int64_t End,
+                       const std::string &L, const Shape &S) {
+  const int Ax = normalizeAxis("slice", Axis, static_cast<int>(S.size()), L, S);
+  const int64_t E = S[static_cast<size_t>(Ax)];
+  if (Begin < 0 || End < 0)
+    throw ShapeError("slice: the window [" + std::to_string(Begin) + ", " +
+                     std::to_string(End) + ") of axis " + std::to_string(Axis) +
+                     " of " + describe(L, S) +
+                     " has a negative bound (a window's bounds are never "
+                     "negative)");
+  if (Begin > End || End > E)
+    throw ShapeError("slice: the window [" + std::to_string(Begin) + ", " +
+                     std::to_string(End) + ") of axis " + std::to_string(Axis) +
+                     " is outside " + describe(L, S) +
+                     " (it needs 0 <= begin "
+                     "<= end <= " +
+                     std::to_string(E) + ")");
+  return Ax;
+}
+} // namespace detail
+
+/// A window of a ref (see pk/ref.h): its parent's pointer moved to the
+/// window's first element, the window's extents and the parent's strides.
+/// `w[_]` reads it (a copy, like `ref[_]`) and, when Writable, stores into
+/// it (broadcast and converted like `ref[_] = v`); `w.slice(...)` narrows it
+/// again. A later read sees what an earlier store to an overlapping window of
+/// the same ref wrote (eager code works on the memory itself).
+template <class T, int R, bool Writable> class Window {
+public:
+  using element_type = T;
+  static constexpr int rank = R;
+  using Pointer = std::conditional_t<Writable, T *, const T *>;
+  using Extents = std::array<int64_t, R>;
+
+  Window(Pointer P, const Extents &E, const Extents &St, std::string Label)
+      : Ptr(P), Ext(E), Str(St), Lbl(std::move(Label)) {}
+
+  const Extents &shape() const { return Ext; }
+  int64_t extent(int I) const { return Ext[static_cast<size_t>(I)]; }
+  int64_t size() const {
+    int64_t N = 1;
+    for (int64_t E : Ext)
+      N *= E;
+    return N;
+  }
+  const std::string &label() const { return Lbl; }
+
+  /// The window [begin, end) along `axis` of this window.
+  Window slice(int Axis, int64_t Begin, int64_t End) const {
+    const int Ax =
+        detail::checkWindow(Axis, Begin, End, Lbl, detail::toShape(Ext));
+    Extents E = Ext;
+    E[static_cast<size_t>(Ax)] = End - Begin;
+    return Window(Ptr + Begin * Str[static_cast<size_t>(Ax)], E, Str,
+                  Lbl + ".slice(" + std::to_string(Axis) + ", " +
+                      std::to_string(Begin) + ", " + std::to_string(End) + ")");
+  }
+
+  template <class W, class = typename detail::OnlyWhole<W>::type>
+  auto operator[](W) const {
+    if constexpr (Writable)
+      return WholeProxy<T, R>(Ptr, Ext, Str, Lbl);
+    else
+      return detail::readStrided(Ptr, detail::toShape(Ext),
+                                 detail::toShape(Str), Lbl);
+  }
+
+private:
+  Pointer Ptr;
+  Extents Ext;
+  Extents Str;
+  std::string Lbl;
+};
+
+template <class T, int R>
+Window<T, R, false> In<T, R>::slice(int Axis, int64_t Begin,
+                                    int64_t End) const {
+  return Window<T, R, false>(Ptr, this->shape(),
+                             detail::contiguousStrides(this->shape()),
+                             detail::refLabel("In", *this))
+      .slice(Axis, Begin, End);
+}
+
+template <class T, int R, class Self>
+Window<T, R, true> detail::WritableRef<T, R, Self>::slice(int Axis,
+                                                          int64_t Begin,
+                                                          int64_t End) const {
+  return Window<T, R, true>(Ptr, this->shape(),
+                            detail::contiguousStrides(this->shape()),
+                            detail::refLabel(Self::kind(), *this))
+      .slice(Axis, Begin, End);
+}
+
+//===----------------------------------------------------------------------===//
+// Views of values: reshape, permute_dims, slice, concat
+//
+// Eager views copy (a value is immutable, so a copy reads the same as a
+// view); pkc turns them into index maps.
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+inline std::string listLabel(std::initializer_list<int64_t> L) {
+  std::string S = "{";
+  bool First = true;
+  for (int64_t X : L) {
+    if (!First)
+      S += ", ";
+    S += std::to_string(X);
+    First = false;
+  }
+  return S + "}";
+}
+} // namespace detail
+
+/// reshape(v, {e0, e1, ...}): v's elements in row-major order with the new
+/// extents; at most one extent is -1 and is inferred (NumPy). ShapeError on
+/// two -1s, another negative extent, or a size that does not match (or, with
+/// a -1, does not divide).
+template <class X>
+requires detail::ArrayLike<X> Array<detail::ElemOf<X>>
+reshape(const X &V, std::initializer_list<int64_t> Extents) {
+  const auto &A = detail::as_array(V);
+  const std::string Want = detail::listLabel(Extents);
+  auto Fail = [&](const std::string &Why) {
+    throw ShapeError("reshape: cannot reshape " +
+                     detail::describe(A.label(), A.shape()) + " (" +
+                     std::to_string(A.size()) + " elements) into " + Want +
+                     ": " + Why);
+  };
+  detail::Shape S(Extents);
+  int Infer = -1;
+  int64_t Known = 1;
+  for (size_t I = 0; I < S.size(); ++I) {
+    if (S[I] == -1) {
+      if (Infer >= 0)
+        Fail("more than one extent is -1");
+      Infer = static_cast<int>(I);
+    } else if (S[I] < 0) {
+      Fail("extent " + std::to_string(S[I]) + " is negative");
+    } else {
+      Known *= S[I];
+    }
+  }
+  if (Infer >= 0) {
+    if (Known == 0 || A.size() % Known != 0)
+      Fail(std::to_string(A.size()) + " is not a multiple of " +
+           std::to_string(Known));
+    S[static_cast<size_t>(Infer)] = A.size() / Known;
+  } else if (Known != A.size()) {
+    Fail("the sizes differ");
+  }
+  return Array<detail::ElemOf<X>>(std::move(S), A.data(),
+                                  "reshape(" + A.label() + ", " + Want + ")");
+}
+
+/// permute_dims(v, {a0, a1, ...}): axis i of the result is axis a_i of v
+/// (NumPy's transpose with axes); every axis exactly once, negative ones
+/// counting from the end.
+template <class X>
+requires detail::ArrayLike<X> Array<detail::ElemOf<X>>
+permute_dims(const X &V, std::initializer_list<int> Axes) {
+  const auto &A = detail::as_array(V);
+  const int R = A.rank();
+  std::string AxesL = "{";
+  for (int Ax : Axes)
+    AxesL += (AxesL.size() > 1 ? ", " : "") + std::to_string(Ax);
+  AxesL += "}";
+  if (static_cast<int>(Axes.size()) != R)
+    throw ShapeError("permute_dims: " + AxesL + " has " +
+                     std::to_string(Axes.size()) + " axes for " +
+                     detail::describe(A.label(), A.shape()) + " of rank " +
+                     std::to_string(R));
+  std::vector<int> Perm;
+  std::vector<bool> Seen(static_cast<size_t>(R), false);
+  for (int Ax : Axes) {
+    const int N =
+        detail::normalizeAxis("permute_dims", Ax, R, A.label(), A.shape());
+    if (Seen[static_cast<size_t>(N)])
+      throw ShapeError("permute_dims: axis " + std::to_string(Ax) +
+                       " appears twice in " + AxesL + " for " +
+                       detail::describe(A.label(), A.shape()));
+    Seen[static_cast<size_t>(N)] = true;
+    Perm.push_back(N);
+  }
+  detail::Shape S(static_cast<size_t>(R)), St(static_cast<size_t>(R));
+  const detail::Shape &In = A.shape();
+  std::vector<int64_t> InSt(static_cast<size_t>(R), 1);
+  for (int D = R - 1; D > 0; --D)
+    InSt[static_cast<size_t>(D - 1)] =
+        InSt[static_cast<size_t>(D)] * In[static_cast<size_t>(D)];
+  for (int D = 0; D < R; ++D) {
+    S[static_cast<size_t>(D)] = In[static_cast<size_t>(Perm[D])];
+    St[static_cast<size_t>(D)] = InSt[static_cast<size_t>(Perm[D])];
+  }
+  Array<detail::ElemOf<X>> Res(
+      S, detail::Uninit{}, "permute_dims(" + A.label() + ", " + AxesL + ")");
+  auto *D = Res.data();
+  const auto *Src = A.data();
+  detail::forEachStrided(S, St,
+                         [&](int64_t I, int64_t Off) { D[I] = Src[Off]; });
+  return Res;
+}
+
+/// slice(v, axis, begin, end): the elements [begin, end) along `axis`.
+/// A negative bound counts from the end (pkc accepts that for constants
+/// only; a negative run-time bound is a ShapeError there); after that,
+/// 0 <= begin <= end <= extent or ShapeError (no clamping, unlike NumPy).
+template <class X>
+requires detail::ArrayLike<X> Array<detail::ElemOf<X>>
+slice(const X &V, int Axis, int64_t Begin, int64_t End) {
+  const auto &A = detail::as_array(V);
+  const int Ax =
+      detail::normalizeAxis("slice", Axis, A.rank(), A.label(), A.shape());
+  const int64_t E = A.extent(Ax);
+  const int64_t B = Begin < 0 ? Begin + E : Begin;
+  const int64_t En = End < 0 ? End + E : End;
+  if (B < 0 || B > En || En > E)
+    throw ShapeError("slice: [" + std::to_string(Begin) + ", " +
+                     std::to_string(End) + ") is outside axis " +
+                     std::to_string(Axis) + " of " +
+                     detail::describe(A.label(), A.shape()) +
+                     " (it needs 0 <= begin <= end <= " + std::to_string(E) +
+                     " once negative bounds count from the end)");
+  detail::Shape S = A.shape();
+  S[static_cast<size_t>(Ax)] = En - B;
+  int64_t Inner = 1, Outer = 1;
+  for (int D = Ax + 1; D < A.rank(); ++D)
+    Inner *= A.extent(D);
+  for (int D = 0; D < Ax; ++D)
+    Outer *= A.extent(D);
+  Array<detail::ElemOf<X>> Res(
+      std::move(S), detail::Uninit{},
+      "slice(" + A.label() + ", " + std::to_string(Axis) + ", " +
+          std::to_string(Begin) + ", " + std::to_string(End) + ")");
+  auto *D = Res.data();
+  const auto *Src = A.data();
+  const int64_t Row = (En - B) * Inner;
+  for (int64_t O = 0; O < Outer; ++O)
+    for (int64_t I = 0; I < Row; ++I)
+      D[O * Row + I] = Src[(O * E + B) * Inner + I];
+  return Res;
+}
+
+/// concat({a, b, ...}, axis): the values one after another along `axis`;
+/// every other extent equal (no broadcasting), the same rank >= 1, one
+/// element type (cast first to mix them).
+template <class T>
+Array<T> concat(std::initializer_list<Array<T>> Parts, int Axis) {
+  if (Parts.size() == 0)
+    throw ShapeError("concat of no values");
+  const Array<T> &First = *Parts.begin();
+  const int R = First.rank();
+  if (R == 0)
+    throw ShapeError(
+        "concat: " + detail::describe(First.label(), First.shape()) +
+        " has rank 0");
+  const int Ax =
+      detail::normalizeAxis("concat", Axis, R, First.label(), First.shape());
+  std::string L = "concat({";
+  detail::Shape S = First.shape();
+  S[static_cast<size_t>(Ax)] = 0;
+  bool Sep = false;
+  for (const Array<T> &P : Parts) {
+    if (Sep)
+      L += ", ";
+    detail::appendArg(L, P.label());
+    Sep = true;
+    bool Ok = P.rank() == R;
+    for (int D = 0; Ok && D < R; ++D)
+      Ok = D == Ax || P.extent(D) == First.extent(D);
+    if (!Ok)
+      throw ShapeError("concat: " + detail::describe(P.label(), P.shape()) +
+                       " does not fit " +
+                       detail::describe(First.label(), First.shape()) +
+                       " along axis " + std::to_string(Axis) +
+                       " (the other extents must be equal)");
+    S[static_cast<size_t>(Ax)] += P.extent(Ax);
+  }
+  L += "}, " + std::to_string(Axis) + ")";
+  int64_t Outer = 1, Inner = 1;
+  for (int D = 0; D < Ax; ++D)
+    Outer *= S[static_cast<size_t>(D)];
+  for (int D = Ax + 1; D < R; ++D)
+    Inner *= S[static_cast<size_t>(D)];
+  Array<T> Res(S, detail::Uninit{}, std::move(L));
+  T *D = Res.data();
+  const int64_t Row = S[static_cast<size_t>(Ax)] * Inner;
+  int64_t At = 0;
+  for (const Array<T> &P : Parts) {
+    const int64_t PRow = P.extent(Ax) * Inner;
+    for (int64_t O = 0; O < Outer; ++O)
+      for (int64_t I = 0; I < PRow; ++I)
+        D[O * Row + At + I] = P.data()[O * PRow + I];
+    At += PRow;
+  }
+  return Res;
+}
+
+//===----------------------------------------------------------------------===//
+// Gathers and arg-reductions: take, argmax, argmin
+//===----------------------------------------------------------------------===//
+
+/// take(table, idx, axis): NumPy's take. The result's shape is table's with
+/// axis `axis` replaced by idx's shape (a scalar idx removes it); element
+/// [.., i.., ..] is table[.., idx[i..], ..]. idx holds int32_t or int64_t;
+/// every index must lie in [0, extent) (no wrapping of negatives), else
+/// ShapeError naming the table, the index and the extent, before anything is
+/// read.
+template <class X, class I>
+requires(detail::ArrayLike<X> &&
+         (detail::ArrayLike<I> ||
+          std::is_integral_v<I>)) Array<detail::ElemOf<X>> take(const X &Table,
+                                                                const I &Idx,
+                                                                int Axis) {
+  const auto &A = detail::as_array(Table);
+  const int Ax =
+      detail::normalizeAxis("take", Axis, A.rank(), A.label(), A.shape());
+  const int64_t E = A.extent(Ax);
+  detail::Shape IS;
+  std::vector<int64_t> Ix;
+  std::string IL;
+  if constexpr (detail::ArrayLike<I>) {
+    using IE = detail::ElemOf<I>;
+    static_assert(std::is_same_v<IE, int32_t> || std::is_same_v<IE, int64_t>,
+                  "pk: take's indices are int32_t or int64_t");
+    const auto &IA = detail::as_array(Idx);
+    IS = IA.shape();
+    IL = IA.label();
+    Ix.assign(IA.data(), IA.data() + IA.size());
+  } else {
+    static_assert(!std::is_same_v<I, bool>, "pk: take's index is an integer");
+    Ix.push_back(static_cast<int64_t>(Idx));
+    IL = std::to_string(static_cast<int64_t>(Idx));
+  }
+  for (size_t K = 0; K < Ix.size(); ++K)
+    if (Ix[K] < 0 || Ix[K] >= E)
+      throw ShapeError(
+          "take: index " + std::to_string(Ix[K]) +
+          (Ix.size() > 1 ? " (element " + std::to_string(K) + " of " + IL + ")"
+                         : std::string()) +
+          " is outside [0, " + std::to_string(E) + ") of axis " +
+          std::to_string(Axis) + " of " +
+          detail::describe(A.label(), A.shape()));
+  detail::Shape S;
+  for (int D = 0; D < Ax; ++D)
+    S.push_back(A.extent(D));
+  S.insert(S.end(), IS.begin(), IS.end());
+  for (int D = Ax + 1; D < A.rank(); ++D)
+    S.push_back(A.extent(D));
+  int64_t Outer = 1, Inner = 1;
+  for (int D = 0; D < Ax; ++D)
+    Outer *= A.extent(D);
+  for (int D = Ax + 1; D < A.rank(); ++D)
+    Inner *= A.extent(D);
+  std::string L = "take(";
+  detail::appendArg(L, A.label());
+  L += ", ";
+  detail::appendArg(L, IL);
+  L += ", " + std::to_string(Axis) + ")";
+  Array<detail::ElemOf<X>> Res(std::move(S), detail::Uninit{}, std::move(L));
+  auto *D = Res.data();
+  const auto *Src = A.data();
+  const int64_t NI = static_cast<int64_t>(Ix.size());
+  for (int64_t O = 0; O < Outer; ++O)
+    for (int64_t K = 0; K < NI; ++K)
+      for (int64_t In = 0; In < Inner; ++In)
+        D[(O * NI + K) * Inner + In] =
+            Src[(O * E + Ix[static_cast<size_t>(K)]) * Inner + In];
+  return Res;
+}
+
+namespace detail {
+/// argmax (Max) or argmin along Axis: the first position of the extreme;
+/// a NaN counts as more extreme than any number for both (NumPy: the first
+/// NaN's position).
+template <bool Max, class X>
+Array<int64_t> argExtreme(const X &V, int Axis, bool Keep) {
+  const char *Name = Max ? "argmax" : "argmin";
+  const auto &A = as_array(V);
+  const int Ax = normalizeAxis(Name, Axis, A.rank(), A.label(), A.shape());
+  const int64_t N = A.extent(Ax);
+  if (N == 0)
+    throw ShapeError(std::string(Name) +
+                     " of an empty axis: " + describe(A.label(), A.shape()) +
+                     " (axis " + std::to_string(Axis) + ")");
+  int64_t Outer = 1, Inner = 1;
+  for (int D = 0; D < Ax; ++D)
+    Outer *= A.extent(D);
+  for (int D = Ax + 1; D < A.rank(); ++D)
+    Inner *= A.extent(D);
+  Shape S = A.shape();
+  if (Keep)
+    S[static_cast<size_t>(Ax)] = 1;
+  else
+    S.erase(S.begin() + Ax);
+  std::string L = std::string(Name) + "(";
+  appendArg(L, A.label());
+  L += ", " + std::to_string(Axis) + (Keep ? ", keepdims)" : ")");
+  Array<int64_t> Res(std::move(S), Uninit{}, std::move(L));
+  int64_t *D = Res.data();
+  const auto *Src = A.data();
+  using E = std::remove_cv_t<std::remove_reference_t<decltype(*Src)>>;
+  for (int64_t O = 0; O < Outer; ++O)
+    for (int64_t In = 0; In < Inner; ++In) {
+      const auto *P = Src + O * N * Inner + In;
+      int64_t Best = 0;
+      E BV = P[0];
+      for (int64_t K = 1; K < N; ++K) {
+        if constexpr (std::is_floating_point_v<E>)
+          if (BV != BV)
+            break; // the first NaN wins
+        const E Y = P[K * Inner];
+        bool Better;
+        if constexpr (std::is_floating_point_v<E>)
+          Better = Y != Y || (Max ? Y > BV : Y < BV);
+        else
+          Better = Max ? Y > BV : Y < BV;
+        if (Better) {
+          Best = K;
+          BV = Y;
+        }
+      }
+      D[O * Inner + In] = Best;
+    }
+  return Res;
+}
+} // namespace detail
+
+/// argmax(v, axis[, keepdims]): the int64_t position of the first maximum
+/// along `axis`; a NaN is the maximum (the first NaN, as NumPy). ShapeError
+/// on an empty axis.
+template <class X>
+requires detail::ArrayLike<X> Array<int64_t> argmax(const X &V, int Axis) {
+  return detail::argExtreme<true>(V, Axis, false);
+}
+template <class X>
+requires detail::ArrayLike<X> Array<int64_t> argmax(const X &V, int Axis,
+                                                    KeepDims) {
+  return detail::argExtreme<true>(V, Axis, true);
+}
+/// argmin(v, axis[, keepdims]): the position of the first minimum; as in
+/// NumPy a NaN wins here too (the first NaN's position).
+template <class X>
+requires detail::ArrayLike<X> Array<int64_t> argmin(const X &V, int Axis) {
+  return detail::argExtreme<false>(V, Axis, false);
+}
+template <class X>
+requires detail::ArrayLike<X> Array<int64_t> argmin(const X &V, int Axis,
+                                                    KeepDims) {
+  return detail::argExtreme<false>(V, Axis, true);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1518,6 +2081,15 @@ using ::pk::squeeze;
 
 using ::pk::matmul;
 using ::pk::transpose;
+
+using ::pk::concat;
+using ::pk::permute_dims;
+using ::pk::reshape;
+using ::pk::slice;
+
+using ::pk::argmax;
+using ::pk::argmin;
+using ::pk::take;
 } // namespace lang
 
 } // namespace pk

@@ -76,6 +76,12 @@ template <class W> struct OnlyWhole {
 
 template <class T> class Array;
 
+/// A window of a ref, `ref.slice(axis, begin, end)`: the same kind of ref
+/// over [begin, end) along one axis (the others whole), strided over the
+/// parent's memory. It exists only inside a kernel body (a kernel takes
+/// contiguous refs only); defined in pk.h. `Writable` is false for an In's.
+template <class T, int R, bool Writable> class Window;
+
 namespace detail {
 template <class T, int R> class RefBase {
 public:
@@ -141,6 +147,9 @@ public:
   /// read as float, 8-bit ones as int32_t.
   template <class W, class = typename detail::OnlyWhole<W>::type>
   Array<ComputeType<T>> operator[](W) const;
+  /// The window [begin, end) along `axis` (defined in pk.h; ShapeError
+  /// unless 0 <= begin <= end <= extent).
+  Window<T, R, false> slice(int Axis, int64_t Begin, int64_t End) const;
 
 private:
   const T *Ptr = nullptr;
@@ -174,6 +183,9 @@ public:
   /// Eager access to the whole array (defined in pk.h).
   template <class W, class = typename OnlyWhole<W>::type>
   WholeProxy<T, R> operator[](W) const;
+  /// The window [begin, end) along `axis`, read and written through
+  /// `[_]` (defined in pk.h; ShapeError unless 0 <= begin <= end <= extent).
+  Window<T, R, true> slice(int Axis, int64_t Begin, int64_t End) const;
 
 private:
   T *Ptr = nullptr;

@@ -32,6 +32,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <memory>
 #include <optional>
@@ -54,6 +55,16 @@ constexpr unsigned MaxInlineDepth = 256;
 /// about four levels (operator call, temporaries, casts).
 constexpr unsigned MaxExprDepth = 2000;
 constexpr size_t MaxLabel = 40;
+
+/// The operations of language.md §3 that <pk/pk.h> runs eagerly but pkc does
+/// not compile yet (with ref windows, `ref.slice(...)`): each is a
+/// [pk-not-supported-yet] diagnostic with EagerOnlyNote.
+inline constexpr llvm::StringLiteral EagerOnlyOps[] = {
+    "reshape", "permute_dims", "slice", "concat", "take", "argmax", "argmin"};
+inline constexpr const char *EagerOnlyNote =
+    "views (reshape, permute_dims, slice, concat, windows), take, argmax and "
+    "argmin run in eager code (<pk/pk.h>) but are not compiled yet; call "
+    "this kernel eagerly, without pk_add_kernels, until they are";
 
 /// What an expression evaluates to.
 struct Val {

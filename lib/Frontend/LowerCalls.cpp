@@ -10,6 +10,7 @@
 #include "Frontend/ASTToGraph.h"
 #include "Frontend/StdMath.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cctype>
@@ -204,6 +205,9 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
 
   if (const ir::OpInfo *Op = ir::lookupOpBySource(Name))
     return evalPkElementwise(*Op, E, Args);
+
+  if (llvm::is_contained(EagerOnlyOps, Name))
+    return notYet(E, "'" + Name.str() + "'", EagerOnlyNote);
 
   return unsupported(E, "'" + FD->getQualifiedNameAsString() + "'",
                      "use the operations of pk::lang (language.md §3)");

@@ -840,6 +840,8 @@ Val ASTToGraph::evalMemberCall(const CXXMemberCallExpr *E) {
       return notYet(E, "'" + text(E) + "' (a run-time extent in a kernel)",
                     "shapes are implicit: operations broadcast, reductions "
                     "take an axis, broadcast_to(v, ref) takes a shape");
+    if (Name == "slice")
+      return notYet(E, "the window '" + text(E) + "'", EagerOnlyNote);
     if (Name == "at" || Name == "item")
       return subscriptError(E);
     if (Name == "data")

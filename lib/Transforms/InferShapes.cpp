@@ -209,10 +209,17 @@ private:
       return;
     case NodeKind::MatMul: {
       const Shape &A = Operand(0).Sh, &B = Operand(1).Sh;
-      if (A.size() < 2 || B.size() < 2 || A.size() > 3 || B.size() > 3) {
-        error(N,
-              fmt::format("matmul takes values of rank 2 or 3, not {} and {}",
-                          describe(N.Operands[0]), describe(N.Operands[1])));
+      if (A.size() < 2 || B.size() < 2) {
+        error(N, fmt::format(
+                     "matmul takes values of rank 2 or more, not {} and {}",
+                     describe(N.Operands[0]), describe(N.Operands[1])));
+        return;
+      }
+      if (A.size() > 3 || B.size() > 3) {
+        // Eager code runs any rank (NumPy's batch broadcasting).
+        error(N, fmt::format("pkc compiles matmul of rank 2 or 3 only, not "
+                             "yet {} and {} (eager code runs any rank)",
+                             describe(N.Operands[0]), describe(N.Operands[1])));
         return;
       }
       ExtentId KA = A[A.size() - 1], KB = B[B.size() - 2];

@@ -1,0 +1,35 @@
+// The views, windows, gathers and arg-reductions of language.md §3 run in
+// eager code (test/unit/ViewsTest.cpp) but pkc does not compile them yet:
+// each is a [pk-not-supported-yet] error at its call with one note that says
+// so, and a matmul of rank 4 is a shape error that says eager code runs it.
+// RUN: %pkc %s -- %pkflags -Xclang -verify
+#include <pk/pk.h>
+using namespace pk::lang;
+
+PK_KERNEL void heads(In<float, 2> x, Out<float, 3> y) {
+  y[_] = reshape(x[_], {4, 2, -1}); // expected-error {{'reshape' is not supported by pkc yet [pk-not-supported-yet]}} expected-note {{views (reshape, permute_dims, slice, concat, windows), take, argmax and argmin run in eager code (<pk/pk.h>) but are not compiled yet; call this kernel eagerly, without pk_add_kernels, until they are}}
+}
+
+PK_KERNEL void merge(In<float, 3> q, Out<float, 3> y) {
+  y[_] = permute_dims(q[_], {1, 0, 2}); // expected-error {{'permute_dims' is not supported by pkc yet}} expected-note {{not compiled yet}}
+}
+
+PK_KERNEL void window(In<float, 3> k, InOut<float, 3> cache) {
+  cache.slice(1, 0, 4)[_] = k[_]; // expected-error {{the window 'cache.slice(1, 0, 4)' is not supported by pkc yet [pk-not-supported-yet]}} expected-note {{not compiled yet}}
+}
+
+PK_KERNEL void halves(In<float, 2> q, Out<float, 2> y) {
+  y[_] = concat({slice(q[_], 1, 2, 4), q[_]}, 1); // expected-error {{'concat' is not supported by pkc yet}} expected-note {{not compiled yet}}
+}
+
+PK_KERNEL void embed(In<float, 2> table, In<int32_t, 1> ids, Out<float, 2> y) {
+  y[_] = take(table[_], ids[_], 0); // expected-error {{'take' is not supported by pkc yet}} expected-note {{not compiled yet}}
+}
+
+PK_KERNEL void greedy(In<float, 2> logits, Out<int64_t, 1> tok) {
+  tok[_] = argmax(logits[_], -1); // expected-error {{'argmax' is not supported by pkc yet}} expected-note {{not compiled yet}}
+}
+
+PK_KERNEL void scores(In<float, 4> q, In<float, 4> k, Out<float, 4> s) {
+  s[_] = matmul(q[_], transpose(k[_])); // expected-error {{pkc compiles matmul of rank 2 or 3 only, not yet q[q.0, q.1, q.2, q.3] and (transpose(k[_]))[k.0, k.1, k.3, k.2] (eager code runs any rank) [pk-shape]}}
+}
