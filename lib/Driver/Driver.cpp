@@ -53,9 +53,26 @@ std::string entryIdentity(llvm::StringRef P) {
   return std::string(Dir);
 }
 
+/// True when `Path` is a regular file (not a symlink) that holds `Text`.
+bool holdsAlready(const std::string &Path, const std::string &Text) {
+  fs::file_status St;
+  if (fs::status(Path, St, /*Follow=*/false) || !fs::is_regular_file(St) ||
+      St.getSize() != Text.size())
+    return false;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> Old =
+      llvm::MemoryBuffer::getFile(Path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  return Old && (*Old)->getBuffer() == Text;
+}
+
 /// Writes `Text` to `Path` through a temporary in the same directory and a
-/// rename, so a reader never sees a half-written file.
+/// rename, so a reader never sees a half-written file. A file that already
+/// holds `Text` is left alone, modification time included: the build
+/// (CMake's custom commands restat their outputs) then recompiles only the
+/// generated files that changed, so a new pkc does not rebuild every kernel.
 bool writeAtomically(const std::string &Path, const std::string &Text) {
+  if (holdsAlready(Path, Text))
+    return true;
   llvm::SmallString<256> Temp;
   int FD;
   if (std::error_code EC =
