@@ -60,11 +60,11 @@ constexpr size_t MaxLabel = 40;
 /// not compile yet (with ref windows, `ref.slice(...)`): each is a
 /// [pk-not-supported-yet] diagnostic with EagerOnlyNote.
 inline constexpr llvm::StringLiteral EagerOnlyOps[] = {
-    "reshape", "permute_dims", "slice", "concat", "take", "argmax", "argmin"};
+    "reshape", "slice", "concat", "take", "argmax", "argmin"};
 inline constexpr const char *EagerOnlyNote =
-    "views (reshape, permute_dims, slice, concat, windows), take, argmax and "
-    "argmin run in eager code (<pk/pk.h>) but are not compiled yet; call "
-    "this kernel eagerly, without pk_add_kernels, until they are";
+    "reshape, slice, concat, windows, take, argmax and argmin run in eager "
+    "code (<pk/pk.h>) but are not compiled yet; call this kernel eagerly, "
+    "without pk_add_kernels, until they are";
 
 /// What an expression evaluates to.
 struct Val {

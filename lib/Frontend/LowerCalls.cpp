@@ -51,6 +51,19 @@ const ir::OpInfo *scalarMathOp(llvm::StringRef Name) {
 }
 } // namespace
 
+/// The braced list `{a, b, ...}` an std::initializer_list argument was
+/// written as, or null.
+static const InitListExpr *braceList(const Expr *Arg) {
+  const Expr *E = Arg->IgnoreImplicit();
+  if (const auto *M = dyn_cast<MaterializeTemporaryExpr>(E))
+    E = M->getSubExpr()->IgnoreImplicit();
+  if (const auto *L = dyn_cast<CXXStdInitializerListExpr>(E))
+    E = L->getSubExpr()->IgnoreImplicit();
+  if (const auto *M = dyn_cast<MaterializeTemporaryExpr>(E))
+    E = M->getSubExpr()->IgnoreImplicit();
+  return dyn_cast<InitListExpr>(E);
+}
+
 std::optional<int> ASTToGraph::constAxis(const Expr *Arg, llvm::StringRef Op) {
   Val V = eval(Arg);
   std::optional<NodeId> Id = valueOf(V);
@@ -201,6 +214,29 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
     if (!V)
       return Val::invalid();
     return Val::value(B.transpose(*V, loc(E)));
+  }
+
+  if (Name == "permute_dims") {
+    // permute_dims(v, {a0, a1, ...}): the axes are a braced list of integer
+    // constant expressions (inferShapes checks that they permute v's axes).
+    const InitListExpr *List = nullptr;
+    if (Args.size() == 2)
+      List = braceList(Args[1]);
+    if (!List)
+      return unsupported(E, "'" + text(E) + "'",
+                         "write the axes as a braced list of constants: "
+                         "permute_dims(v, {1, 0, 2})");
+    std::optional<NodeId> V = Arg0();
+    if (!V)
+      return Val::invalid();
+    llvm::SmallVector<int, 4> Axes;
+    for (const Expr *A : List->inits()) {
+      std::optional<int> Axis = constAxis(A, Name);
+      if (!Axis)
+        return Val::invalid();
+      Axes.push_back(*Axis);
+    }
+    return Val::value(B.permuteDims(*V, Axes, loc(E)));
   }
 
   if (const ir::OpInfo *Op = ir::lookupOpBySource(Name))

@@ -335,6 +335,8 @@ llvm::StringRef pk::ir::viewKindName(ViewKind K) {
     return "squeeze";
   case ViewKind::Transpose:
     return "transpose";
+  case ViewKind::Permute:
+    return "permute_dims";
   }
   llvm_unreachable("bad view kind");
 }
@@ -371,6 +373,8 @@ IndexMap pk::ir::viewMap(ViewKind K, unsigned Axis, unsigned OperandRank,
     case ViewKind::Transpose:
       if (OperandRank >= 2 && A + 2 >= OperandRank)
         S = static_cast<int>(2 * OperandRank - 3 - A);
+      break;
+    case ViewKind::Permute: // its map comes from the axes: permuteMap()
       break;
     }
     M.Source.push_back(S);
@@ -620,6 +624,12 @@ NodeId Builder::transpose(NodeId V, SrcLoc Loc) {
   return add(viewNode(F, ViewKind::Transpose, V, Loc));
 }
 
+NodeId Builder::permuteDims(NodeId V, llvm::ArrayRef<int> Axes, SrcLoc Loc) {
+  Node N = viewNode(F, ViewKind::Permute, V, Loc);
+  N.Axes.assign(Axes.begin(), Axes.end());
+  return add(std::move(N));
+}
+
 NodeId Builder::index(NodeId V, int Axis, SrcLoc Loc) {
   Node N(NodeKind::Index);
   N.Type = DType::I64;
@@ -738,7 +748,9 @@ static std::string nodeBody(const Function &F, const Node &N) {
     // that reads it (0: a dropped extent-1 axis), once inferShapes() has
     // set the map; expand_dims and squeeze also show the axis as written.
     std::string Text = fmt::format("view.{} {}", viewKindName(N.View), Ops());
-    if (!N.Axes.empty())
+    if (N.View == ViewKind::Permute)
+      Text += fmt::format(" axes=[{}]", fmt::join(N.Axes, ", "));
+    else if (!N.Axes.empty())
       Text += fmt::format(" axis={}", N.Axes[0]);
     std::vector<std::string> Index;
     for (int S : N.Map.Source)

@@ -241,6 +241,7 @@ enum class ViewKind : uint8_t {
   ExpandDims,  ///< a new extent-1 axis at `Axes[0]`
   Squeeze,     ///< remove the extent-1 axis `Axes[0]`
   Transpose,   ///< swap the last two axes
+  Permute,     ///< axis i of the view is axis `Axes[i]` of the operand
 };
 llvm::StringRef viewKindName(ViewKind K);
 
@@ -252,7 +253,8 @@ llvm::StringRef viewKindName(ViewKind K);
 /// new one (expand_dims, or broadcast_to's leading axes).
 ///
 /// broadcast_to [x.0] -> [y.0, x.0]: (d1); expand_dims(v, 0) of [x.0]:
-/// (d1); squeeze(v, 0) of [1, x.0]: (0, d0); transpose of [a, b]: (d1, d0).
+/// (d1); squeeze(v, 0) of [1, x.0]: (0, d0); transpose of [a, b]: (d1, d0);
+/// permute_dims(v, {2, 0, 1}) of [a, b, c]: (d1, d2, d0).
 struct IndexMap {
   llvm::SmallVector<int, 4> Source;
   /// True when operand axis k is the view's axis k + (rank - operand rank)
@@ -372,6 +374,9 @@ public:
   NodeId expandDims(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId squeeze(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId transpose(NodeId V, SrcLoc Loc = {});
+  /// permute_dims(v, {Axes...}), the axes as written (inferShapes checks
+  /// and normalises them).
+  NodeId permuteDims(NodeId V, llvm::ArrayRef<int> Axes, SrcLoc Loc = {});
   NodeId index(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc = {});
   NodeId store(unsigned Param, NodeId V, SrcLoc Loc = {});

@@ -158,6 +158,35 @@ private:
       std::swap(In[In.size() - 1], In[In.size() - 2]);
       N.Sh = std::move(In);
       break;
+    case ViewKind::Permute: {
+      // Axis i of the view is operand axis Axes[i]: every axis once.
+      N.Sh = In;
+      if (N.Axes.size() != In.size()) {
+        error(N,
+              fmt::format("permute_dims of {} (rank {}) needs {} axes, not {}",
+                          describe(From), In.size(), In.size(), N.Axes.size()),
+              "list every axis of the value once, in its new order");
+        return;
+      }
+      IndexMap M;
+      M.Source.assign(In.size(), -1);
+      for (unsigned I = 0; I < N.Axes.size(); ++I) {
+        int K = normaliseAxis(N, N.Axes[I], In.size());
+        if (K < 0)
+          return;
+        if (M.Source[K] >= 0) {
+          error(N,
+                fmt::format("permute_dims of {}: axis {} appears twice",
+                            describe(From), N.Axes[I]),
+                "list every axis of the value once, in its new order");
+          return;
+        }
+        M.Source[K] = static_cast<int>(I);
+        N.Sh[I] = In[K];
+      }
+      N.Map = std::move(M);
+      return;
+    }
     }
     N.Map = viewMap(N.View, Axis, F.Nodes[From].rank(), N.rank());
   }
