@@ -218,7 +218,7 @@ def temp_cycle_two_forms():
 
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
-              index_row_scratch, attention_masked_key_inf,
+              index_row_scratch,
               inout_reduce_buffer, inout_cycle_nested_buffer,
               inout_cycle_local_order, temp_cycle_two_forms):
         write(f())
