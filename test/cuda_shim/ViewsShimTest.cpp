@@ -3,7 +3,7 @@
 // against eager. The CPU side is test/e2e's ViewsTest. Inputs are multiples
 // of 1/8 in [-1, 1] without -0, so sums and products are exact in any order
 // and the comparison is bit for bit; exp within a relative 1e-6.
-#include "common/sample.h"
+#include "ExactData.h"
 
 #include <pk/pk.h>
 
@@ -15,7 +15,6 @@
 #include "ShimDevice.h"
 
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -28,35 +27,7 @@ namespace eager {
 namespace {
 
 using shimdev::Dev;
-
-std::vector<float> grid(int64_t N, unsigned Seed) {
-  std::vector<float> V = sample::random(N, Seed, -1, 1);
-  for (float &X : V)
-    X = std::round(X * 8) / 8 + 0.0f;
-  return V;
-}
-
-void expectSame(const std::vector<float> &E, const std::vector<float> &C,
-                double Rtol, const std::string &What) {
-  ASSERT_EQ(E.size(), C.size()) << What;
-  for (size_t I = 0; I < E.size(); ++I) {
-    bool Ok = Rtol == 0 ? std::memcmp(&E[I], &C[I], sizeof(float)) == 0
-                        : std::fabs(double(E[I]) - double(C[I])) <=
-                              Rtol * std::fabs(double(E[I]));
-    if (!Ok) {
-      ADD_FAILURE() << What << ": element " << I << " of " << E.size()
-                    << ": eager " << E[I] << ", cuda " << C[I];
-      return;
-    }
-  }
-}
-
-std::string dims(std::initializer_list<int64_t> D) {
-  std::string S;
-  for (int64_t X : D)
-    S += (S.empty() ? "" : "x") + std::to_string(X);
-  return S;
-}
+using namespace exact_data;
 
 TEST(ViewsShim, PermuteDimsOfRefs) {
   for (int64_t T : {0, 1, 17, 65})
@@ -67,7 +38,7 @@ TEST(ViewsShim, PermuteDimsOfRefs) {
         eager::split_heads({X.data(), {T, H, D}}, {E.data(), {H, T, D}});
         Dev<float> DX(X), DY(T * H * D, std::nanf(""));
         pk::cuda::split_heads({DX.get(), {T, H, D}}, {DY.get(), {H, T, D}});
-        expectSame(E, DY.host(), 0, "split_heads " + dims({T, H, D}));
+        expectSame(E, DY.host(), "split_heads " + dims({T, H, D}));
       }
   for (int64_t A : {1, 3})
     for (int64_t C : {1, 17})
@@ -80,7 +51,7 @@ TEST(ViewsShim, PermuteDimsOfRefs) {
         Dev<float> DX(X), DB(Bias), DY(N, std::nanf(""));
         pk::cuda::perm4({DX.get(), {A, B, C, D}}, {DB.get(), {C, A}},
                         {DY.get(), {D, B, A, C}});
-        expectSame(E, DY.host(), 0, "perm4 " + dims({A, B, C, D}));
+        expectSame(E, DY.host(), "perm4 " + dims({A, B, C, D}));
       }
 }
 
@@ -95,8 +66,8 @@ TEST(ViewsShim, ReductionsAndMatmul) {
         Dev<float> DX(X), DS(C * A, std::nanf("")), DM(C * B, std::nanf(""));
         pk::cuda::perm_sum({DX.get(), {A, B, C}}, {DS.get(), {C, A}},
                            {DM.get(), {C, B}});
-        expectSame(ES, DS.host(), 0, "perm_sum s " + dims({A, B, C}));
-        expectSame(EM, DM.host(), 0, "perm_sum m " + dims({A, B, C}));
+        expectSame(ES, DS.host(), "perm_sum s " + dims({A, B, C}));
+        expectSame(EM, DM.host(), "perm_sum m " + dims({A, B, C}));
       }
   for (int64_t T : {0, 1, 17, 65})
     for (int64_t H : {1, 3}) {
@@ -108,7 +79,7 @@ TEST(ViewsShim, ReductionsAndMatmul) {
       Dev<float> DQ(Q), DK(K), DS(H * T * T, std::nanf(""));
       pk::cuda::head_scores({DQ.get(), {T, H, D}}, {DK.get(), {T, H, D}},
                             {DS.get(), {H, T, T}});
-      expectSame(E, DS.host(), 0, "head_scores " + dims({T, H, D}));
+      expectSame(E, DS.host(), "head_scores " + dims({T, H, D}));
     }
   for (int64_t T : {1, 17, 65}) {
     const int64_t H = 4, D = 31;
@@ -117,7 +88,7 @@ TEST(ViewsShim, ReductionsAndMatmul) {
     eager::merge_heads({X.data(), {H, T, D}}, {E.data(), {T, H, D}});
     Dev<float> DX(X), DY(H * T * D, std::nanf(""));
     pk::cuda::merge_heads({DX.get(), {H, T, D}}, {DY.get(), {T, H, D}});
-    expectSame(E, DY.host(), 1e-6, "merge_heads " + dims({H, T, D}));
+    expectSame(E, DY.host(), "merge_heads " + dims({H, T, D}), 1e-6);
   }
 }
 

@@ -48,8 +48,8 @@ TEST(AttentionMaskedKey, CompiledNeverReadsTheMaskedRowOfV) {
         std::vector<float> Bias(T * S, 0.0f);
         for (int64_t Row = 0; Row < T; ++Row)
           Bias[Row * S] = -Inf;
-        attention_bound::Head<float> H{Q.data(), K.data(), V.data(),
-                                       Bias.data(), T, S, D, J, 1.0, false};
+        attention_bound::Head<float> H{
+            Q.data(), K.data(), V.data(), Bias.data(), T, S, D, J, 1.0, false};
         const std::vector<double> Ref = attention_bound::reference(H);
         const std::vector<double> Tol = attention_bound::rowBounds(H);
         const std::string What = "T=" + std::to_string(T) +
@@ -67,20 +67,18 @@ TEST(AttentionMaskedKey, CompiledNeverReadsTheMaskedRowOfV) {
 
         // Eager multiplies the planted row by 0: NaN in every element.
         std::vector<float> E(T * J, 0.0f);
-        eager::attention_first_key_masked({Q.data(), {T, D}},
-                                          {K.data(), {S, D}},
-                                          {V.data(), {S, J}},
-                                          {E.data(), {T, J}});
+        eager::attention_first_key_masked(
+            {Q.data(), {T, D}}, {K.data(), {S, D}}, {V.data(), {S, J}},
+            {E.data(), {T, J}});
         for (float X : E)
           ASSERT_TRUE(std::isnan(X)) << What << " eager";
 
         // With a finite row there, eager agrees with the compiled kernel.
         for (int64_t X = 0; X < J; ++X)
           V[X] = 0.5f;
-        eager::attention_first_key_masked({Q.data(), {T, D}},
-                                          {K.data(), {S, D}},
-                                          {V.data(), {S, J}},
-                                          {E.data(), {T, J}});
+        eager::attention_first_key_masked(
+            {Q.data(), {T, D}}, {K.data(), {S, D}}, {V.data(), {S, J}},
+            {E.data(), {T, J}});
         for (int64_t Row = 0; Row < T; ++Row)
           for (int64_t X = 0; X < J; ++X)
             ASSERT_LE(std::fabs(double(E[Row * J + X]) - Ref[Row * J + X]),

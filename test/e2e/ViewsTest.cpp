@@ -1,4 +1,5 @@
-//===- ViewsTest.cpp - Compiled views against eager ------------------------===//
+//===- ViewsTest.cpp - Compiled views against eager
+//------------------------===//
 //
 // The kernels of kernels/views.cpp (permute_dims of refs and of computed
 // values, feeding elementwise, reduction and matmul groups) compiled by pkc
@@ -11,14 +12,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "common/sample.h"
+#include "ExactData.h"
 
 #include <pk/pk.h>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -34,36 +34,7 @@ void merge_heads(pk::In<float, 3> o, pk::Out<float, 3> y);
 
 namespace {
 
-/// Multiples of 1/8 in [-1, 1], without -0: a max or min of +0 and -0 may
-/// give either (design.md, "Eager semantics decisions").
-std::vector<float> grid(int64_t N, unsigned Seed) {
-  std::vector<float> V = sample::random(N, Seed, -1, 1);
-  for (float &X : V)
-    X = std::round(X * 8) / 8 + 0.0f;
-  return V;
-}
-
-std::vector<float> poisoned(int64_t N) {
-  return std::vector<float>(N, std::nanf(""));
-}
-
-void expectSame(const std::vector<float> &E, const std::vector<float> &C,
-                const std::string &What) {
-  ASSERT_EQ(E.size(), C.size()) << What;
-  for (size_t I = 0; I < E.size(); ++I)
-    if (std::memcmp(&E[I], &C[I], sizeof(float)) != 0) {
-      ADD_FAILURE() << What << " element " << I << " of " << E.size()
-                    << ": eager " << E[I] << " compiled " << C[I];
-      return;
-    }
-}
-
-std::string dims(std::initializer_list<int64_t> D) {
-  std::string S;
-  for (int64_t X : D)
-    S += (S.empty() ? "" : "x") + std::to_string(X);
-  return S;
-}
+using namespace exact_data;
 
 const int64_t Extents[] = {0, 1, 3, 17, 65};
 
@@ -100,7 +71,7 @@ TEST(CompiledViews, ReductionsOfAndIntoPermutedValues) {
         auto X = grid(A * B * C, 4);
         // s = sum(permute(x, {2, 0, 1}), -1): [C, A]; m = max(x, 0)^T: [C, B].
         std::vector<float> ES(C * A), EM(C * B), S = poisoned(C * A),
-                                               M = poisoned(C * B);
+                                                 M = poisoned(C * B);
         if (A == 0) { // max over an empty axis is an error, eager and compiled
           EXPECT_THROW(perm_sum({X.data(), {A, B, C}}, {S.data(), {C, A}},
                                 {M.data(), {C, B}}),
@@ -137,9 +108,7 @@ TEST(CompiledViews, PermutedElementwiseResult) {
         std::vector<float> E(H * T * D), O = poisoned(H * T * D);
         eager::merge_heads({X.data(), {H, T, D}}, {E.data(), {T, H, D}});
         merge_heads({X.data(), {H, T, D}}, {O.data(), {T, H, D}});
-        for (size_t I = 0; I < E.size(); ++I)
-          ASSERT_NEAR(E[I], O[I], 1e-6 * std::fabs(E[I]))
-              << "merge_heads " << dims({H, T, D}) << " element " << I;
+        expectSame(E, O, "merge_heads " + dims({H, T, D}), 1e-6);
       }
 }
 

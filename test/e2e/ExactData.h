@@ -1,0 +1,66 @@
+//===- ExactData.h - Data on which every order of summation is exact ------===//
+//
+// For differential tests that compare eager and compiled results bit for bit
+// (test/e2e/ViewsTest.cpp, test/cuda_shim/ViewsShimTest.cpp): multiples of
+// 1/8 in [-1, 1], whose products are multiples of 1/64 and whose sums of up
+// to 2^17 terms are exact in float, in any order. No -0: a max or min of +0
+// and -0 may give either (docs/design.md, "Eager semantics decisions").
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_TEST_EXACT_DATA_H
+#define PK_TEST_EXACT_DATA_H
+
+#include "common/sample.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace exact_data {
+
+/// N multiples of 1/8 in [-1, 1] (never -0), from Seed.
+inline std::vector<float> grid(int64_t N, unsigned Seed) {
+  std::vector<float> V = sample::random(N, Seed, -1, 1);
+  for (float &X : V)
+    X = std::round(X * 8) / 8 + 0.0f;
+  return V;
+}
+
+/// N NaNs: an output element a kernel does not write stays NaN.
+inline std::vector<float> poisoned(int64_t N) {
+  return std::vector<float>(N, std::nanf(""));
+}
+
+/// Bit for bit (so -0.0 and 0.0 differ, NaN only matches NaN); Rtol > 0
+/// compares within a relative tolerance instead.
+inline void expectSame(const std::vector<float> &E, const std::vector<float> &C,
+                       const std::string &What, double Rtol = 0) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  for (size_t I = 0; I < E.size(); ++I) {
+    const bool Ok = Rtol == 0 ? std::memcmp(&E[I], &C[I], sizeof(float)) == 0
+                              : std::fabs(double(E[I]) - double(C[I])) <=
+                                    Rtol * std::fabs(double(E[I]));
+    if (!Ok) {
+      ADD_FAILURE() << What << ": element " << I << " of " << E.size()
+                    << ": eager " << E[I] << ", compiled " << C[I];
+      return;
+    }
+  }
+}
+
+/// "3x17x65".
+inline std::string dims(std::initializer_list<int64_t> D) {
+  std::string S;
+  for (int64_t X : D)
+    S += (S.empty() ? "" : "x") + std::to_string(X);
+  return S;
+}
+
+} // namespace exact_data
+
+#endif // PK_TEST_EXACT_DATA_H
