@@ -830,9 +830,10 @@ WholeProxy<T, R> detail::WritableRef<T, R, Self>::operator[](W) const {
 //
 // Result type: detail::Promote (see the file comment); computed in that type
 // with C++ semantics: integer / and % truncate toward zero (-7 / 2 == -3,
-// -7 % 3 == -1, unlike NumPy's floor division), integer division by zero and
-// signed overflow are undefined behaviour as in C++. % needs integer (or
-// bool) operands. Unary - promotes bool to int32_t.
+// -7 % 3 == -1, unlike NumPy's floor division). Unlike C++, integer division
+// and remainder never trap: by zero they give 0, and INT_MIN / -1 wraps to
+// INT_MIN (pk::scalar::div and rem, which compiled code calls too). % needs
+// integer (or bool) operands. Unary - promotes bool to int32_t.
 //===----------------------------------------------------------------------===//
 
 #define PK_ARITH_OP(OP, NAME)                                                  \
@@ -850,8 +851,19 @@ WholeProxy<T, R> detail::WritableRef<T, R, Self>::operator[](W) const {
 PK_ARITH_OP(+, "add")
 PK_ARITH_OP(-, "sub")
 PK_ARITH_OP(*, "mul")
-PK_ARITH_OP(/, "div")
 #undef PK_ARITH_OP
+
+template <class A, class B>
+requires detail::Mixed<A, B> Array<detail::Promote<A, B>>
+operator/(const A &X, const B &Y) {
+  using P = detail::Promote<A, B>;
+  return detail::map<P>(
+      "div",
+      [](auto U, auto V) {
+        return scalar::div(static_cast<P>(U), static_cast<P>(V));
+      },
+      X, Y);
+}
 
 template <class A, class B>
 requires detail::Mixed<A, B> Array<detail::Promote<A, B>>
@@ -864,7 +876,7 @@ operator%(const A &X, const B &Y) {
     return detail::map<P>(
         "rem",
         [](auto U, auto V) {
-          return static_cast<P>(static_cast<P>(U) % static_cast<P>(V));
+          return scalar::rem(static_cast<P>(U), static_cast<P>(V));
         },
         X, Y);
   else

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define PK_HD __host__ __device__
@@ -39,6 +40,33 @@ template <class T> PK_HD inline T rsqrt(T X) {
 template <class T> PK_HD inline T sigmoid(T X) {
   using std::exp;
   return T(1) / (T(1) + exp(-X));
+}
+
+/// Integer `/` (truncating, as C++) that never traps: division by zero
+/// gives 0 and the one overflowing quotient, the most negative value over
+/// -1, wraps to itself (NumPy's results; C++ leaves both undefined and x86
+/// raises SIGFPE). Other dtypes: plain `/`.
+template <class T> PK_HD inline T div(T A, T B) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const bool Zero = B == T(0);
+    // -1 divides everything exactly: A / -1 is -A, computed in unsigned
+    // arithmetic so that negating the most negative value wraps.
+    const bool MinusOne = std::is_signed_v<T> && B == T(-1);
+    using U = std::make_unsigned_t<T>;
+    const T Negated = static_cast<T>(U(0) - static_cast<U>(A));
+    const T Quotient = A / ((Zero || MinusOne) ? T(1) : B);
+    return Zero ? T(0) : (MinusOne ? Negated : Quotient);
+  } else {
+    return A / B;
+  }
+}
+/// Integer `%` (the sign of the dividend, as C++) that never traps: x % 0
+/// is 0 (NumPy's result) and x % -1 is 0, the most negative value too.
+template <class T> PK_HD inline T rem(T A, T B) {
+  const bool Zero = B == T(0);
+  const bool MinusOne = std::is_signed_v<T> && B == T(-1);
+  const T Remainder = A % ((Zero || MinusOne) ? T(1) : B);
+  return (Zero || MinusOne) ? T(0) : Remainder;
 }
 
 } // namespace pk::scalar

@@ -46,9 +46,9 @@ bool pk::ir::isInteger(DType T) { return T == DType::I32 || T == DType::I64; }
 
 static const OpInfo OpTable[] = {
 #define PK_OP(Code, Name, Source, Arity, Result, Cpp, CppScalar, CudaF32,      \
-              CudaF64, Cost)                                                   \
-  {OpCode::Code, Name,      Source,  Arity,   ResultRule::Result,              \
-   Cpp,          CppScalar, CudaF32, CudaF64, OpCost::Cost},
+              CudaF64, Integer, Cost)                                          \
+  {OpCode::Code, Name,    Source,  Arity,   ResultRule::Result, Cpp,           \
+   CppScalar,    CudaF32, CudaF64, Integer, OpCost::Cost},
 #include "IR/Ops.def"
 };
 
@@ -188,9 +188,10 @@ double roundFloat(double V, DType T) {
   return T == DType::F32 ? static_cast<double>(static_cast<float>(V)) : V;
 }
 
-/// Folds integer ops; returns false for ops that are not folded (or would
-/// be undefined: division by zero, overflow of the i64 range is left as the
-/// wrapped value).
+/// Folds integer ops as the generated code computes them (in i64; the
+/// caller wraps to the node's dtype): overflow wraps, and `/` and `%` by
+/// zero give 0 as pk::scalar::div and rem do. Returns false for ops that
+/// are not folded.
 bool foldInt(OpCode Op, llvm::ArrayRef<int64_t> A, int64_t &R) {
   auto U = [](int64_t X) { return static_cast<uint64_t>(X); };
   switch (Op) {
@@ -203,15 +204,13 @@ bool foldInt(OpCode Op, llvm::ArrayRef<int64_t> A, int64_t &R) {
   case OpCode::Mul:
     R = static_cast<int64_t>(U(A[0]) * U(A[1]));
     return true;
-  case OpCode::Div:
-    if (A[1] == 0)
-      return false;
-    R = A[0] / A[1];
+  case OpCode::Div: // x / -1 is -x, which wraps for the i64 minimum
+    R = A[1] == 0    ? 0
+        : A[1] == -1 ? static_cast<int64_t>(0 - U(A[0]))
+                     : A[0] / A[1];
     return true;
   case OpCode::Rem:
-    if (A[1] == 0)
-      return false;
-    R = A[0] % A[1];
+    R = (A[1] == 0 || A[1] == -1) ? 0 : A[0] % A[1];
     return true;
   case OpCode::Neg:
     R = static_cast<int64_t>(0 - U(A[0]));

@@ -97,7 +97,10 @@ struct OpInfo {
   llvm::StringRef CppScalar; ///< for a value computed once per row
   llvm::StringRef CudaF32;   ///< CUDA spelling for float/integer/bool results
   llvm::StringRef CudaF64;   ///< CUDA spelling for double results
-  OpCost Cost;               ///< Costly: worth buffering over recomputing
+  /// Spelling for integer results on every backend ("" = as above): `/`
+  /// and `%` call pk::scalar, which never traps.
+  llvm::StringRef Integer;
+  OpCost Cost; ///< Costly: worth buffering over recomputing
 };
 
 const OpInfo &opInfo(OpCode C);

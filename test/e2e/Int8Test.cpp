@@ -25,9 +25,11 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace eager {
@@ -55,6 +57,9 @@ void q_linear(pk::In<float, 2> x, pk::In<int8_t, 2> w, pk::In<float, 1> scale,
               pk::Out<float, 2> y);
 void q_matmul_i32(pk::In<int8_t, 2> a, pk::In<int8_t, 2> b,
                   pk::Out<int32_t, 2> c);
+void q_divide(pk::In<int32_t> a, pk::In<int32_t> b, pk::In<int64_t> c,
+              pk::In<int64_t> d, pk::Out<int32_t> q, pk::Out<int32_t> r,
+              pk::Out<int64_t> q64, pk::Out<int64_t> r64);
 
 #ifdef PK_INT8_WITH_CUDA
 #include <cuda_runtime.h>
@@ -426,6 +431,89 @@ TEST(Int8, MatmulInt8IntoInt32) {
                      expectSame(E, DC.host(), What + " " + Sch);
                    });)
       }
+}
+
+//===----------------------------------------------------------------------===//
+// Integer division: no data traps.
+//===----------------------------------------------------------------------===//
+
+/// Divisors and dividends where C++'s / and % are undefined or trap (0, -1
+/// under the most negative value) mixed with ordinary ones, both signs.
+template <class T>
+void divisionData(int64_t N, std::vector<T> &A, std::vector<T> &B,
+                  unsigned Seed) {
+  const T Min = std::numeric_limits<T>::min(),
+          Max = std::numeric_limits<T>::max();
+  const T SpecialA[] = {Min, Min, Min, 7, -7, 0, Max, Min + 1};
+  const T SpecialB[] = {T(-1), T(0), T(1), T(0), T(-1), T(0), T(-1), T(-1)};
+  std::mt19937_64 G(Seed);
+  std::uniform_int_distribution<int64_t> Small(-9, 9);
+  A.resize(N);
+  B.resize(N);
+  for (int64_t I = 0; I < N; ++I) {
+    const int64_t K = I % 16;
+    if (K < 8) {
+      A[I] = SpecialA[K];
+      B[I] = SpecialB[K];
+    } else {
+      A[I] =
+          static_cast<T>(static_cast<int64_t>(G() >> 1) * (G() & 1 ? 1 : -1));
+      B[I] = static_cast<T>(Small(G)); // zeros and -1s among them
+    }
+  }
+}
+
+/// The language's quotient and remainder, computed in 128 bits (where
+/// nothing overflows) and wrapped to T: the expected values, written
+/// independently of pk::scalar.
+template <class T> T wantQuotient(T A, T B) {
+  if (B == 0)
+    return 0;
+  const __int128 Q = static_cast<__int128>(A) / B;
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(Q));
+}
+template <class T> T wantRemainder(T A, T B) {
+  return B == 0 ? T(0) : static_cast<T>(static_cast<__int128>(A) % B);
+}
+
+TEST(IntegerDivision, ByZeroGivesZeroAndMinOverMinusOneWraps) {
+  for (int64_t N : Sizes) {
+    std::vector<int32_t> A, B;
+    std::vector<int64_t> C, D;
+    divisionData(N, A, B, 21);
+    divisionData(N, C, D, 22);
+    std::vector<int32_t> EQ(N), ER(N), PQ(N, 77), PR(N, 77);
+    std::vector<int64_t> EQ64(N), ER64(N), PQ64(N, 77), PR64(N, 77);
+    eager::q_divide(A, B, C, D, EQ, ER, EQ64, ER64);
+    q_divide(A, B, C, D, PQ, PR, PQ64, PR64);
+    const std::string What = "q_divide N=" + std::to_string(N);
+    for (int64_t I = 0; I < N; ++I) {
+      ASSERT_EQ(EQ[I], wantQuotient(A[I], B[I]))
+          << What << " eager " << A[I] << " / " << B[I];
+      ASSERT_EQ(ER[I], wantRemainder(A[I], B[I]))
+          << What << " eager " << A[I] << " % " << B[I];
+      ASSERT_EQ(EQ64[I], wantQuotient(C[I], D[I]))
+          << What << " eager " << C[I] << " / " << D[I];
+      ASSERT_EQ(ER64[I], wantRemainder(C[I], D[I]))
+          << What << " eager " << C[I] << " % " << D[I];
+    }
+    expectSame(EQ, PQ, What + " q cpu");
+    expectSame(ER, PR, What + " r cpu");
+    expectSame(EQ64, PQ64, What + " q64 cpu");
+    expectSame(ER64, PR64, What + " r64 cpu");
+    PK_IF_CUDA(forEachSchedule(N, [&](const std::string &Sch) {
+                 Dev<int32_t> DA(A), DB(B), DQ(N), DR(N);
+                 Dev<int64_t> DC(C), DD(D), DQ64(N), DR64(N);
+                 pk::cuda::q_divide({DA.get(), {N}}, {DB.get(), {N}},
+                                    {DC.get(), {N}}, {DD.get(), {N}},
+                                    {DQ.get(), {N}}, {DR.get(), {N}},
+                                    {DQ64.get(), {N}}, {DR64.get(), {N}});
+                 expectSame(EQ, DQ.host(), What + " q " + Sch);
+                 expectSame(ER, DR.host(), What + " r " + Sch);
+                 expectSame(EQ64, DQ64.host(), What + " q64 " + Sch);
+                 expectSame(ER64, DR64.host(), What + " r64 " + Sch);
+               });)
+  }
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 using namespace pk::ir;
 
@@ -146,10 +147,26 @@ TEST(Builder, FoldsConstantsWithCppSemantics) {
   EXPECT_EQ(*B.constValue(Div), -3) << "C++ truncates toward zero";
   NodeId Lt = B.elementwise(OpCode::Lt, {Two, Three}, DType::Bool);
   EXPECT_EQ(*B.constValue(Lt), 1);
-  // Division by zero is left to run time rather than folded.
+  // Integer / and % fold as pk::scalar computes them at run time: by zero
+  // they give 0, the most negative value over -1 wraps (remainder 0).
   NodeId Zero = B.constInt(0, DType::I32, true);
-  EXPECT_FALSE(
-      B.constValue(B.elementwise(OpCode::Div, {Two, Zero}, DType::I32)));
+  NodeId MinusOne = B.constInt(-1, DType::I32, true);
+  EXPECT_EQ(*B.constValue(B.elementwise(OpCode::Div, {Two, Zero}, DType::I32)),
+            0);
+  EXPECT_EQ(*B.constValue(B.elementwise(OpCode::Rem, {Two, Zero}, DType::I32)),
+            0);
+  NodeId Min32 = B.constInt(INT32_MIN, DType::I32, true);
+  EXPECT_EQ(
+      *B.constValue(B.elementwise(OpCode::Div, {Min32, MinusOne}, DType::I32)),
+      INT32_MIN);
+  EXPECT_EQ(
+      *B.constValue(B.elementwise(OpCode::Rem, {Min32, MinusOne}, DType::I32)),
+      0);
+  NodeId Min64 = B.constInt(INT64_MIN, DType::I64, true);
+  NodeId MinusOne64 = B.constInt(-1, DType::I64, true);
+  EXPECT_EQ(*B.constValue(
+                B.elementwise(OpCode::Div, {Min64, MinusOne64}, DType::I64)),
+            static_cast<double>(INT64_MIN));
   // Float constants round to float.
   NodeId Third = B.constFloat(1.0 / 3.0, DType::F32, true);
   EXPECT_EQ(F.node(Third).FloatValue,

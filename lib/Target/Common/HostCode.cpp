@@ -412,6 +412,8 @@ std::string target::stridedIndex(const Function &F, const Nest &N,
 /// value computed once per row).
 static llvm::StringRef spelling(const OpInfo &Info, target::Backend B, DType T,
                                 bool PerRow = false) {
+  if (isInteger(T) && !Info.Integer.empty())
+    return Info.Integer;
   if (B == target::Backend::Cpu)
     return PerRow ? Info.CppScalar : Info.Cpp;
   return T == DType::F64 ? Info.CudaF64 : Info.CudaF32;

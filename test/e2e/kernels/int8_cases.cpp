@@ -90,3 +90,14 @@ PK_KERNEL void q_matmul_i32(In<int8_t, 2> a, In<int8_t, 2> b,
                             Out<int32_t, 2> c) {
   c[_] = matmul(a[_], b[_]);
 }
+
+// Integer / and % never trap (language.md §3): by zero they give 0, and the
+// most negative value over -1 wraps (its remainder is 0), in int32 and int64.
+PK_KERNEL void q_divide(In<int32_t> a, In<int32_t> b, In<int64_t> c,
+                        In<int64_t> d, Out<int32_t> q, Out<int32_t> r,
+                        Out<int64_t> q64, Out<int64_t> r64) {
+  q[_] = a[_] / b[_];
+  r[_] = a[_] % b[_];
+  q64[_] = c[_] / d[_];
+  r64[_] = c[_] % d[_];
+}
