@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""pk-llama's command line, checked as a user of llama2.c's `run` sees it.
+
+Writes small random checkpoints and a tokenizer with pk-llama-checkpoint,
+runs pk-llama on them and checks what it prints and how it fails. When
+LLAMA2C_DIR names a llama2.c tree with `run` built in it (never in CI: no
+download), pk-llama's stdout must equal run's on the same version-0 file.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def run(cmd, threads=None):
+    env = dict(os.environ)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return subprocess.run(cmd, capture_output=True, env=env, timeout=600)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pk-llama", required=True)
+    ap.add_argument("--make-checkpoint", required=True)
+    ap.add_argument("--work-dir", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work_dir, exist_ok=True)
+    w = lambda name: os.path.join(a.work_dir, name)
+
+    # The same random weights in versions 0, 1 and 2, one tokenizer.
+    for version in (0, 1, 2):
+        r = run([a.make_checkpoint, "--preset", "tiny", "--seed", "7",
+                 "--version", str(version), "--out", w(f"v{version}.bin"),
+                 "--tokenizer", w("tok.bin")])
+        check(r.returncode == 0,
+              f"pk-llama-checkpoint writes version {version}: "
+              + r.stderr.decode(errors="replace").strip())
+    if failures:
+        return 1
+
+    prompt = "Once upon a time"
+    greedy = lambda model, *extra: [a.pk_llama, model, "-z", w("tok.bin"),
+                                    "-t", "0", "-n", "48", "-i", prompt,
+                                    *extra]
+    r1 = run(greedy(w("v0.bin")), threads=1)
+    out = r1.stdout.decode(errors="replace")
+    err = r1.stderr.decode(errors="replace")
+    check(r1.returncode == 0, "greedy generation exits 0: " + err.strip())
+    check(out.startswith(prompt), f"stdout starts with the prompt: {out!r}")
+    check(out.endswith("\n") and len(out) > len(prompt) + 1,
+          "stdout continues the prompt and ends with a newline")
+    check("prefill: " in err and " tok/s; decode: " in err,
+          f"stderr has the prefill/decode line: {err!r}")
+    check("achieved tok/s: " in err, "stderr has llama2.c's achieved tok/s")
+
+    r2 = run(greedy(w("v0.bin")), threads=2)
+    check(r2.returncode == 0 and r2.stdout == r1.stdout,
+          "the same text at 1 and 2 threads")
+    r3 = run(greedy(w("v1.bin")))
+    check(r3.returncode == 0 and r3.stdout == r1.stdout,
+          "version 1 of the same weights gives the same text as version 0")
+
+    sampled = lambda seed: run([a.pk_llama, w("v0.bin"), "-z", w("tok.bin"),
+                                "-t", "0.8", "-p", "0.9", "-s", str(seed),
+                                "-n", "48", "-i", prompt])
+    s1, s2, s3 = sampled(42), sampled(42), sampled(43)
+    check(s1.returncode == 0 and s1.stdout == s2.stdout,
+          "sampling with the same seed gives the same text")
+    check(s3.returncode == 0 and s3.stdout != s1.stdout,
+          "another seed gives another text")
+
+    # -n counts positions, the prompt's included: -n 2 prints the first two
+    # prompt pieces only ("Once" after BOS, then the next one).
+    r = run([a.pk_llama, w("v0.bin"), "-z", w("tok.bin"), "-t", "0",
+             "-n", "2", "-i", prompt])
+    check(r.returncode == 0 and prompt.startswith(
+        r.stdout.decode().rstrip("\n")) and len(r.stdout) < len(prompt),
+        f"-n 2 stops inside the prompt: {r.stdout!r}")
+
+    # Errors: a message naming the problem and a non-zero exit, no crash.
+    def fails(cmd, needle, what):
+        r = run(cmd)
+        msg = r.stderr.decode(errors="replace")
+        check(r.returncode > 0 and needle in msg,
+              f"{what}: exit {r.returncode}, stderr {msg.strip()!r}")
+
+    data = open(w("v0.bin"), "rb").read()
+    open(w("truncated.bin"), "wb").write(data[: len(data) // 2])
+    fails([a.pk_llama, w("truncated.bin"), "-z", w("tok.bin"), "-i", "a"],
+          "truncated", "a truncated checkpoint")
+    v1 = bytearray(open(w("v1.bin"), "rb").read())
+    v1[4] = 9  # the version field
+    open(w("badversion.bin"), "wb").write(v1)
+    fails([a.pk_llama, w("badversion.bin"), "-z", w("tok.bin")], "version",
+          "an unknown version")
+    fails([a.pk_llama, w("missing.bin"), "-z", w("tok.bin")], "missing.bin",
+          "a missing checkpoint")
+    tok = open(w("tok.bin"), "rb").read()
+    open(w("tok_truncated.bin"), "wb").write(tok[: len(tok) - 5])
+    fails([a.pk_llama, w("v0.bin"), "-z", w("tok_truncated.bin")],
+          "tok_truncated.bin", "a truncated tokenizer")
+    fails([a.pk_llama, w("v2.bin"), "-z", w("tok.bin")], "not supported yet",
+          "an int8 checkpoint")
+    fails([a.pk_llama, w("v0.bin"), "-z", w("tok.bin"), "-m", "chat"],
+          "chat", "chat mode")
+    fails([a.pk_llama, w("v0.bin"), "-z", w("tok.bin"), "-x", "1"], "Usage",
+          "an unknown option")
+    fails([a.pk_llama, w("v0.bin"), "-z", w("tok.bin"), "-i", "x" * 2000],
+          "context", "a prompt longer than the context")
+
+    # llama2.c itself, where a tree with `run` is given.
+    l2c = os.environ.get("LLAMA2C_DIR")
+    if l2c and os.path.exists(os.path.join(l2c, "run")):
+        for args in (["-t", "0"], ["-t", "0.8", "-p", "0.9", "-s", "42"],
+                     ["-t", "1", "-p", "0", "-s", "5"]):
+            cmd = [w("v0.bin"), "-z", w("tok.bin"), "-n", "64", "-i", prompt,
+                   *args]
+            ours = run([a.pk_llama, *cmd])
+            theirs = run([os.path.join(l2c, "run"), *cmd])
+            check(ours.stdout == theirs.stdout,
+                  f"stdout equals llama2.c run's for {' '.join(args)}:\n"
+                  f"  pk-llama: {ours.stdout!r}\n  run:      {theirs.stdout!r}")
+    else:
+        print("skip llama2.c comparison (set LLAMA2C_DIR to a tree with run)")
+
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
