@@ -241,7 +241,10 @@ public:
 
   const std::vector<int64_t> &shape() const { return Shp; }
   int rank() const { return static_cast<int>(Shp.size()); }
-  int64_t extent(int I) const { return Shp[static_cast<size_t>(I)]; }
+  int64_t extent(int I) const {
+    detail::checkExtentAxis(I, rank());
+    return Shp[static_cast<size_t>(I)];
+  }
   int64_t size() const {
     int64_t N = 1;
     for (int64_t E : Shp)
@@ -688,9 +691,9 @@ template <class T, class S> T storeAs(S V) {
   if constexpr (IsStorage16<T>)
     return T(static_cast<float>(V));
   else if constexpr (IsStorage8<T>)
-    return static_cast<T>(static_cast<int32_t>(V));
+    return static_cast<T>(scalar::convert<int32_t>(V));
   else
-    return static_cast<T>(V);
+    return scalar::convert<T>(V);
 }
 } // namespace detail
 
@@ -1118,8 +1121,9 @@ requires(detail::ArrayLike<M> &&detail::Operand<A> &&detail::Operand<B>)
       Mask, X, Y);
 }
 
-/// cast<U>(v): each element static_cast to U (float to integer truncates;
-/// out-of-range values are undefined as in C++; to bool is `!= 0`).
+/// cast<U>(v): each element static_cast to U (float to integer truncates
+/// toward zero; unlike C++, NaN gives 0 and values beyond U's range saturate
+/// to its limits, as CUDA converts: pk::scalar::convert; to bool is `!= 0`).
 /// cast<pk::half> and cast<pk::bfloat16> round each element to the 16-bit
 /// type (through float, to nearest even) and give a float array: values
 /// always compute in float, so this is how a kernel models storing an
@@ -1140,13 +1144,14 @@ requires detail::ArrayLike<X> Array<ComputeType<U>> cast(const X &V) {
     return detail::map<int32_t>(
         std::string("cast<") + detail::typeName<U>() + ">",
         [](auto E) {
-          return static_cast<int32_t>(static_cast<U>(static_cast<int32_t>(E)));
+          return static_cast<int32_t>(
+              static_cast<U>(scalar::convert<int32_t>(E)));
         },
         V);
   else
     return detail::map<U>(
         std::string("cast<") + detail::typeName<U>() + ">",
-        [](auto E) { return static_cast<U>(E); }, V);
+        [](auto E) { return scalar::convert<U>(E); }, V);
 }
 
 /// cast<U>(s) of a C++ arithmetic scalar: a scalar of type U (float for the
@@ -1608,7 +1613,10 @@ public:
       : Ptr(P), Ext(E), Str(St), Lbl(std::move(Label)) {}
 
   const Extents &shape() const { return Ext; }
-  int64_t extent(int I) const { return Ext[static_cast<size_t>(I)]; }
+  int64_t extent(int I) const {
+    detail::checkExtentAxis(I, R);
+    return Ext[static_cast<size_t>(I)];
+  }
   int64_t size() const {
     int64_t N = 1;
     for (int64_t E : Ext)

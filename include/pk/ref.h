@@ -83,6 +83,15 @@ template <class T> class Array;
 template <class T, int R, bool Writable> class Window;
 
 namespace detail {
+/// extent(I) of a ref, window or array of rank `Rank`: I must be in
+/// 0..Rank-1 (no counting from the end), else ShapeError.
+inline void checkExtentAxis(int I, int Rank) {
+  if (I < 0 || I >= Rank)
+    throw ShapeError("extent(" + std::to_string(I) + ") of a value of rank " +
+                     std::to_string(Rank) + ": the axis must be in 0.." +
+                     std::to_string(Rank - 1));
+}
+
 template <class T, int R> class RefBase {
 public:
   static_assert(R >= 0, "rank must be non-negative");
@@ -91,7 +100,10 @@ public:
   using Shape = std::array<int64_t, R>;
 
   const Shape &shape() const { return Extents; }
-  int64_t extent(int I) const { return Extents[I]; }
+  int64_t extent(int I) const {
+    checkExtentAxis(I, R);
+    return Extents[static_cast<size_t>(I)];
+  }
   int64_t size() const {
     int64_t N = 1;
     for (int64_t E : Extents)

@@ -69,6 +69,31 @@ template <class T> PK_HD inline T rem(T A, T B) {
   return (Zero || MinusOne) ? T(0) : Remainder;
 }
 
+/// A value converted to the arithmetic type To as `static_cast` does, except
+/// where C++ leaves it undefined: a float to an integer gives 0 for NaN and
+/// saturates to To's limits beyond its range (what CUDA's conversion does),
+/// truncating toward zero in between. Branch-free, so it vectorises.
+template <class To, class From> PK_HD inline To convert(From X) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
+                !std::is_same_v<To, bool>) {
+    using U = std::make_unsigned_t<To>;
+    constexpr To Max = static_cast<To>(U(~U(0)) >> (std::is_signed_v<To>));
+    constexpr To Min = std::is_signed_v<To> ? static_cast<To>(-Max - 1) : To(0);
+    // 2^bits (unsigned) or 2^(bits-1) (signed): a power of two, exact in
+    // float and double; every value below it and above Min - 1 truncates
+    // into To's range.
+    constexpr From Limit = static_cast<From>(Max / 2 + 1) * From(2);
+    const bool Nan = X != X;
+    const bool Above = X >= Limit;
+    const bool Below =
+        std::is_signed_v<To> ? X <= From(Min) - From(1) : X <= From(-1);
+    const To Inside = static_cast<To>((Nan || Above || Below) ? From(0) : X);
+    return Nan ? To(0) : Above ? Max : Below ? Min : Inside;
+  } else {
+    return static_cast<To>(X);
+  }
+}
+
 } // namespace pk::scalar
 
 #endif // PK_SCALAR_H

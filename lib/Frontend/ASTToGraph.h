@@ -262,6 +262,8 @@ private:
   Val inlineCall(const FunctionDecl *FD, const CallExpr *E,
                  llvm::ArrayRef<const Expr *> Args);
   std::optional<int> constAxis(const Expr *Arg, llvm::StringRef Op);
+  /// `ref.extent(i)`: the run-time extent as an i64 value (a constant axis).
+  Val evalExtent(const clang::CXXMemberCallExpr *E, const Expr *Ref);
   /// Builds `Op` over already evaluated operands cast to \p ComputeIn; the
   /// result has dtype \p Result.
   NodeId buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,

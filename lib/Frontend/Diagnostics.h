@@ -36,6 +36,7 @@ inline constexpr const char *OpaqueCall = "pk-opaque-call";
 /// `std::exp(x[_])`: the C++ library's math on a pk value (StdMath.h).
 inline constexpr const char *StdMath = "pk-std-math";
 inline constexpr const char *AxisNotConstant = "pk-axis-not-constant";
+inline constexpr const char *AxisOutOfRange = "pk-axis-out-of-range";
 inline constexpr const char *Unsupported = "pk-unsupported";
 inline constexpr const char *NotSupportedYet = "pk-not-supported-yet";
 /// Warning: a PK_KERNEL definition in an included file.

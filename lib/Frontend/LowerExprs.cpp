@@ -836,6 +836,11 @@ Val ASTToGraph::evalMemberCall(const CXXMemberCallExpr *E) {
   llvm::StringRef Name = MD->getIdentifier() ? MD->getName() : "";
   bool OnRef = Obj && refType(Obj->getType()).has_value();
   if (isPkLibrary(MD, SM)) {
+    // extent() is RefBase's: the object is the ref under a derived-to-base
+    // conversion.
+    if (Name == "extent" && E->getNumArgs() == 1 && Obj &&
+        refType(Obj->IgnoreImpCasts()->getType()))
+      return evalExtent(E, Obj->IgnoreImpCasts());
     if (Name == "extent" || Name == "size" || Name == "shape" || Name == "rank")
       return notYet(E, "'" + text(E) + "' (a run-time extent in a kernel)",
                     "shapes are implicit: operations broadcast, reductions "
@@ -855,6 +860,29 @@ Val ASTToGraph::evalMemberCall(const CXXMemberCallExpr *E) {
   return unsupported(
       E, "calling the member function '" + MD->getQualifiedNameAsString() + "'",
       "write a free helper function; it is inlined");
+}
+
+Val ASTToGraph::evalExtent(const CXXMemberCallExpr *E, const Expr *Ref) {
+  Val R = eval(Ref);
+  if (!R.ok())
+    return R;
+  if (R.K != Val::Ref)
+    return unsupported(E, "'" + text(E) + "'", "call extent() on a ref");
+  std::optional<int> Axis = constAxis(E->getArg(0), "extent");
+  if (!Axis)
+    return Val::make(Val::Invalid);
+  const int Rank = static_cast<int>(F.Params[R.Param].Rank);
+  // As the eager ref's extent(i): 0 <= i < rank (no counting from the end).
+  if (*Axis < 0 || *Axis >= Rank) {
+    error(rule::AxisOutOfRange, E,
+          "axis " + std::to_string(*Axis) + " of '" + text(E) +
+              "' is out of range for a ref of rank " + std::to_string(Rank),
+          Rank ? "valid axes are 0.." + std::to_string(Rank - 1)
+               : "a rank-0 ref has no extents");
+    return Val::make(Val::Invalid);
+  }
+  return Val::value(B.extentValue(
+      F.Extents.dim(R.Param, static_cast<unsigned>(*Axis)), loc(E)));
 }
 
 Val ASTToGraph::evalConstruct(const CXXConstructExpr *E) {

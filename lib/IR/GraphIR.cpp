@@ -477,6 +477,18 @@ NodeId Builder::scalarParam(unsigned Param, SrcLoc Loc) {
   return add(std::move(N));
 }
 
+NodeId Builder::extentValue(ExtentId E, SrcLoc Loc) {
+  const Extent &X = F.Extents.get(E);
+  if (X.K == Extent::Const)
+    return constInt(X.Value, DType::I64, /*Weak=*/false, Loc);
+  Node N(NodeKind::Extent);
+  N.Type = DType::I64;
+  N.Ext = E;
+  N.Label = extentToString(F, E);
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
 NodeId Builder::constFloat(double V, DType T, bool Weak, SrcLoc Loc) {
   Node N(NodeKind::Const);
   N.Type = T;
@@ -564,9 +576,20 @@ NodeId Builder::cast(NodeId V, DType T, SrcLoc Loc) {
         return constFloat(Src.FloatValue, T, Src.Weak, Loc);
       if (T == DType::Bool)
         return constInt(Src.FloatValue != 0, T, Src.Weak, Loc);
-      // Float to integer outside the range is UB in C++: don't fold it.
-      if (std::isfinite(Src.FloatValue) && std::fabs(Src.FloatValue) < 9e18)
-        return constInt(static_cast<int64_t>(Src.FloatValue), T, Src.Weak, Loc);
+      // As pk::scalar::convert at run time: NaN is 0, values beyond the
+      // integer type's range saturate, the rest truncate toward zero.
+      if (T == DType::I32 || T == DType::I64) {
+        const double V = Src.FloatValue;
+        const double Limit =
+            T == DType::I32 ? 2147483648.0 : 9223372036854775808.0;
+        const int64_t Max = T == DType::I32 ? INT32_MAX : INT64_MAX;
+        const int64_t Min = T == DType::I32 ? INT32_MIN : INT64_MIN;
+        const int64_t R = std::isnan(V)     ? 0
+                          : V >= Limit      ? Max
+                          : V <= -Limit - 1 ? Min
+                                            : static_cast<int64_t>(V);
+        return constInt(R, T, Src.Weak, Loc);
+      }
     } else {
       return constInt(Src.IntValue, T, Src.Weak, Loc);
     }
@@ -732,6 +755,8 @@ static std::string nodeBody(const Function &F, const Node &N) {
     return fmt::format("param {}", F.Params[N.Param].Name);
   case NodeKind::Const:
     return fmt::format("const {}", formatConst(N));
+  case NodeKind::Extent:
+    return fmt::format("extent {}", extentToString(F, N.Ext));
   case NodeKind::Load:
     return fmt::format("load {}", F.Params[N.Param].Name);
   case NodeKind::Elementwise:
@@ -887,6 +912,14 @@ std::string pk::ir::verify(const Function &F) {
       Err = ExpectOperands(N.Kind == NodeKind::Store ? 1 : 0);
       break;
     case NodeKind::Const:
+      Err = ExpectOperands(0);
+      break;
+    case NodeKind::Extent:
+      if (N.Ext >= F.Extents.size())
+        return fmt::format("%{} names extent {} of {}", I, N.Ext,
+                           F.Extents.size());
+      if (N.Type != DType::I64 || N.rank() != 0)
+        return fmt::format("%{}: an extent is an i64 of rank 0", I);
       Err = ExpectOperands(0);
       break;
     case NodeKind::Elementwise: {

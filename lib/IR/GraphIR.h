@@ -227,6 +227,7 @@ enum class NodeKind : uint8_t {
   Reduce,      ///< `Reduction` of operand 0 over `Axes`, `KeepDims`
   View,        ///< operand 0 read through the index map `Map` (no copy)
   Index,       ///< coordinate along `Axes[0]` of each element of operand 0
+  Extent,      ///< the extent `Ext` as an i64 value of rank 0 (`x.extent(1)`)
   MatMul,      ///< matrix product of operands 0 and 1 (rank 2 or 3)
   Store,       ///< write operand 0 to ref `Param`, broadcast to its shape
 };
@@ -287,6 +288,7 @@ struct Node {
   bool Weak = false;       ///< scalar that takes the array's float type
   ReduceKind Reduction = ReduceKind::Sum;
   llvm::SmallVector<int, 2> Axes;        ///< as written (may be negative)
+  ExtentId Ext = 0;                      ///< Extent: which one
   ViewKind View = ViewKind::BroadcastTo; ///< View: how it was written
   IndexMap Map; ///< View: filled by inferShapes() (or by the pass adding it)
   bool KeepDims = false;
@@ -360,6 +362,9 @@ public:
   unsigned addParam(llvm::StringRef Name, ParamKind K, DType T, unsigned Rank,
                     SrcLoc Loc = {});
   NodeId scalarParam(unsigned Param, SrcLoc Loc = {});
+  /// The run-time value of an extent: an i64 of rank 0, uniform like a
+  /// scalar parameter. A constant extent folds to a constant.
+  NodeId extentValue(ExtentId E, SrcLoc Loc = {});
   NodeId constFloat(double V, DType T, bool Weak, SrcLoc Loc = {});
   NodeId constInt(int64_t V, DType T, bool Weak, SrcLoc Loc = {});
   NodeId load(unsigned Param, SrcLoc Loc = {});

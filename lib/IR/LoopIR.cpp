@@ -78,6 +78,9 @@ std::string pk::loop::describe(const ir::Function &F, const Nest &N,
             : ir::isFloat(S.Type) ? fmt::format("{}", S.FloatValue)
                                   : std::to_string(S.IntValue));
     break;
+  case Stmt::Extent:
+    Out << S.Name << " = extent " << ir::extentToString(F, S.Ext);
+    break;
   case Stmt::Apply: {
     Out << S.Name << " = " << ir::opInfo(S.Op).Name << " ";
     for (size_t J = 0; J < S.Args.size(); ++J)

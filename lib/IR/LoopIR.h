@@ -66,6 +66,7 @@ struct Stmt {
     Store,  ///< write Args[0] (converted to the ref's dtype) to ref `Param`
     Reduce, ///< `Reduction` of Args[0] over the nest's reduce axes
     Index,  ///< the loop index of domain axis `Axis` (as int64)
+    Extent, ///< the run-time value of extent `Ext` (as int64)
   };
   Kind K;
   DType Type = DType::F32;
@@ -75,6 +76,7 @@ struct Stmt {
   std::vector<unsigned> Args; ///< indices of earlier statements
   double FloatValue = 0;
   int64_t IntValue = 0;
+  ExtentId Ext = 0; ///< Extent
   /// Load/Store: how the element is addressed.
   AccessMap Map;
   unsigned Line = 0; ///< source line, for comments

@@ -21,7 +21,7 @@ namespace {
 /// Everything that makes two nodes compute the same value.
 using NodeKey =
     std::tuple<int, int, int, std::vector<NodeId>, unsigned, uint64_t, int64_t,
-               int, std::vector<int>, bool, int, std::vector<int>>;
+               int, std::vector<int>, bool, int, std::vector<int>, ExtentId>;
 
 NodeKey keyOf(const Node &N) {
   uint64_t Bits;
@@ -34,7 +34,9 @@ NodeKey keyOf(const Node &N) {
           std::vector<int>(N.Axes.begin(), N.Axes.end()), N.KeepDims,
           // Views: expand_dims(x, 0) and squeeze(x, 0) differ only here.
           static_cast<int>(N.View),
-          std::vector<int>(N.Map.Source.begin(), N.Map.Source.end())};
+          std::vector<int>(N.Map.Source.begin(), N.Map.Source.end()),
+          // Extent nodes: x.extent(0) and x.extent(1) differ only here.
+          N.Ext};
 }
 
 void eliminateCommonSubexpressions(Function &F) {

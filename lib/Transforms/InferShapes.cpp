@@ -197,6 +197,7 @@ private:
     switch (N.Kind) {
     case NodeKind::ScalarParam:
     case NodeKind::Const:
+    case NodeKind::Extent:
       N.Sh.clear();
       return;
     case NodeKind::Load:

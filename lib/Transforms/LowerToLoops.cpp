@@ -183,7 +183,10 @@ private:
           return F.Params[S.Param].Name + "_v";
         if (!Nd.Name.empty())
           return Nd.Name;
-        return S.K == Stmt::Const ? "c" : S.K == Stmt::Index ? "idx" : "t";
+        return S.K == Stmt::Const    ? "c"
+               : S.K == Stmt::Index  ? "idx"
+               : S.K == Stmt::Extent ? "n"
+                                     : "t";
       };
       auto Named = [](const Stmt &S) {
         return S.K != Stmt::Scalar && S.K != Stmt::Store && S.Node;
@@ -424,6 +427,11 @@ private:
         Stmt S = fromNode(Nd, Stmt::Scalar, "");
         S.Name = F.Params[Nd.Param].Name;
         S.Param = Nd.Param;
+        return add(std::move(S));
+      }
+      case NodeKind::Extent: {
+        Stmt S = fromNode(Nd, Stmt::Extent, "n");
+        S.Ext = Nd.Ext;
         return add(std::move(S));
       }
       case NodeKind::Const: {

@@ -92,4 +92,23 @@ TEST(ViewsShim, ReductionsAndMatmul) {
   }
 }
 
+TEST(ViewsShim, RefExtentsAreRunTimeValues) {
+  for (int64_t T : {0, 1, 17, 65})
+    for (int64_t D : {1, 7, 64, 65}) {
+      auto X = grid(T * D, 4);
+      std::vector<float> EC(T * D), EH(T * D);
+      std::vector<int64_t> ES(3);
+      eager::extents({X.data(), {T, D}}, {EC.data(), {T, D}},
+                     {EH.data(), {T, D}}, {ES.data(), {3}});
+      Dev<float> DX(X), DC(T * D, std::nanf("")), DH(T * D, std::nanf(""));
+      Dev<int64_t> DS(3, -1);
+      pk::cuda::extents({DX.get(), {T, D}}, {DC.get(), {T, D}},
+                        {DH.get(), {T, D}}, {DS.get(), {3}});
+      const std::string What = "extents " + dims({T, D});
+      expectSame(EC, DC.host(), What + " centred");
+      expectSame(EH, DH.host(), What + " first_half");
+      EXPECT_EQ(DS.host(), ES) << What;
+    }
+}
+
 } // namespace

@@ -57,6 +57,9 @@ void q_linear(pk::In<float, 2> x, pk::In<int8_t, 2> w, pk::In<float, 1> scale,
               pk::Out<float, 2> y);
 void q_matmul_i32(pk::In<int8_t, 2> a, pk::In<int8_t, 2> b,
                   pk::Out<int32_t, 2> c);
+void q_float_to_int(pk::In<float> x, pk::In<double> y, pk::Out<int32_t> ci,
+                    pk::Out<int64_t> cl, pk::Out<int32_t> di,
+                    pk::Out<int64_t> sl, pk::Out<int32_t> c8);
 void q_divide(pk::In<int32_t> a, pk::In<int32_t> b, pk::In<int64_t> c,
               pk::In<int64_t> d, pk::Out<int32_t> q, pk::Out<int32_t> r,
               pk::Out<int64_t> q64, pk::Out<int64_t> r64);
@@ -512,6 +515,113 @@ TEST(IntegerDivision, ByZeroGivesZeroAndMinOverMinusOneWraps) {
                  expectSame(ER, DR.host(), What + " r " + Sch);
                  expectSame(EQ64, DQ64.host(), What + " q64 " + Sch);
                  expectSame(ER64, DR64.host(), What + " r64 " + Sch);
+               });)
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Float -> integer conversions: defined for every value.
+//===----------------------------------------------------------------------===//
+
+/// What the language says a float converts to (NaN 0, saturation beyond the
+/// range, truncation toward zero inside), computed in long double where
+/// every bound is exact: written independently of pk::scalar::convert.
+template <class T, class F> T wantConversion(F V) {
+  const long double X = V;
+  const long double Max = std::numeric_limits<T>::max();
+  const long double Min = std::numeric_limits<T>::min();
+  if (X != X)
+    return 0;
+  if (X >= Max + 1.0L)
+    return std::numeric_limits<T>::max();
+  if (X <= Min - 1.0L)
+    return std::numeric_limits<T>::min();
+  return static_cast<T>(std::trunc(X));
+}
+
+TEST(FloatToInt, NanIsZeroAndOutOfRangeSaturates) {
+  const float Inf = std::numeric_limits<float>::infinity();
+  const float NaN = std::numeric_limits<float>::quiet_NaN();
+  // Every boundary of int32 and int64 in float and double, around them,
+  // the specials, then random magnitudes up to 1e20 of both signs.
+  const std::vector<double> Special = {NaN,
+                                       -NaN,
+                                       Inf,
+                                       -Inf,
+                                       0.0,
+                                       -0.0,
+                                       0.5,
+                                       -0.5,
+                                       0.999,
+                                       -0.999,
+                                       1.5,
+                                       -1.5,
+                                       127.9,
+                                       -128.9,
+                                       2147483520.0,
+                                       2147483647.0,
+                                       2147483647.5,
+                                       2147483648.0,
+                                       2147483904.0,
+                                       -2147483648.0,
+                                       -2147483648.5,
+                                       -2147483649.0,
+                                       -2147483904.0,
+                                       3e9,
+                                       -3e9,
+                                       9223371487098961920.0,
+                                       9223372036854775807.0,
+                                       -9223372036854775808.0,
+                                       -9223373136366403584.0,
+                                       1e19,
+                                       -1e19,
+                                       1e30,
+                                       -1e30};
+  for (int64_t N : Sizes) {
+    std::vector<float> X(N);
+    std::vector<double> Y(N);
+    std::mt19937_64 G(23);
+    std::uniform_real_distribution<double> Exponent(-2, 20);
+    for (int64_t I = 0; I < N; ++I) {
+      const double V = I < static_cast<int64_t>(Special.size())
+                           ? Special[I]
+                           : std::pow(10.0, Exponent(G)) * (G() & 1 ? 1 : -1);
+      X[I] = static_cast<float>(V);
+      Y[I] = V;
+    }
+    std::vector<int32_t> ECI(N), PCI(N, 77), EDI(N), PDI(N, 77), EC8(N),
+        PC8(N, 77);
+    std::vector<int64_t> ECL(N), PCL(N, 77), ESL(N), PSL(N, 77);
+    eager::q_float_to_int(X, Y, ECI, ECL, EDI, ESL, EC8);
+    q_float_to_int(X, Y, PCI, PCL, PDI, PSL, PC8);
+    const std::string What = "q_float_to_int N=" + std::to_string(N);
+    for (int64_t I = 0; I < N; ++I) {
+      ASSERT_EQ(ECI[I], wantConversion<int32_t>(X[I])) << What << " " << X[I];
+      ASSERT_EQ(ECL[I], wantConversion<int64_t>(X[I])) << What << " " << X[I];
+      ASSERT_EQ(EDI[I], wantConversion<int32_t>(Y[I])) << What << " " << Y[I];
+      ASSERT_EQ(ESL[I], wantConversion<int64_t>(Y[I])) << What << " " << Y[I];
+      ASSERT_EQ(EC8[I], static_cast<int8_t>(wantConversion<int32_t>(X[I])))
+          << What << " " << X[I];
+    }
+    expectSame(ECI, PCI, What + " ci cpu");
+    expectSame(ECL, PCL, What + " cl cpu");
+    expectSame(EDI, PDI, What + " di cpu");
+    expectSame(ESL, PSL, What + " sl cpu");
+    expectSame(EC8, PC8, What + " c8 cpu");
+    PK_IF_CUDA(forEachSchedule(N, [&](const std::string &Sch) {
+                 Dev<float> DX(X);
+                 Dev<double> DY(Y);
+                 Dev<int32_t> DCI(N), DDI(N), DC8(N);
+                 Dev<int64_t> DCL(N), DSL(N);
+                 pk::cuda::q_float_to_int({DX.get(), {N}}, {DY.get(), {N}},
+                                          {DCI.get(), {N}}, {DCL.get(), {N}},
+                                          {DDI.get(), {N}}, {DSL.get(), {N}},
+                                          {DC8.get(), {N}});
+                 expectSame(ECI, DCI.host(), What + " ci " + Sch);
+                 expectSame(ECL, DCL.host(), What + " cl " + Sch);
+                 expectSame(EDI, DDI.host(), What + " di " + Sch);
+                 expectSame(ESL, DSL.host(), What + " sl " + Sch);
+                 expectSame(EC8, DC8.host(), What + " c8 " + Sch);
                });)
   }
 }

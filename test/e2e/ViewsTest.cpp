@@ -31,6 +31,8 @@ void perm4(pk::In<float, 4> x, pk::In<float, 2> b, pk::Out<float, 4> y);
 void perm_sum(pk::In<float, 3> x, pk::Out<float, 2> s, pk::Out<float, 2> m);
 void head_scores(pk::In<float, 3> q, pk::In<float, 3> k, pk::Out<float, 3> s);
 void merge_heads(pk::In<float, 3> o, pk::Out<float, 3> y);
+void extents(pk::In<float, 2> x, pk::Out<float, 2> centred,
+             pk::Out<float, 2> first_half, pk::Out<int64_t, 1> sizes);
 
 namespace {
 
@@ -110,6 +112,27 @@ TEST(CompiledViews, PermutedElementwiseResult) {
         merge_heads({X.data(), {H, T, D}}, {O.data(), {T, H, D}});
         expectSame(E, O, "merge_heads " + dims({H, T, D}), 1e-6);
       }
+}
+
+TEST(CompiledViews, RefExtentsAreRunTimeValues) {
+  for (int64_t T : Extents)
+    for (int64_t D : {1, 2, 7, 64, 65}) {
+      auto X = grid(T * D, 4);
+      std::vector<float> EC(T * D), EH(T * D), OC = poisoned(T * D),
+                                               OH = poisoned(T * D);
+      std::vector<int64_t> ES(3), OS(3, -1);
+      eager::extents({X.data(), {T, D}}, {EC.data(), {T, D}},
+                     {EH.data(), {T, D}}, {ES.data(), {3}});
+      extents({X.data(), {T, D}}, {OC.data(), {T, D}}, {OH.data(), {T, D}},
+              {OS.data(), {3}});
+      const std::string What = "extents " + dims({T, D});
+      expectSame(EC, OC, What + " centred");
+      expectSame(EH, OH, What + " first_half");
+      EXPECT_EQ(OS, std::vector<int64_t>(3, T * 1000 + D)) << What;
+      // The first half of each row kept, the rest zero (eager agrees).
+      for (int64_t I = 0; I < T * D; ++I)
+        ASSERT_EQ(OH[I], I % D < D / 2 ? X[I] : 0.0f) << What << " " << I;
+    }
 }
 
 TEST(CompiledViews, WrongShapesRaiseBeforeAnyWrite) {

@@ -220,6 +220,16 @@ TEST(EagerArray, Basics) {
   EXPECT_EQ(Z.rank(), 2);
   EXPECT_EQ(Z.size(), 6);
   EXPECT_EQ(Z.extent(1), 3);
+  // extent(i) takes 0 <= i < rank, on arrays, refs and windows alike.
+  EXPECT_THROW(Z.extent(2), pk::ShapeError);
+  EXPECT_THROW(Z.extent(-1), pk::ShapeError);
+  std::vector<float> Data(6);
+  pk::In<float, 2> Ref(Data.data(), {2, 3});
+  EXPECT_EQ(Ref.extent(0), 2);
+  EXPECT_THROW(Ref.extent(-1), pk::ShapeError);
+  EXPECT_THROW(Ref.extent(2), pk::ShapeError);
+  EXPECT_EQ(Ref.slice(1, 1, 3).extent(1), 2);
+  EXPECT_THROW(Ref.slice(1, 1, 3).extent(2), pk::ShapeError);
   EXPECT_EQ(Z.label(), "Array<float>");
   for (int64_t I = 0; I < 6; ++I)
     EXPECT_EQ(Z.at(I), 0.0f);

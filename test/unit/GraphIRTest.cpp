@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 using namespace pk::ir;
@@ -176,6 +177,17 @@ TEST(Builder, FoldsConstantsWithCppSemantics) {
   EXPECT_EQ(
       *B.constValue(B.cast(B.constFloat(2.75, DType::F64, true), DType::I32)),
       2);
+  // Float to integer folds as pk::scalar::convert runs: NaN 0, saturation.
+  auto FoldCast = [&](double V, DType T) {
+    return *B.constValue(B.cast(B.constFloat(V, DType::F64, true), T));
+  };
+  EXPECT_EQ(FoldCast(std::nan(""), DType::I32), 0);
+  EXPECT_EQ(FoldCast(3e9, DType::I32), INT32_MAX);
+  EXPECT_EQ(FoldCast(-2147483648.5, DType::I32), INT32_MIN);
+  EXPECT_EQ(FoldCast(-2147483649.0, DType::I32), INT32_MIN);
+  EXPECT_EQ(FoldCast(3e9, DType::I64), 3e9);
+  EXPECT_EQ(FoldCast(-1e30, DType::I64), static_cast<double>(INT64_MIN));
+  EXPECT_EQ(FoldCast(HUGE_VAL, DType::I64), static_cast<double>(INT64_MAX));
 }
 
 TEST(Builder, DoesNotFoldTranscendentals) {

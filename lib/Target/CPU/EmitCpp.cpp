@@ -373,8 +373,8 @@ private:
     const Stmt &S = N.Body[Value];
     OperandInPlace Op;
     Op.Stored = F.Params[S.Param].Type;
-    const bool Widened = Widen && Op.Stored == DType::BF16 &&
-                         G.Type == DType::F32;
+    const bool Widened =
+        Widen && Op.Stored == DType::BF16 && G.Type == DType::F32;
     if (S.K != Stmt::Load || S.Type != G.Type ||
         (dtypeInfo(Op.Stored).Compute != Op.Stored && !Widened))
       return std::nullopt;
@@ -382,10 +382,10 @@ private:
       const int Axis = S.Map.Axes[D].Axis;
       if (Axis < 0)
         continue; // an axis of extent 1: index 0
-      std::string *Stride = Axis == G.BatchAxis              ? &Op.Batch
+      std::string *Stride = Axis == G.BatchAxis             ? &Op.Batch
                             : Axis == static_cast<int>(Row) ? &Op.Row
                             : Axis == static_cast<int>(Col) ? &Op.Col
-                                                             : nullptr;
+                                                            : nullptr;
       if (!Stride)
         return std::nullopt; // it varies along the other operand's axis
       *Stride = strideVar(F, S.Param, D);
@@ -456,10 +456,9 @@ private:
                          indexParam(Col, Axes), Ty);
       for (unsigned I : Stmts)
         emitStmt(F, N, N.Body[I], Backend::Cpu, Index(-1), Out, In);
-      std::string V = valueRef(N, Value);
-      if (N.Body[Value].Type != G->Type)
-        V = fmt::format("static_cast<{}>({})", Ty, V);
-      Out += fmt::format("{}return {};\n", In, V);
+      Out += fmt::format(
+          "{}return {};\n", In,
+          convertValue(N.Body[Value].Type, G->Type, valueRef(N, Value)));
       Out += fmt::format("{}  }},\n", Indent);
     };
     Out += fmt::format(
@@ -498,8 +497,7 @@ private:
       Out += fmt::format("{}  // A(batch, i, k), read in place\n{}  {},\n",
                          Indent, Indent, *Strided);
     else
-      Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis,
-              G->KAxis);
+      Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis, G->KAxis);
     if (std::optional<std::string> Strided = stridedB(N, *G))
       Out += fmt::format("{}  // B(batch, k, j), read in place\n{}  {},\n",
                          Indent, Indent, *Strided);

@@ -115,10 +115,8 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
     KStmts Load;
     for (unsigned I : Stmts)
       Load.push_back(KStmt::compute(I, IndexMode::Indexed));
-    std::string V = valueRef(N, Value);
-    if (N.Body[Value].Type != G.Type)
-      V = fmt::format("static_cast<{}>({})", Ty, V);
-    Load.push_back(KStmt::assign("pk_v", V));
+    Load.push_back(KStmt::assign(
+        "pk_v", convertValue(N.Body[Value].Type, G.Type, valueRef(N, Value))));
     Body.push_back(
         KStmt::ifThen(fmt::format("{} < {} && {} < {}", indexVar(RowAxis),
                                   RowEnd, indexVar(ColAxis), ColEnd),

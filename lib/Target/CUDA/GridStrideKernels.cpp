@@ -166,11 +166,10 @@ KStmts NestsToKernels::vectorLoop(const Nest &N, int VW) {
       Lane.push_back(KStmt::let(dtypeCppName(S.Type).str(), S.Name,
                                 pointerVar(F, S.Param) + "_ld[pk_l]"));
     } else if (S.K == LStmt::Store) {
-      DType RefTy = F.Params[S.Param].Type;
-      std::string V = valueRef(N, S.Args[0]);
-      if (N.Body[S.Args[0]].Type != RefTy)
-        V = fmt::format("static_cast<{}>({})", dtypeCppName(RefTy), V);
-      Lane.push_back(KStmt::assign(pointerVar(F, S.Param) + "_st[pk_l]", V));
+      Lane.push_back(KStmt::assign(pointerVar(F, S.Param) + "_st[pk_l]",
+                                   convertValue(N.Body[S.Args[0]].Type,
+                                                F.Params[S.Param].Type,
+                                                valueRef(N, S.Args[0]))));
     } else {
       Lane.push_back(KStmt::compute(I, IndexMode::Flat));
     }

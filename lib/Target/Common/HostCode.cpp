@@ -444,13 +444,20 @@ std::string target::loadValue(DType T, Backend B, const std::string &Elem) {
   return convert(B == Backend::Cpu ? Info.CpuLoad : Info.CudaLoad, Elem);
 }
 
+std::string target::convertValue(DType From, DType To,
+                                 const std::string &Value) {
+  if (From == To)
+    return Value;
+  if (isFloat(From) && isInteger(To))
+    return fmt::format("pk::scalar::convert<{}>({})", dtypeCppName(To), Value);
+  return fmt::format("static_cast<{}>({})", dtypeCppName(To), Value);
+}
+
 std::string target::storeValue(DType T, DType ValueType, Backend B,
                                const std::string &Value) {
   const DTypeInfo &Info = dtypeInfo(T);
-  std::string V = Value;
-  if (ValueType != Info.Compute)
-    V = fmt::format("static_cast<{}>({})", dtypeCppName(Info.Compute), V);
-  return convert(B == Backend::Cpu ? Info.CpuStore : Info.CudaStore, V);
+  return convert(B == Backend::Cpu ? Info.CpuStore : Info.CudaStore,
+                 convertValue(ValueType, Info.Compute, Value));
 }
 
 std::string target::applyOp(OpCode Op, Backend B, DType T,
@@ -513,6 +520,10 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
     Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
                        target::indexValue(F, S));
     break;
+  case Stmt::Extent:
+    Out += fmt::format("{}const int64_t {} = {};\n", Indent, S.Name,
+                       target::extentExpr(F, S.Ext));
+    break;
   case Stmt::Apply: {
     const OpInfo &Info = opInfo(S.Op);
     fmt::dynamic_format_arg_store<fmt::format_context> Args;
@@ -528,8 +539,9 @@ void target::emitStmt(const Function &F, const Nest &N, const Stmt &S,
     break;
   }
   case Stmt::Cast:
-    Out += fmt::format("{}const {} {} = static_cast<{}>({});\n", Indent, Ty,
-                       S.Name, Ty, valueRef(N, S.Args[0]));
+    Out += fmt::format(
+        "{}const {} {} = {};\n", Indent, Ty, S.Name,
+        convertValue(N.Body[S.Args[0]].Type, S.Type, valueRef(N, S.Args[0])));
     break;
   case Stmt::Store: {
     std::string Value =

@@ -96,6 +96,11 @@ std::string storageType(ir::DType T, Backend B);
 /// The value of the element `Elem` of a ref of dtype `T`: `Elem` itself, or
 /// its conversion to float for the 16-bit types.
 std::string loadValue(ir::DType T, Backend B, const std::string &Elem);
+/// `Value`, of dtype `From`, converted to the value dtype `To`: a
+/// static_cast, or pk::scalar::convert from a float to an integer (NaN gives
+/// 0, out-of-range values saturate: C++ leaves them undefined).
+std::string convertValue(ir::DType From, ir::DType To,
+                         const std::string &Value);
 /// `Value`, of dtype `ValueType`, converted for a store into a ref of dtype
 /// `T`: a static_cast where the types differ; the 16-bit types round from
 /// float (a double is converted to float first, as the eager header does).

@@ -101,3 +101,17 @@ PK_KERNEL void q_divide(In<int32_t> a, In<int32_t> b, In<int64_t> c,
   q64[_] = c[_] / d[_];
   r64[_] = c[_] % d[_];
 }
+
+// Float -> integer conversions are defined for every value (language.md §3):
+// NaN gives 0, values beyond the type's range saturate to its limits, the
+// rest truncate toward zero; as a cast, as the store of a float value into
+// an integer ref, and before the 8-bit wrap of cast<int8_t>.
+PK_KERNEL void q_float_to_int(In<float> x, In<double> y, Out<int32_t> ci,
+                              Out<int64_t> cl, Out<int32_t> di, Out<int64_t> sl,
+                              Out<int32_t> c8) {
+  ci[_] = cast<int32_t>(x[_]);
+  cl[_] = cast<int64_t>(x[_]);
+  di[_] = cast<int32_t>(y[_]);
+  sl[_] = y[_];
+  c8[_] = cast<int8_t>(x[_]);
+}

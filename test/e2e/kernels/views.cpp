@@ -28,3 +28,14 @@ PK_KERNEL void head_scores(In<float, 3> q, In<float, 3> k, Out<float, 3> s) {
 PK_KERNEL void merge_heads(In<float, 3> o, Out<float, 3> y) {
   y[_] = permute_dims(exp(o[_]), {1, 0, 2});
 }
+// ref.extent(i) is a run-time int64 value in a kernel (language.md §2): as a
+// local, in integer arithmetic, converted to float, compared with
+// coordinates, stored. A mean written by hand, each row's first half, the
+// extents themselves.
+PK_KERNEL void extents(In<float, 2> x, Out<float, 2> centred,
+                       Out<float, 2> first_half, Out<int64_t, 1> sizes) {
+  auto n = x.extent(1);
+  centred[_] = x[_] - sum(x[_], -1, keepdims) / cast<float>(n);
+  first_half[_] = where(index(x[_], 1) < n / 2, x[_], 0.0f);
+  sizes[_] = x.extent(0) * 1000 + n;
+}

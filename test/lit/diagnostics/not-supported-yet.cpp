@@ -3,8 +3,8 @@
 #include <pk/pk.h>
 using namespace pk::lang;
 
-PK_KERNEL void extent(In<float> x, Out<float> o) {
-  o[_] = x[_] * float(x.extent(0)); // expected-error {{'x.extent(0)' (a run-time extent in a kernel) is not supported by pkc yet [pk-not-supported-yet]}} expected-note {{shapes are implicit}}
+PK_KERNEL void size(In<float> x, Out<float> o) {
+  o[_] = x[_] * float(x.size()); // expected-error {{'x.size()' (a run-time extent in a kernel) is not supported by pkc yet [pk-not-supported-yet]}} expected-note {{shapes are implicit}}
 }
 
 PK_KERNEL void range_for(In<float> x, Out<float> o) {

@@ -11,7 +11,9 @@ many simd loops there are and exits 1 listing those not vectorised, except
 in the fallback copies for a broadcast along the vectorised axis ("general
 strides": a run-time stride of 0 or 1, rare, where g++ may keep scalar code)
 and the loops that divide integers (pk::scalar::div/rem: x86 has no vector
-integer division, so no compiler vectorises them).
+integer division, so no compiler vectorises them) or convert floats to
+int64_t (pk::scalar::convert<int64_t>: no vector instruction below
+AVX-512DQ, which the default build does not assume).
 Exits 1 too when the file has no simd loop outside those fallbacks (a file
 without any, or the wrong file, would otherwise pass with nothing checked).
 """
@@ -45,12 +47,14 @@ def loop_lines(n):
             return range(n, i + 2)
     return range(n, n + 4)
 
-def divides_integers(n):
-    return any('pk::scalar::div(' in lines[k - 1] or 'pk::scalar::rem(' in lines[k - 1]
+SCALAR_ONLY = ('pk::scalar::div(', 'pk::scalar::rem(', 'pk::scalar::convert<int64_t>(')
+
+def scalar_only(n):
+    return any(s in lines[k - 1] for s in SCALAR_ONLY
                for k in loop_lines(n) if k <= len(lines))
 
 missing = [n for n in simd if not any(k in done for k in loop_lines(n))]
-tolerated = [n for n in missing if in_fallback(n) or divides_integers(n)]
+tolerated = [n for n in missing if in_fallback(n) or scalar_only(n)]
 missing = [n for n in missing if n not in tolerated]
 if len(simd) == len(tolerated):
     print('%s: no simd loops to check (%d in broadcast fallbacks)' % (name, len(tolerated)))
@@ -60,5 +64,6 @@ if missing:
     sys.exit(1)
 print('%s: all %d simd loops vectorised%s' % (
     name, len(simd) - len(tolerated),
-    ' (%d broadcast fallback or integer division loops scalar)' % len(tolerated)
+    ' (%d broadcast fallback, integer division or int64 conversion loops scalar)'
+    % len(tolerated)
     if tolerated else ''))
