@@ -409,22 +409,22 @@ def make_node(op, args, attrs=None, strict=True):
             if a is b:  # a square
                 lo = max(lo, 0.0)
         elif op == 'div':
-            if b.lo <= 0 <= b.hi:
-                raise Invalid('denominator may be 0')
-            if t in FLOATS and min(abs(b.lo), abs(b.hi)) < 1e-3:
-                raise Invalid('denominator too small')
             if t in INTS:
-                # C++ truncation: |a / b| <= |a|
+                # C++ truncation: |a / b| <= |a|; a zero divisor gives 0
+                # (pk::scalar::div), so any divisor will do.
                 m = a.mag()
                 lo, hi = -m, m
+            elif b.lo <= 0 <= b.hi:
+                raise Invalid('denominator may be 0')
+            elif min(abs(b.lo), abs(b.hi)) < 1e-3:
+                raise Invalid('denominator too small')
             else:
                 c = [a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi]
                 lo, hi = min(c), max(c)
         else:  # rem
             if t not in INTS:
                 raise Invalid('% on floats')
-            if b.lo <= 0 <= b.hi:
-                raise Invalid('modulus may be 0')
+            # |a % b| <= min(|a|, |b|); a zero modulus gives 0.
             m = min(a.mag(), max(abs(b.lo), abs(b.hi)))
             lo, hi = -m, m
         check_range(t, lo, hi)
@@ -1223,9 +1223,17 @@ class Gen:
         return self.op(op, a, b)
 
     def safe_den(self, ctx, depth, int_mode):
-        """A denominator that is never 0 (nor tiny)."""
+        """A denominator that is never 0 (nor tiny), except for integer
+        division, where any integer will do ('raw': zeros and -1 among the
+        divisors; language.md §3 defines x / 0 and x % 0 as 0)."""
         kind = self.wchoice([('abs', 5), ('square', 2), ('lit', 2),
-                             ('exp', 0 if ctx.exact or int_mode else 1)])
+                             ('exp', 0 if ctx.exact or int_mode else 1),
+                             ('raw', 4 if int_mode else 0)])
+        if kind == 'raw':
+            y = self.gen(ctx, depth - 1)
+            if y.node.dtype not in INTS:
+                raise Invalid('int denominator')
+            return y
         if kind == 'lit':
             if int_mode:
                 return self.mk('lit', lit(I32, self.choice([2, 3, 5, 7])))
