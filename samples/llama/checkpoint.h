@@ -51,34 +51,6 @@ inline constexpr int64_t VersionedHeaderBytes = 256;
 /// The header of version 0: 7 int32.
 inline constexpr int64_t LegacyHeaderBytes = 28;
 
-/// One Q8_0 tensor: value i of the flattened tensor is
-/// values[i] * scales[i / group_size]. Groups run over the flattened tensor,
-/// so they straddle rows whose length is not a multiple of group_size
-/// (runq.c assumes they never do).
-struct QuantizedTensor {
-  const int8_t *values = nullptr;
-  const float *scales = nullptr;
-};
-
-/// The weights of a version-2 checkpoint, in the shapes of Weights: the
-/// norms stay fp32; the matrices are Q8_0, one QuantizedTensor per layer
-/// because the file quantizes (and stores) each layer's matrix on its own.
-struct QuantizedWeights {
-  int64_t group_size = 0;
-  const float *rms_att = nullptr;   ///< [n_layers, dim]
-  const float *rms_ffn = nullptr;   ///< [n_layers, dim]
-  const float *rms_final = nullptr; ///< [dim]
-  QuantizedTensor token_embedding;  ///< [vocab_size, dim]
-  std::vector<QuantizedTensor> wq;  ///< n_layers x [dim, dim]
-  std::vector<QuantizedTensor> wk;  ///< n_layers x [kv_dim, dim]
-  std::vector<QuantizedTensor> wv;  ///< n_layers x [kv_dim, dim]
-  std::vector<QuantizedTensor> wo;  ///< n_layers x [dim, dim]
-  std::vector<QuantizedTensor> w1;  ///< n_layers x [hidden_dim, dim]
-  std::vector<QuantizedTensor> w2;  ///< n_layers x [dim, hidden_dim]
-  std::vector<QuantizedTensor> w3;  ///< n_layers x [hidden_dim, dim]
-  QuantizedTensor wcls; ///< [vocab_size, dim] (token_embedding if shared)
-};
-
 /// A checkpoint file, mapped read-only for as long as the object lives.
 /// Movable (the pointers stay valid: the mapping does not move), not
 /// copyable.

@@ -2,12 +2,14 @@
 //
 //   pk-llama model.bin -n 256 -t 0.8 -p 0.9 -s 42 -i "prompt" -z tokenizer.bin
 //
-// The command line and stdout are llama2.c's `run` (generate mode): the
-// prompt's pieces, then the sampled ones, `-n` counting positions from the
-// first prompt token and clamped to the context, stopping at BOS. Unlike
-// `run`, the prompt is prefilled in one call of the model (T = prompt
-// length) and only then does decoding go one token per call. stderr gets
-// one line of prefill and decode speeds, and `run`'s "achieved tok/s" line.
+// The command line and stdout are llama2.c's `run` (generate mode; `runq`
+// for an int8 version-2 checkpoint): the prompt's pieces, then the sampled
+// ones, `-n` counting positions from the first prompt token and clamped to
+// the context, stopping at BOS. Unlike `run`, the prompt is prefilled in one
+// call of the model (T = prompt length) and only then does decoding go one
+// token per call. stderr gets one line of prefill and decode speeds, and
+// `run`'s "achieved tok/s" line. One option of our own: `--dtype bf16` runs
+// an fp32 checkpoint with its matrices rounded to bfloat16.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint.h"
@@ -42,7 +44,10 @@ namespace {
       "  -z <string> optional path to custom tokenizer\n"
       "  -m <string> mode: generate (chat is not supported), default: "
       "generate\n"
-      "Checkpoints: llama2.c's version 0 (legacy) and version 1 (fp32).\n"
+      "  --dtype <string> fp32|bf16: an fp32 checkpoint's matrices as\n"
+      "              stored (default) or rounded to bfloat16 (half the size)\n"
+      "Checkpoints: llama2.c's version 0 (legacy) and version 1 (fp32), and\n"
+      "version 2 (int8 Q8_0, computed as llama2.c's runq does).\n"
       "Threads: OMP_NUM_THREADS.\n",
       stderr);
   std::exit(EXIT_FAILURE);
@@ -57,19 +62,29 @@ struct Options {
   int Steps = 256;
   std::string Prompt;
   std::string Mode = "generate";
+  std::string DType; ///< --dtype: "" (not given), "fp32" or "bf16"
 };
 
 /// llama2.c's argument rules: `-x value` pairs after the checkpoint, values
-/// read with atof/atoi, out-of-range ones replaced by the defaults.
+/// read with atof/atoi, out-of-range ones replaced by the defaults; and
+/// `--dtype fp32|bf16`, anything else for it being the usage text.
 Options parseArgs(int Argc, char **Argv) {
   Options O;
   if (Argc < 2)
     usage();
   O.Checkpoint = Argv[1];
   for (int I = 2; I < Argc; I += 2) {
-    if (I + 1 >= Argc || Argv[I][0] != '-' || std::strlen(Argv[I]) != 2)
+    if (I + 1 >= Argc)
       usage();
     const char *V = Argv[I + 1];
+    if (std::strcmp(Argv[I], "--dtype") == 0) {
+      O.DType = V;
+      if (O.DType != "fp32" && O.DType != "bf16")
+        usage();
+      continue;
+    }
+    if (Argv[I][0] != '-' || std::strlen(Argv[I]) != 2)
+      usage();
     switch (Argv[I][1]) {
     case 't':
       O.Temperature = static_cast<float>(std::atof(V));
@@ -121,11 +136,12 @@ int generate(const Options &O) {
     return EXIT_FAILURE;
   }
   const llama::Checkpoint Ckpt = llama::Checkpoint::open(O.Checkpoint);
-  if (Ckpt.version() == 2) {
+  if (Ckpt.isQuantized() && !O.DType.empty()) {
     std::fprintf(stderr,
-                 "pk-llama: %s: int8 (version 2) checkpoints are not "
-                 "supported yet; export a version 0 or 1 (fp32) checkpoint\n",
-                 O.Checkpoint.c_str());
+                 "pk-llama: %s: --dtype %s: an int8 (version 2) checkpoint "
+                 "runs in int8; --dtype applies to fp32 (version 0 or 1) "
+                 "checkpoints\n",
+                 O.Checkpoint.c_str(), O.DType.c_str());
     return EXIT_FAILURE;
   }
   const llama::Config &C = Ckpt.config();
@@ -135,7 +151,11 @@ int generate(const Options &O) {
 
   const llama::Tokenizer Tok(O.Tokenizer, C.vocab_size);
   llama::Sampler Sampler(C.vocab_size, O.Temperature, O.TopP, O.Seed);
-  llama::Model Model(C, Ckpt.weights());
+  llama::Model Model =
+      Ckpt.isQuantized() ? llama::Model(C, Ckpt.quantizedWeights())
+                         : llama::Model(C, Ckpt.weights(),
+                                        O.DType == "bf16" ? llama::DType::BF16
+                                                          : llama::DType::F32);
 
   const std::vector<int32_t> Prompt = Tok.encode(O.Prompt, /*Bos=*/true,
                                                  /*Eos=*/false);

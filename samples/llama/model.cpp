@@ -1,10 +1,13 @@
 //===- model.cpp - llama::Model: the kernels of llama.cpp, layer by layer -===//
 //
 // Model owns the KV cache and the activations, checks every argument, and
-// runs embed -> layer x n_layers -> head over refs into the weight slabs.
-// The kernels are reached through one table (Kernels), so that the compiled
-// ones (llama.pk.cpp, which define ::embed, ::layer and ::head with the same
-// signatures) replace the eager ones by filling it with their addresses.
+// runs embed -> layer x n_layers -> head over refs into the weight slabs, in
+// the kernels of its weight format: embed/layer/head<float> for fp32,
+// <pk::bfloat16> for fp32 weights it rounded to bf16, and embed<float>
+// (over the dequantized table) / layer_q8 / head_q8 for int8. The kernels
+// are reached through one table (Kernels), so that the compiled ones
+// (llama.pk.cpp, which define the same kernels with the same signatures)
+// replace the eager ones by filling it with their addresses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,22 +28,44 @@ namespace {
 using pk::In;
 using pk::InOut;
 using pk::Out;
+using BF16 = pk::bfloat16;
+
+/// The kernels of one dense weight type W (float or pk::bfloat16).
+template <class W> struct DenseKernels {
+  decltype(&eager::embed<W>) embed;
+  decltype(&eager::layer<W>) layer;
+  decltype(&eager::head<W>) head;
+};
 
 /// The kernels Model runs, with llama.cpp's signatures.
 struct Kernels {
-  decltype(&eager::embed) embed;
-  decltype(&eager::layer) layer;
-  decltype(&eager::head) head;
+  DenseKernels<float> f32;
+  DenseKernels<BF16> bf16;
+  decltype(&eager::dequantize) dequantize;
+  decltype(&eager::layer_q8) layer_q8;
+  decltype(&eager::head_q8) head_q8;
 };
 
 /// The eager kernels (pk.h's NumPy-like semantics).
-constexpr Kernels EagerKernels{&eager::embed, &eager::layer, &eager::head};
+constexpr Kernels EagerKernels{
+    {&eager::embed<float>, &eager::layer<float>, &eager::head<float>},
+    {&eager::embed<BF16>, &eager::layer<BF16>, &eager::head<BF16>},
+    &eager::dequantize,
+    &eager::layer_q8,
+    &eager::head_q8};
+
+/// Weights with matrices of element type W in llama2.c's layouts (Weights
+/// is DenseWeights<float>'s public face); the norms are fp32 in every format.
+template <class W> struct DenseWeights {
+  const W *token_embedding, *wq, *wk, *wv, *wo, *w1, *w2, *w3, *wcls;
+  const float *rms_att, *rms_ffn, *rms_final;
+};
 
 [[noreturn]] void fail(const std::string &Why) {
   throw pk::ShapeError("llama::Model: " + Why);
 }
 
-void checkConfig(const Config &C, const Weights &W) {
+void checkConfig(const Config &C) {
   auto Positive = [](const char *Name, int64_t V) {
     if (V <= 0)
       fail(std::string(Name) + " is " + std::to_string(V) +
@@ -77,6 +102,14 @@ void checkConfig(const Config &C, const Weights &W) {
          " x n_kv_heads " + std::to_string(C.n_kv_heads) + " x seq_len " +
          std::to_string(C.seq_len) + " x head_size " +
          std::to_string(C.head_size()) + " floats is too large");
+}
+
+void checkSet(const char *Name, const void *Ptr) {
+  if (!Ptr)
+    fail(std::string("weights.") + Name + " is null");
+}
+
+void checkWeights(const Config &C, const Weights &W) {
   const std::pair<const char *, const float *> Slabs[] = {
       {"token_embedding", W.token_embedding},
       {"rms_att", W.rms_att},
@@ -91,29 +124,224 @@ void checkConfig(const Config &C, const Weights &W) {
       {"rms_final", W.rms_final},
       {"wcls", C.shared_classifier ? W.token_embedding : W.wcls}};
   for (const auto &[Name, Ptr] : Slabs)
-    if (!Ptr)
-      fail(std::string("weights.") + Name + " is null");
+    checkSet(Name, Ptr);
+}
+
+void checkWeights(const Config &C, const QuantizedWeights &Q) {
+  const int64_t G = Q.group_size;
+  if (G <= 0 || C.dim % G != 0 || C.hidden_dim % G != 0)
+    fail("the Q8_0 group size " + std::to_string(G) + " does not divide dim " +
+         std::to_string(C.dim) + " and hidden_dim " +
+         std::to_string(C.hidden_dim));
+  checkSet("rms_att", Q.rms_att);
+  checkSet("rms_ffn", Q.rms_ffn);
+  checkSet("rms_final", Q.rms_final);
+  auto Tensor = [](const char *Name, const QuantizedTensor &T) {
+    checkSet(Name, T.values);
+    checkSet(Name, T.scales);
+  };
+  Tensor("token_embedding", Q.token_embedding);
+  Tensor("wcls", C.shared_classifier ? Q.token_embedding : Q.wcls);
+  const std::pair<const char *, const std::vector<QuantizedTensor> *> Layers[] =
+      {{"wq", &Q.wq}, {"wk", &Q.wk}, {"wv", &Q.wv}, {"wo", &Q.wo},
+       {"w1", &Q.w1}, {"w2", &Q.w2}, {"w3", &Q.w3}};
+  for (const auto &[Name, Tensors] : Layers) {
+    if (static_cast<int64_t>(Tensors->size()) != C.n_layers)
+      fail(std::string("weights.") + Name + " has " +
+           std::to_string(Tensors->size()) + " layers, not n_layers " +
+           std::to_string(C.n_layers));
+    for (const QuantizedTensor &T : *Tensors)
+      Tensor(Name, T);
+  }
 }
 
 } // namespace
 
 struct Model::State {
+  enum class Format { F32, BF16, Q8 };
+
   /// Per layer [n_kv_heads, seq_len, head_size] (llama.cpp's layout), the
   /// layers stacked: [n_layers, n_kv_heads, seq_len, head_size].
   std::vector<float> KeyCache, ValueCache;
   std::vector<float> X;      ///< [seq_len, dim]: the residual stream of T rows
   std::vector<float> Logits; ///< [vocab_size]
   Kernels K = EagerKernels;
+
+  Format Fmt = Format::F32;
+  DenseWeights<float> F32{};      ///< Format::F32: the caller's weights
+  DenseWeights<BF16> Bf16{};      ///< Format::BF16: into Bf16Matrices
+  std::vector<BF16> Bf16Matrices; ///< every matrix, rounded, one buffer
+  QuantizedWeights Q8;            ///< Format::Q8: the caller's weights
+  std::vector<float> Embedding;   ///< Format::Q8: [vocab, dim], dequantized
+
+  explicit State(const Config &C) {
+    const int64_t Cache = C.n_layers * C.n_kv_heads * C.seq_len * C.head_size();
+    KeyCache.assign(static_cast<size_t>(Cache), 0.0f);
+    ValueCache.assign(static_cast<size_t>(Cache), 0.0f);
+    X.assign(static_cast<size_t>(C.seq_len * C.dim), 0.0f);
+    Logits.assign(static_cast<size_t>(C.vocab_size), 0.0f);
+  }
+
+  /// Rounds the matrices of `W` to bf16 into Bf16Matrices and points Bf16
+  /// at them (the norms at W's).
+  void roundToBf16(const Config &C, const Weights &W) {
+    const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim(), L = C.n_layers,
+                  V = C.vocab_size;
+    const int64_t Tables = C.shared_classifier ? 1 : 2;
+    Bf16Matrices.resize(static_cast<size_t>(
+        Tables * V * D + L * (2 * D * D + 2 * KV * D + 3 * F * D)));
+    int64_t At = 0;
+    auto Round = [&](const float *Src, int64_t N) {
+      BF16 *Dst = Bf16Matrices.data() + At;
+#pragma omp parallel for
+      for (int64_t I = 0; I < N; ++I)
+        Dst[I] = BF16(Src[I]); // to nearest, ties to even
+      At += N;
+      return static_cast<const BF16 *>(Dst);
+    };
+    Bf16.token_embedding = Round(W.token_embedding, V * D);
+    Bf16.wq = Round(W.wq, L * D * D);
+    Bf16.wk = Round(W.wk, L * KV * D);
+    Bf16.wv = Round(W.wv, L * KV * D);
+    Bf16.wo = Round(W.wo, L * D * D);
+    Bf16.w1 = Round(W.w1, L * F * D);
+    Bf16.w2 = Round(W.w2, L * D * F);
+    Bf16.w3 = Round(W.w3, L * F * D);
+    Bf16.wcls =
+        C.shared_classifier ? Bf16.token_embedding : Round(W.wcls, V * D);
+    Bf16.rms_att = W.rms_att;
+    Bf16.rms_ffn = W.rms_ffn;
+    Bf16.rms_final = W.rms_final;
+  }
+
+  /// embed -> layer x n_layers -> head, for dense matrices of type W.
+  template <class W>
+  void forwardDense(const Config &C, const DenseWeights<W> &Wt,
+                    const DenseKernels<W> &DK, std::span<const int32_t> Tokens,
+                    int64_t Pos) {
+    const int64_t T = static_cast<int64_t>(Tokens.size());
+    const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim();
+    DK.embed(In<int32_t>(Tokens.data(), {T}, "tokens"),
+             In<W, 2>(Wt.token_embedding, {C.vocab_size, D}, "token_embedding"),
+             Out<float, 2>(X.data(), {T, D}, "x"));
+    for (int64_t L = 0; L < C.n_layers; ++L) {
+      DK.layer(InOut<float, 2>(X.data(), {T, D}, "x"),
+               In<float>(Wt.rms_att + L * D, {D}, "rms_att"),
+               In<W, 2>(Wt.wq + L * D * D, {D, D}, "wq"),
+               In<W, 2>(Wt.wk + L * KV * D, {KV, D}, "wk"),
+               In<W, 2>(Wt.wv + L * KV * D, {KV, D}, "wv"),
+               In<W, 2>(Wt.wo + L * D * D, {D, D}, "wo"),
+               In<float>(Wt.rms_ffn + L * D, {D}, "rms_ffn"),
+               In<W, 2>(Wt.w1 + L * F * D, {F, D}, "w1"),
+               In<W, 2>(Wt.w2 + L * D * F, {D, F}, "w2"),
+               In<W, 2>(Wt.w3 + L * F * D, {F, D}, "w3"), keyCache(C, L),
+               valueCache(C, L), Pos, C.norm_eps, C.rope_theta);
+    }
+    DK.head(In<float, 2>(X.data(), {T, D}, "x"),
+            In<float>(Wt.rms_final, {D}, "rms_final"),
+            In<W, 2>(Wt.wcls, {C.vocab_size, D}, "wcls"),
+            Out<float>(Logits.data(), {C.vocab_size}, "logits"), C.norm_eps);
+  }
+
+  /// embed (of the dequantized table) -> layer_q8 x n_layers -> head_q8.
+  void forwardQ8(const Config &C, std::span<const int32_t> Tokens,
+                 int64_t Pos) {
+    const int64_t T = static_cast<int64_t>(Tokens.size());
+    const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim();
+    const auto L = [](const std::vector<QuantizedTensor> &Layers, int64_t I) {
+      return Layers[static_cast<size_t>(I)];
+    };
+    K.f32.embed(
+        In<int32_t>(Tokens.data(), {T}, "tokens"),
+        In<float, 2>(Embedding.data(), {C.vocab_size, D}, "token_embedding"),
+        Out<float, 2>(X.data(), {T, D}, "x"));
+    for (int64_t I = 0; I < C.n_layers; ++I) {
+      const QuantizedTensor Wq = L(Q8.wq, I), Wk = L(Q8.wk, I),
+                            Wv = L(Q8.wv, I), Wo = L(Q8.wo, I),
+                            W1 = L(Q8.w1, I), W2 = L(Q8.w2, I),
+                            W3 = L(Q8.w3, I);
+      K.layer_q8(InOut<float, 2>(X.data(), {T, D}, "x"),
+                 In<float>(Q8.rms_att + I * D, {D}, "rms_att"),
+                 values(Wq, D, D, "wq"), scales(Wq, D, D, "wq_scale"),
+                 values(Wk, KV, D, "wk"), scales(Wk, KV, D, "wk_scale"),
+                 values(Wv, KV, D, "wv"), scales(Wv, KV, D, "wv_scale"),
+                 values(Wo, D, D, "wo"), scales(Wo, D, D, "wo_scale"),
+                 In<float>(Q8.rms_ffn + I * D, {D}, "rms_ffn"),
+                 values(W1, F, D, "w1"), scales(W1, F, D, "w1_scale"),
+                 values(W2, D, F, "w2"), scales(W2, D, F, "w2_scale"),
+                 values(W3, F, D, "w3"), scales(W3, F, D, "w3_scale"),
+                 keyCache(C, I), valueCache(C, I), Pos, C.norm_eps,
+                 C.rope_theta);
+    }
+    const QuantizedTensor Wcls =
+        C.shared_classifier ? Q8.token_embedding : Q8.wcls;
+    K.head_q8(In<float, 2>(X.data(), {T, D}, "x"),
+              In<float>(Q8.rms_final, {D}, "rms_final"),
+              values(Wcls, C.vocab_size, D, "wcls"),
+              scales(Wcls, C.vocab_size, D, "wcls_scale"),
+              Out<float>(Logits.data(), {C.vocab_size}, "logits"), C.norm_eps);
+  }
+
+  /// The int8 values of a Q8_0 matrix [Rows, Cols].
+  static In<int8_t, 2> values(const QuantizedTensor &T, int64_t Rows,
+                              int64_t Cols, const char *Name) {
+    return In<int8_t, 2>(T.values, {Rows, Cols}, Name);
+  }
+  /// Its scales, [Rows, Cols / group_size].
+  In<float, 2> scales(const QuantizedTensor &T, int64_t Rows, int64_t Cols,
+                      const char *Name) const {
+    return In<float, 2>(T.scales, {Rows, Cols / Q8.group_size}, Name);
+  }
+
+  InOut<float, 3> keyCache(const Config &C, int64_t L) {
+    return cache(KeyCache, C, L, "key_cache");
+  }
+  InOut<float, 3> valueCache(const Config &C, int64_t L) {
+    return cache(ValueCache, C, L, "value_cache");
+  }
+  static InOut<float, 3> cache(std::vector<float> &Cache, const Config &C,
+                               int64_t L, const char *Name) {
+    const int64_t Hkv = C.n_kv_heads, Hs = C.head_size(), Seq = C.seq_len;
+    return InOut<float, 3>(Cache.data() + L * Hkv * Seq * Hs, {Hkv, Seq, Hs},
+                           Name);
+  }
 };
 
-Model::Model(const Config &C, const Weights &Wt) : Cfg(C), W(Wt) {
-  checkConfig(C, Wt);
-  S = std::make_unique<State>();
-  const int64_t Cache = C.n_layers * C.n_kv_heads * C.seq_len * C.head_size();
-  S->KeyCache.assign(static_cast<size_t>(Cache), 0.0f);
-  S->ValueCache.assign(static_cast<size_t>(Cache), 0.0f);
-  S->X.assign(static_cast<size_t>(C.seq_len * C.dim), 0.0f);
-  S->Logits.assign(static_cast<size_t>(C.vocab_size), 0.0f);
+Model::Model(const Config &C, const Weights &W, DType Storage) : Cfg(C) {
+  checkConfig(C);
+  checkWeights(C, W);
+  S = std::make_unique<State>(C);
+  if (Storage == DType::BF16) {
+    S->Fmt = State::Format::BF16;
+    S->roundToBf16(C, W);
+  } else {
+    S->Fmt = State::Format::F32;
+    S->F32 = {W.token_embedding,
+              W.wq,
+              W.wk,
+              W.wv,
+              W.wo,
+              W.w1,
+              W.w2,
+              W.w3,
+              C.shared_classifier ? W.token_embedding : W.wcls,
+              W.rms_att,
+              W.rms_ffn,
+              W.rms_final};
+  }
+}
+
+Model::Model(const Config &C, const QuantizedWeights &Q) : Cfg(C) {
+  checkConfig(C);
+  checkWeights(C, Q);
+  S = std::make_unique<State>(C);
+  S->Fmt = State::Format::Q8;
+  S->Q8 = Q;
+  const int64_t V = C.vocab_size, D = C.dim;
+  S->Embedding.resize(static_cast<size_t>(V * D));
+  S->K.dequantize(State::values(Q.token_embedding, V, D, "token_embedding"),
+                  S->scales(Q.token_embedding, V, D, "token_embedding_scale"),
+                  Out<float, 2>(S->Embedding.data(), {V, D}, "embedding"));
 }
 
 Model::~Model() = default;
@@ -135,35 +363,17 @@ std::span<const float> Model::forward(std::span<const int32_t> Tokens,
            std::to_string(I) + ") is outside [0, vocab_size " +
            std::to_string(C.vocab_size) + ")");
 
-  const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim();
-  const int64_t Hkv = C.n_kv_heads, Hs = C.head_size(), Seq = C.seq_len;
-  const Kernels &K = S->K;
-  float *X = S->X.data();
-  K.embed(In<int32_t>(Tokens.data(), {T}, "tokens"),
-          In<float, 2>(W.token_embedding, {C.vocab_size, D}, "token_embedding"),
-          Out<float, 2>(X, {T, D}, "x"));
-  for (int64_t L = 0; L < C.n_layers; ++L) {
-    const int64_t CacheAt = L * Hkv * Seq * Hs;
-    K.layer(InOut<float, 2>(X, {T, D}, "x"),
-            In<float>(W.rms_att + L * D, {D}, "rms_att"),
-            In<float, 2>(W.wq + L * D * D, {D, D}, "wq"),
-            In<float, 2>(W.wk + L * KV * D, {KV, D}, "wk"),
-            In<float, 2>(W.wv + L * KV * D, {KV, D}, "wv"),
-            In<float, 2>(W.wo + L * D * D, {D, D}, "wo"),
-            In<float>(W.rms_ffn + L * D, {D}, "rms_ffn"),
-            In<float, 2>(W.w1 + L * F * D, {F, D}, "w1"),
-            In<float, 2>(W.w2 + L * D * F, {D, F}, "w2"),
-            In<float, 2>(W.w3 + L * F * D, {F, D}, "w3"),
-            InOut<float, 3>(S->KeyCache.data() + CacheAt, {Hkv, Seq, Hs},
-                            "key_cache"),
-            InOut<float, 3>(S->ValueCache.data() + CacheAt, {Hkv, Seq, Hs},
-                            "value_cache"),
-            Pos, C.norm_eps, C.rope_theta);
+  switch (S->Fmt) {
+  case State::Format::F32:
+    S->forwardDense(C, S->F32, S->K.f32, Tokens, Pos);
+    break;
+  case State::Format::BF16:
+    S->forwardDense(C, S->Bf16, S->K.bf16, Tokens, Pos);
+    break;
+  case State::Format::Q8:
+    S->forwardQ8(C, Tokens, Pos);
+    break;
   }
-  K.head(In<float, 2>(X, {T, D}, "x"), In<float>(W.rms_final, {D}, "rms_final"),
-         In<float, 2>(C.shared_classifier ? W.token_embedding : W.wcls,
-                      {C.vocab_size, D}, "wcls"),
-         Out<float>(S->Logits.data(), {C.vocab_size}, "logits"), C.norm_eps);
   return {S->Logits.data(), S->Logits.size()};
 }
 

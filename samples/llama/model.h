@@ -1,10 +1,12 @@
 //===- model.h - A Llama-family decoder run by pk kernels -----------------===//
 //
-// The model's shape (Config), its fp32 weights as llama2.c lays them out
-// (Weights: pointers into a memory-mapped checkpoint, never copies), and
-// Model, which owns the KV cache and the activations and runs the kernels of
-// llama.cpp: T new tokens at positions pos..pos+T-1 per call (prefill is one
-// call over the whole prompt, decode one call per token).
+// The model's shape (Config), its weights as llama2.c lays them out (Weights:
+// fp32; QuantizedWeights: int8 Q8_0, version-2 checkpoints; both pointers
+// into a memory-mapped checkpoint, never copies), and Model, which owns the
+// KV cache and the activations and runs the kernels of llama.cpp: T new
+// tokens at positions pos..pos+T-1 per call (prefill is one call over the
+// whole prompt, decode one call per token). Model runs fp32 weights as they
+// are or rounded to bf16 (DType), and int8 weights as llama2.c's runq does.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PK_SAMPLES_LLAMA_MODEL_H
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace llama {
 
@@ -54,6 +57,40 @@ struct Weights {
       nullptr; ///< [vocab_size, dim] (token_embedding if shared)
 };
 
+/// One Q8_0 tensor: value i of the flattened tensor is
+/// values[i] * scales[i / group_size]. Groups run over the flattened tensor,
+/// so they straddle rows whose length is not a multiple of group_size
+/// (runq.c assumes they never do; Model rejects such weights).
+struct QuantizedTensor {
+  const int8_t *values = nullptr;
+  const float *scales = nullptr;
+};
+
+/// The weights of a version-2 checkpoint, in the shapes of Weights: the
+/// norms stay fp32; the matrices are Q8_0, one QuantizedTensor per layer
+/// because the file quantizes (and stores) each layer's matrix on its own.
+struct QuantizedWeights {
+  int64_t group_size = 0;
+  const float *rms_att = nullptr;   ///< [n_layers, dim]
+  const float *rms_ffn = nullptr;   ///< [n_layers, dim]
+  const float *rms_final = nullptr; ///< [dim]
+  QuantizedTensor token_embedding;  ///< [vocab_size, dim]
+  std::vector<QuantizedTensor> wq;  ///< n_layers x [dim, dim]
+  std::vector<QuantizedTensor> wk;  ///< n_layers x [kv_dim, dim]
+  std::vector<QuantizedTensor> wv;  ///< n_layers x [kv_dim, dim]
+  std::vector<QuantizedTensor> wo;  ///< n_layers x [dim, dim]
+  std::vector<QuantizedTensor> w1;  ///< n_layers x [hidden_dim, dim]
+  std::vector<QuantizedTensor> w2;  ///< n_layers x [dim, hidden_dim]
+  std::vector<QuantizedTensor> w3;  ///< n_layers x [hidden_dim, dim]
+  QuantizedTensor wcls; ///< [vocab_size, dim] (token_embedding if shared)
+};
+
+/// How Model stores the matrices of fp32 Weights: as they are (F32, read in
+/// place), or rounded to the nearest pk::bfloat16 (ties to even) into
+/// buffers of its own at construction (BF16: half the bytes, 8 significant
+/// bits). Norm weights, activations and the KV cache stay fp32.
+enum class DType { F32, BF16 };
+
 /// Runs the decoder. Not thread-safe; the kernels use the threads OpenMP
 /// gives them.
 class Model {
@@ -61,8 +98,17 @@ public:
   /// Checks the config (positive sizes, dim divisible by n_heads, n_heads
   /// divisible by n_kv_heads, even head_size) and allocates the KV cache
   /// for seq_len positions; throws pk::ShapeError otherwise. `W` must
-  /// outlive the model.
-  Model(const Config &C, const Weights &W);
+  /// outlive the model; with DType::BF16 only its norm weights are read
+  /// after construction.
+  Model(const Config &C, const Weights &W, DType Storage = DType::F32);
+  /// The int8 model, computed as llama2.c's runq: each matrix product
+  /// quantizes its input to Q8_0 in groups of Q.group_size, multiplies the
+  /// int8 values in int32 and scales each group's sum by both groups'
+  /// scales; the token embedding table is dequantized to fp32 here, as
+  /// runq does at load. Checks what the other constructor checks, and that
+  /// group_size divides dim and hidden_dim and every pointer is set. `Q`'s
+  /// tensors must outlive the model.
+  Model(const Config &C, const QuantizedWeights &Q);
   ~Model();
   Model(const Model &) = delete;
   Model &operator=(const Model &) = delete;
@@ -79,7 +125,6 @@ public:
 private:
   struct State;
   Config Cfg;
-  Weights W;
   std::unique_ptr<State> S;
 };
 

@@ -264,7 +264,8 @@ std::string_view safePiece(std::string_view Piece) {
 
 void printSafePiece(std::FILE *Out, std::string_view Piece) {
   const std::string_view Safe = safePiece(Piece);
-  std::fwrite(Safe.data(), 1, Safe.size(), Out);
+  if (!Safe.empty()) // fwrite's pointer must not be null, even for 0 bytes
+    std::fwrite(Safe.data(), 1, Safe.size(), Out);
 }
 
 //===----------------------------------------------------------------------===//

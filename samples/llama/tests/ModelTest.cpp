@@ -1,10 +1,10 @@
 //===- ModelTest.cpp - llama::Model against a scalar llama2.c forward -----===//
 //
-// The reference is llama2.c's forward() (run.c) restated as plain scalar C++
-// in double: one token at a time, a KV cache in llama2.c's layout
-// ([n_layers, seq_len, kv_dim]), every product, sum, norm, angle and softmax
-// computed and accumulated in double from the same float weights. It shares
-// no code with the model (no pk), so the comparisons check llama.cpp's
+// The reference (Reference.h) is llama2.c's forward() (run.c) restated as
+// plain scalar C++ in double: one token at a time, a KV cache in llama2.c's
+// layout ([n_layers, seq_len, kv_dim]), every product, sum, norm, angle and
+// softmax computed and accumulated in double from the same float weights. It
+// shares no code with the model (no pk), so the comparisons check llama.cpp's
 // kernels, model.cpp's slab offsets and cache handling, and pk's eager ops.
 //
 // Tolerance: max |logits - reference| <= kTol * max |reference logit|, with
@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "model.h"
+#include "Reference.h"
 
 #include <pk/ref.h>
 
@@ -40,6 +41,7 @@ namespace {
 using llama::Config;
 using llama::Model;
 using llama::Weights;
+using llama::test::Reference;
 
 /// The relative tolerance on logits, derived. The model computes in float
 /// (pk's eager matmul, sum and mean accumulate in double, then round to
@@ -132,112 +134,6 @@ struct Checkpoint {
   }
 };
 
-/// llama2.c's forward() for one token, in double (see the file comment).
-class Reference {
-public:
-  explicit Reference(const Checkpoint &Ck)
-      : C(Ck.C), W(Ck.weights()),
-        KeyCache(static_cast<size_t>(C.n_layers * C.seq_len * C.kv_dim())),
-        ValueCache(KeyCache.size()) {}
-
-  std::vector<double> forward(int32_t Token, int64_t Pos) {
-    const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim(),
-                  Hs = C.head_size(), Group = C.n_heads / C.n_kv_heads;
-    std::vector<double> X(static_cast<size_t>(D)), Xb(X.size()), Q(X.size()),
-        Att(static_cast<size_t>(Pos + 1)), Hb(static_cast<size_t>(F)),
-        Hb2(Hb.size());
-    for (int64_t I = 0; I < D; ++I)
-      X[I] = W.token_embedding[Token * D + I];
-    for (int64_t L = 0; L < C.n_layers; ++L) {
-      rmsnorm(Xb, X, W.rms_att + L * D);
-      double *K = &KeyCache[(L * C.seq_len + Pos) * KV];
-      double *V = &ValueCache[(L * C.seq_len + Pos) * KV];
-      linear(Q.data(), Xb.data(), W.wq + L * D * D, D, D);
-      linear(K, Xb.data(), W.wk + L * KV * D, KV, D);
-      linear(V, Xb.data(), W.wv + L * KV * D, KV, D);
-      // RoPE: the pair (I, I + 1) at offset J = I % Hs of its head.
-      for (int64_t I = 0; I < D; I += 2) {
-        const double Angle =
-            double(Pos) * std::pow(double(C.rope_theta), -double(I % Hs) / Hs);
-        rotate(&Q[I], Angle);
-        if (I < KV)
-          rotate(&K[I], Angle);
-      }
-      // Attention of each query head over positions 0..Pos.
-      for (int64_t H = 0; H < C.n_heads; ++H) {
-        const double *Qh = &Q[H * Hs];
-        const int64_t KvOff = (H / Group) * Hs;
-        double Max = -INFINITY;
-        for (int64_t T = 0; T <= Pos; ++T) {
-          const double *Kt = &KeyCache[(L * C.seq_len + T) * KV + KvOff];
-          double S = 0;
-          for (int64_t I = 0; I < Hs; ++I)
-            S += Qh[I] * Kt[I];
-          Att[T] = S / std::sqrt(double(Hs));
-          Max = std::max(Max, Att[T]);
-        }
-        double Sum = 0;
-        for (int64_t T = 0; T <= Pos; ++T)
-          Sum += (Att[T] = std::exp(Att[T] - Max));
-        for (int64_t I = 0; I < Hs; ++I) {
-          double O = 0;
-          for (int64_t T = 0; T <= Pos; ++T)
-            O +=
-                Att[T] / Sum * ValueCache[(L * C.seq_len + T) * KV + KvOff + I];
-          Xb[H * Hs + I] = O;
-        }
-      }
-      std::vector<double> Proj(X.size());
-      linear(Proj.data(), Xb.data(), W.wo + L * D * D, D, D);
-      for (int64_t I = 0; I < D; ++I)
-        X[I] += Proj[I];
-      // SwiGLU: w2(silu(w1 x) * w3 x), silu(g) = g / (1 + exp(-g)).
-      rmsnorm(Xb, X, W.rms_ffn + L * D);
-      linear(Hb.data(), Xb.data(), W.w1 + L * F * D, F, D);
-      linear(Hb2.data(), Xb.data(), W.w3 + L * F * D, F, D);
-      for (int64_t I = 0; I < F; ++I)
-        Hb[I] = Hb[I] / (1 + std::exp(-Hb[I])) * Hb2[I];
-      linear(Proj.data(), Hb.data(), W.w2 + L * D * F, D, F);
-      for (int64_t I = 0; I < D; ++I)
-        X[I] += Proj[I];
-    }
-    rmsnorm(Xb, X, W.rms_final);
-    std::vector<double> Logits(static_cast<size_t>(C.vocab_size));
-    linear(Logits.data(), Xb.data(), W.wcls, C.vocab_size, D);
-    return Logits;
-  }
-
-private:
-  /// Out[i] = sum_j Wt[i, j] In[j] for Wt [N, K] (nn.Linear).
-  static void linear(double *Out, const double *In, const float *Wt, int64_t N,
-                     int64_t K) {
-    for (int64_t I = 0; I < N; ++I) {
-      double S = 0;
-      for (int64_t J = 0; J < K; ++J)
-        S += double(Wt[I * K + J]) * In[J];
-      Out[I] = S;
-    }
-  }
-  void rmsnorm(std::vector<double> &Out, const std::vector<double> &In,
-               const float *Wt) const {
-    double SS = 0;
-    for (double V : In)
-      SS += V * V;
-    const double Scale = 1 / std::sqrt(SS / double(In.size()) + C.norm_eps);
-    for (size_t I = 0; I < In.size(); ++I)
-      Out[I] = double(Wt[I]) * (Scale * In[I]);
-  }
-  static void rotate(double *P, double Angle) {
-    const double C = std::cos(Angle), S = std::sin(Angle), X = P[0], Y = P[1];
-    P[0] = X * C - Y * S;
-    P[1] = X * S + Y * C;
-  }
-
-  Config C;
-  Weights W;
-  std::vector<double> KeyCache, ValueCache; ///< [n_layers, seq_len, kv_dim]
-};
-
 Config gqaConfig() {
   Config C;
   C.dim = 64;
@@ -295,7 +191,7 @@ protected:
 /// (a) A prefill of 7 tokens, then decode steps at positions 7 and 8.
 TEST_P(ModelTest, PrefillThenDecodeMatchesTheReference) {
   Model M(Ck.C, Ck.weights());
-  Reference Ref(Ck);
+  Reference Ref(Ck.C, Ck.weights());
   std::vector<double> Want;
   for (size_t T = 0; T < kPrompt.size(); ++T)
     Want = Ref.forward(kPrompt[T], static_cast<int64_t>(T));
@@ -318,7 +214,7 @@ TEST_P(ModelTest, PrefillThenDecodeMatchesTheReference) {
 TEST_P(ModelTest, PrefillEqualsTokenByTokenAndChunks) {
   Model Whole(Ck.C, Ck.weights()), One(Ck.C, Ck.weights()),
       Chunks(Ck.C, Ck.weights());
-  Reference Ref(Ck);
+  Reference Ref(Ck.C, Ck.weights());
   const std::span<const int32_t> P(kPrompt);
   const auto WholeLogits = copyOf(Whole.forward(P, 0));
   std::vector<float> OneLogits;
@@ -347,7 +243,7 @@ TEST_P(ModelTest, PrefillEqualsTokenByTokenAndChunks) {
 /// The whole context in one call (T = seq_len), then nothing more fits.
 TEST_P(ModelTest, FullContextPrefill) {
   Model M(Ck.C, Ck.weights());
-  Reference Ref(Ck);
+  Reference Ref(Ck.C, Ck.weights());
   std::vector<int32_t> Tokens;
   std::vector<double> Want;
   for (int64_t T = 0; T < Ck.C.seq_len; ++T) {
@@ -366,7 +262,7 @@ TEST_P(ModelTest, FullContextPrefill) {
 /// step, so a rounding difference cannot legitimately change a pick.
 TEST_P(ModelTest, GreedyDecodingMatchesTheReference) {
   Model M(Ck.C, Ck.weights());
-  Reference Ref(Ck);
+  Reference Ref(Ck.C, Ck.weights());
   std::vector<double> Want;
   for (size_t T = 0; T < kPrompt.size(); ++T)
     Want = Ref.forward(kPrompt[T], static_cast<int64_t>(T));
@@ -397,7 +293,7 @@ TEST_P(ModelTest, GreedyDecodingMatchesTheReference) {
 /// overwrite cached positions that the next step reads.
 TEST_P(ModelTest, BadInputsThrowAndLeaveTheCacheAlone) {
   Model M(Ck.C, Ck.weights());
-  Reference Ref(Ck);
+  Reference Ref(Ck.C, Ck.weights());
   for (size_t T = 0; T < kPrompt.size(); ++T)
     (void)Ref.forward(kPrompt[T], static_cast<int64_t>(T));
   (void)M.forward(kPrompt, 0);
