@@ -102,8 +102,8 @@ int main(int Argc, char **Argv) {
     }
 
     std::FILE *F = std::fopen(Argv[3], "wb");
-    if (!F || std::fwrite(Out.data(), sizeof(float), Out.size(), F) !=
-                  Out.size() ||
+    if (!F ||
+        std::fwrite(Out.data(), sizeof(float), Out.size(), F) != Out.size() ||
         std::fclose(F) != 0) {
       std::fprintf(stderr, "cannot write %s\n", Argv[3]);
       return 1;
