@@ -335,24 +335,11 @@ std::string configProblem(const Config &C) {
       {"n_kv_heads", C.n_kv_heads},
       {"vocab_size", C.vocab_size},
       {"seq_len", C.seq_len}};
-  for (const auto &[Name, Value] : Sizes) {
-    if (Value <= 0)
-      return std::string(Name) + " is " + std::to_string(Value) +
-             " (it must be positive)";
+  for (const auto &[Name, Value] : Sizes)
     if (Value > INT32_MAX)
       return std::string(Name) + " is " + std::to_string(Value) +
              " (a checkpoint stores it as an int32)";
-  }
-  if (C.dim % C.n_heads != 0)
-    return "dim " + std::to_string(C.dim) + " is not a multiple of n_heads " +
-           std::to_string(C.n_heads);
-  if (C.n_heads % C.n_kv_heads != 0)
-    return "n_heads " + std::to_string(C.n_heads) +
-           " is not a multiple of n_kv_heads " + std::to_string(C.n_kv_heads);
-  if (C.head_size() % 2 != 0)
-    return "head_size (dim / n_heads) is " + std::to_string(C.head_size()) +
-           " (RoPE rotates pairs: it must be even)";
-  return "";
+  return shapeProblem(C);
 }
 
 bool isPerLayer(Tensor T) {

@@ -66,27 +66,8 @@ template <class W> struct DenseWeights {
 }
 
 void checkConfig(const Config &C) {
-  auto Positive = [](const char *Name, int64_t V) {
-    if (V <= 0)
-      fail(std::string(Name) + " is " + std::to_string(V) +
-           " (it must be positive)");
-  };
-  Positive("dim", C.dim);
-  Positive("hidden_dim", C.hidden_dim);
-  Positive("n_layers", C.n_layers);
-  Positive("n_heads", C.n_heads);
-  Positive("n_kv_heads", C.n_kv_heads);
-  Positive("vocab_size", C.vocab_size);
-  Positive("seq_len", C.seq_len);
-  if (C.dim % C.n_heads != 0)
-    fail("dim " + std::to_string(C.dim) + " is not a multiple of n_heads " +
-         std::to_string(C.n_heads));
-  if (C.n_heads % C.n_kv_heads != 0)
-    fail("n_heads " + std::to_string(C.n_heads) +
-         " is not a multiple of n_kv_heads " + std::to_string(C.n_kv_heads));
-  if (C.head_size() % 2 != 0)
-    fail("head_size " + std::to_string(C.head_size()) +
-         " is odd (RoPE turns pairs)");
+  if (std::string Problem = shapeProblem(C); !Problem.empty())
+    fail(Problem);
   if (!(C.norm_eps > 0) || !(C.rope_theta > 0))
     fail("norm_eps and rope_theta must be positive");
   // The caches and activations Model allocates: a header with a huge
@@ -156,6 +137,31 @@ void checkWeights(const Config &C, const QuantizedWeights &Q) {
 }
 
 } // namespace
+
+std::string shapeProblem(const Config &C) {
+  const std::pair<const char *, int64_t> Sizes[] = {
+      {"dim", C.dim},
+      {"hidden_dim", C.hidden_dim},
+      {"n_layers", C.n_layers},
+      {"n_heads", C.n_heads},
+      {"n_kv_heads", C.n_kv_heads},
+      {"vocab_size", C.vocab_size},
+      {"seq_len", C.seq_len}};
+  for (const auto &[Name, Value] : Sizes)
+    if (Value <= 0)
+      return std::string(Name) + " is " + std::to_string(Value) +
+             " (it must be positive)";
+  if (C.dim % C.n_heads != 0)
+    return "dim " + std::to_string(C.dim) + " is not a multiple of n_heads " +
+           std::to_string(C.n_heads);
+  if (C.n_heads % C.n_kv_heads != 0)
+    return "n_heads " + std::to_string(C.n_heads) +
+           " is not a multiple of n_kv_heads " + std::to_string(C.n_kv_heads);
+  if (C.head_size() % 2 != 0)
+    return "head_size (dim / n_heads) is " + std::to_string(C.head_size()) +
+           " (RoPE rotates pairs: it must be even)";
+  return "";
+}
 
 struct Model::State {
   enum class Format { F32, BF16, Q8 };

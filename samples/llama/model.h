@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace llama {
@@ -90,6 +91,11 @@ struct QuantizedWeights {
 /// buffers of its own at construction (BF16: half the bytes, 8 significant
 /// bits). Norm weights, activations and the KV cache stay fp32.
 enum class DType { F32, BF16 };
+
+/// What is wrong with a config's shape ("" when nothing): a size that is
+/// not positive, dim not a multiple of n_heads, n_heads not a multiple of
+/// n_kv_heads, an odd head_size. Model and the checkpoint reader both use it.
+std::string shapeProblem(const Config &C);
 
 /// Runs the decoder. Not thread-safe; the kernels use the threads OpenMP
 /// gives them.
