@@ -172,6 +172,27 @@ inline std::string shape_str(std::initializer_list<int64_t> Shape) {
   throw ShapeError(Msg + Tail);
 }
 
+/// Checks a window `parent.slice(axis, begin, end)` of a compiled kernel at
+/// entry, before any write (language.md §2): 0 <= begin <= end <= the
+/// parent's extent along `axis`. The message reads like the eager one.
+inline void check_window(const char *Kernel, const char *Parent, int Axis,
+                         int64_t Begin, int64_t End,
+                         std::initializer_list<int64_t> ParentShape) {
+  const int64_t Extent = ParentShape.begin()[Axis];
+  if (Begin >= 0 && Begin <= End && End <= Extent)
+    return;
+  std::string Msg = std::string(Kernel) + ": slice: the window [" +
+                    std::to_string(Begin) + ", " + std::to_string(End) +
+                    ") of axis " + std::to_string(Axis) + " of " + Parent +
+                    shape_str(ParentShape);
+  if (Begin < 0 || End < 0)
+    Msg += " has a negative bound (a window's bounds are never negative)";
+  else
+    Msg += " is outside it (it needs 0 <= begin <= end <= " +
+           std::to_string(Extent) + ")";
+  throw ShapeError(Msg);
+}
+
 /// Throws a ShapeError with a complete message.
 [[noreturn]] inline void shape_fail(const std::string &Message) {
   throw ShapeError(Message);

@@ -313,8 +313,9 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     std::vector<std::string> Ext;
     for (unsigned A = 0; A < P.Rank; ++A)
       Ext.push_back(fmt::format("{}.{}", P.Name, A));
-    std::string Size = P.isTemp() ? shapeToString(F, P.TempShape)
-                                  : fmt::format("[{}]", fmt::join(Ext, ", "));
+    std::string Size = P.hasDerivedShape()
+                           ? shapeToString(F, P.TempShape)
+                           : fmt::format("[{}]", fmt::join(Ext, ", "));
     // A buffer is traffic a kernel written as separate calls would have
     // too; the minimum has none.
     Traffic MinT;

@@ -57,12 +57,12 @@ constexpr unsigned MaxExprDepth = 2000;
 constexpr size_t MaxLabel = 40;
 
 /// The operations of language.md §3 that <pk/pk.h> runs eagerly but pkc does
-/// not compile yet (with ref windows, `ref.slice(...)`): each is a
+/// not compile yet (`slice` here is the free function on values): each is a
 /// [pk-not-supported-yet] diagnostic with EagerOnlyNote.
 inline constexpr llvm::StringLiteral EagerOnlyOps[] = {
     "reshape", "slice", "concat", "take", "argmax", "argmin"};
 inline constexpr const char *EagerOnlyNote =
-    "reshape, slice, concat, windows, take, argmax and argmin run in eager "
+    "reshape, slice, concat, take, argmax and argmin run in eager "
     "code (<pk/pk.h>) but are not compiled yet; call this kernel eagerly, "
     "without pk_add_kernels, until they are";
 
@@ -151,6 +151,10 @@ private:
   /// Per ref parameter: what `ref[_]` reads now.
   struct RefState {
     bool Written = false;
+    /// Stores to the ref's memory so far (its own and its windows'), and
+    /// those of them to windows: once a window is written, reads of the
+    /// ref are loads of its memory after those stores (Node::Version).
+    unsigned Stores = 0, WindowStores = 0;
     std::optional<NodeId> Load;     ///< the entry value (In/InOut)
     std::optional<NodeId> ShapeSrc; ///< a load used only for its shape (Out)
     std::optional<NodeId> Stored;   ///< the value of the last store
@@ -264,6 +268,23 @@ private:
   std::optional<int> constAxis(const Expr *Arg, llvm::StringRef Op);
   /// `ref.extent(i)`: the run-time extent as an i64 value (a constant axis).
   Val evalExtent(const clang::CXXMemberCallExpr *E, const Expr *Ref);
+  /// `ref.slice(axis, begin, end)` of a ref or a window: a window parameter
+  /// (ir::ParamKind::Window), one per distinct parent, axis and bounds.
+  Val evalWindow(const clang::CXXMemberCallExpr *E, const Expr *Ref);
+  /// `slice(v, axis, begin, end)`: a window of the buffer when v is a read
+  /// of one (constant negative bounds count from the end).
+  Val evalSlice(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
+  /// The window [Begin, End) along `Axis` (as written, checked here) of
+  /// buffer `Parent`, reporting at `E`; nullopt after an error.
+  std::optional<unsigned> windowOf(unsigned Parent, const Expr *AxisArg,
+                                   const Expr *BeginArg, const Expr *EndArg,
+                                   bool FromEnd, const Expr *E);
+  /// The extent expression a window bound computes (sums and differences
+  /// of integer constants, scalar parameters and extents), or nullopt.
+  std::optional<ir::ExtentId> boundExtent(NodeId V) const;
+  /// A store to window `W` must not read its ref's memory through another
+  /// window, or from before an earlier store, in the same loop: reports it.
+  bool checkWindowStore(unsigned W, NodeId V, const Expr *At);
   /// Builds `Op` over already evaluated operands cast to \p ComputeIn; the
   /// result has dtype \p Result.
   NodeId buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,

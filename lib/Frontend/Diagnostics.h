@@ -37,6 +37,8 @@ inline constexpr const char *OpaqueCall = "pk-opaque-call";
 inline constexpr const char *StdMath = "pk-std-math";
 inline constexpr const char *AxisNotConstant = "pk-axis-not-constant";
 inline constexpr const char *AxisOutOfRange = "pk-axis-out-of-range";
+/// A window whose constant bounds are negative or reversed (language.md §2).
+inline constexpr const char *WindowBounds = "pk-window-bounds";
 inline constexpr const char *Unsupported = "pk-unsupported";
 inline constexpr const char *NotSupportedYet = "pk-not-supported-yet";
 /// Warning: a PK_KERNEL definition in an included file.

@@ -213,6 +213,12 @@ Flow ASTToGraph::execDecl(const VarDecl *VD, const DeclStmt *At) {
     frame().Env[VD] = Val::invalid();
     return Flow::Normal;
   }
+  if (isPkClass(Bare, "Window")) {
+    // `auto w = cache.slice(1, 0, n);`: the window itself.
+    Val V = VD->getInit() ? eval(VD->getInit()) : Val::invalid();
+    bind(VD, V.K == Val::Ref ? V : Val::invalid());
+    return Flow::Normal;
+  }
   if (refType(Bare)) {
     unsupported(At, "the local ref variable '" + Name + "'",
                 "use the kernel's parameter directly, or pass it to a helper");

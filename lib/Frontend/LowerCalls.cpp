@@ -242,6 +242,9 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
   if (const ir::OpInfo *Op = ir::lookupOpBySource(Name))
     return evalPkElementwise(*Op, E, Args);
 
+  if (Name == "slice")
+    return evalSlice(E, Args);
+
   if (llvm::is_contained(EagerOnlyOps, Name))
     return notYet(E, "'" + Name.str() + "'", EagerOnlyNote);
 

@@ -209,6 +209,30 @@ NodeId ASTToGraph::shapeSource(unsigned P, const Expr *At) {
 Val ASTToGraph::readRef(unsigned P, const Expr *At) {
   RefState &S = Refs[P];
   const ir::Param &Pm = param(P);
+  const unsigned Root = ir::rootOf(F, P);
+  RefState &RS = Refs[Root];
+  if (Pm.isWindow() || RS.WindowStores > 0) {
+    // Memory, not an SSA value: a window reads its ref's contents after the
+    // stores so far (language.md §2), and so does the whole ref once a
+    // window of it was written.
+    const ir::Param &RootPm = param(Root);
+    if (RootPm.Kind == ir::ParamKind::Out && RS.Stores == 0) {
+      RS.Written = true; // not "never written" as well
+      error(rule::ReadBeforeWrite, At,
+            "'" + text(At) + "' reads '" + RootPm.Name +
+                "' before it is written; an " + refSpell(Root) +
+                " has no initial contents",
+            "declare '" + RootPm.Name + "' as " +
+                refSpelling(ir::ParamKind::InOut, RootPm.Type, RootPm.Rank) +
+                " to read the caller's values",
+            RS.Decl->getLocation());
+      return Val::invalid();
+    }
+    NodeId L = B.load(P, loc(At));
+    F.node(L).Version = RS.Stores;
+    B.setLabel(L, text(At));
+    return Val::value(L);
+  }
   if (!S.Written) {
     if (Pm.Kind == ir::ParamKind::Out) {
       error(rule::ReadBeforeWrite, At,
@@ -234,7 +258,13 @@ void ASTToGraph::storeRef(unsigned P, NodeId V, const Expr *At) {
   RefState &S = Refs[P];
   const DType T = param(P).Type;
   NodeId Stored = castTo(V, ir::computeType(T), At);
+  RefState &RS = Refs[ir::rootOf(F, P)];
+  if (param(P).isWindow() && !checkWindowStore(P, Stored, At))
+    return;
   B.store(P, Stored, makeSrcLoc(At->getBeginLoc(), SM));
+  ++RS.Stores;
+  RS.WindowStores += param(P).isWindow();
+  RS.Written = true;
   S.Written = true;
   S.Current.reset();
   S.Stored = Stored;
@@ -660,7 +690,7 @@ Val ASTToGraph::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
     }
     unsigned P = Base.Param;
     const ir::Param &Pm = param(P);
-    if (Pm.Kind == ir::ParamKind::In) {
+    if (Pm.isReadOnly()) {
       error(rule::WriteIn, Sub,
             "cannot write to '" + Pm.Name + "': it is an " + refSpell(P) +
                 " (read-only)",
@@ -672,8 +702,8 @@ Val ASTToGraph::evalAssign(const Expr *E, const Expr *LHS, const Expr *RHS,
             Refs[P].Decl->getLocation());
       return Val::invalid();
     }
-    if (!CompoundOp.empty() && Pm.Kind == ir::ParamKind::Out &&
-        !Refs[P].Written) {
+    if (!CompoundOp.empty() && !Pm.isWindow() &&
+        Pm.Kind == ir::ParamKind::Out && !Refs[P].Written) {
       // `out[_] += v` reads the Out: the caller's memory, not a value.
       error(rule::ReadBeforeWrite, E,
             "'" + Pm.Name + "[_] " + CompoundOp + "= ...' reads '" + Pm.Name +
@@ -838,15 +868,18 @@ Val ASTToGraph::evalMemberCall(const CXXMemberCallExpr *E) {
   if (isPkLibrary(MD, SM)) {
     // extent() is RefBase's: the object is the ref under a derived-to-base
     // conversion.
-    if (Name == "extent" && E->getNumArgs() == 1 && Obj &&
-        refType(Obj->IgnoreImpCasts()->getType()))
-      return evalExtent(E, Obj->IgnoreImpCasts());
+    const Expr *Self = Obj ? Obj->IgnoreImpCasts() : nullptr;
+    const bool OnWindow = Self && isPkClass(Self->getType(), "Window");
+    if (Name == "extent" && E->getNumArgs() == 1 && Self &&
+        (refType(Self->getType()) || OnWindow))
+      return evalExtent(E, Self);
+    if (Name == "slice" && E->getNumArgs() == 3 && Self &&
+        (refType(Self->getType()) || OnWindow))
+      return evalWindow(E, Self);
     if (Name == "extent" || Name == "size" || Name == "shape" || Name == "rank")
       return notYet(E, "'" + text(E) + "' (a run-time extent in a kernel)",
                     "shapes are implicit: operations broadcast, reductions "
                     "take an axis, broadcast_to(v, ref) takes a shape");
-    if (Name == "slice")
-      return notYet(E, "the window '" + text(E) + "'", EagerOnlyNote);
     if (Name == "at" || Name == "item")
       return subscriptError(E);
     if (Name == "data")
@@ -882,7 +915,204 @@ Val ASTToGraph::evalExtent(const CXXMemberCallExpr *E, const Expr *Ref) {
     return Val::make(Val::Invalid);
   }
   return Val::value(B.extentValue(
-      F.Extents.dim(R.Param, static_cast<unsigned>(*Axis)), loc(E)));
+      ir::refExtent(F, R.Param, static_cast<unsigned>(*Axis)), loc(E)));
+}
+
+std::optional<ir::ExtentId> ASTToGraph::boundExtent(NodeId Id) const {
+  const ir::Node &N = F.node(Id);
+  if (!ir::isInteger(N.Type))
+    return std::nullopt;
+  switch (N.Kind) {
+  case ir::NodeKind::Const:
+    return F.Extents.constant(N.IntValue);
+  case ir::NodeKind::ScalarParam:
+    return F.Extents.scalar(N.Param);
+  case ir::NodeKind::Extent:
+    return N.Ext;
+  case ir::NodeKind::Cast:
+    return boundExtent(N.Operands[0]);
+  case ir::NodeKind::Elementwise: {
+    if (N.Op == ir::OpCode::Mul) {
+      // A constant times a bound (2 * n) stays linear.
+      for (unsigned I = 0; I < 2; ++I)
+        if (F.node(N.Operands[I]).Kind == ir::NodeKind::Const)
+          if (auto A = boundExtent(N.Operands[1 - I]))
+            return F.Extents.scale(*A, F.node(N.Operands[I]).IntValue);
+      return std::nullopt;
+    }
+    if (N.Op == ir::OpCode::Neg)
+      if (auto A = boundExtent(N.Operands[0]))
+        return F.Extents.sub(F.Extents.constant(0), *A);
+    if (N.Op != ir::OpCode::Add && N.Op != ir::OpCode::Sub)
+      return std::nullopt;
+    auto A = boundExtent(N.Operands[0]), C = boundExtent(N.Operands[1]);
+    if (!A || !C)
+      return std::nullopt;
+    return N.Op == ir::OpCode::Add ? F.Extents.add(*A, *C)
+                                   : F.Extents.sub(*A, *C);
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+Val ASTToGraph::evalWindow(const CXXMemberCallExpr *E, const Expr *Ref) {
+  Val R = eval(Ref);
+  if (!R.ok())
+    return R;
+  if (R.K != Val::Ref)
+    return unsupported(E, "'" + text(E) + "'",
+                       "call slice() on a ref or on a window of one");
+  std::optional<unsigned> W = windowOf(R.Param, E->getArg(0), E->getArg(1),
+                                       E->getArg(2), /*FromEnd=*/false, E);
+  return W ? Val::ref(*W) : Val::invalid();
+}
+
+Val ASTToGraph::evalSlice(const CallExpr *E,
+                          llvm::ArrayRef<const Expr *> Args) {
+  if (Args.size() != 4)
+    return unsupported(E, "'" + text(E) + "'");
+  std::optional<NodeId> V = valueOf(eval(Args[0]));
+  if (!V)
+    return Val::invalid();
+  const ir::Node Read = F.node(*V);
+  if (Read.Kind != ir::NodeKind::Load)
+    return notYet(E, "'slice' of a computed value", EagerOnlyNote);
+  std::optional<unsigned> W =
+      windowOf(Read.Param, Args[1], Args[2], Args[3], /*FromEnd=*/true, E);
+  if (!W)
+    return Val::invalid();
+  NodeId L = B.load(*W, loc(E));
+  F.node(L).Version = Read.Version;
+  B.setLabel(L, text(E));
+  return Val::value(L);
+}
+
+std::optional<unsigned>
+ASTToGraph::windowOf(unsigned Parent, const Expr *AxisArg, const Expr *BeginArg,
+                     const Expr *EndArg, bool FromEnd, const Expr *E) {
+  const int Rank = static_cast<int>(param(Parent).Rank);
+  std::optional<int> Axis = constAxis(AxisArg, "slice");
+  if (!Axis)
+    return std::nullopt;
+  if (*Axis < -Rank || *Axis >= Rank) {
+    error(rule::AxisOutOfRange, E,
+          "axis " + std::to_string(*Axis) + " of '" + text(E) +
+              "' is out of range for " +
+              (Rank ? "rank " + std::to_string(Rank)
+                    : std::string("a rank-0 value")),
+          Rank ? "valid axes are " + std::to_string(-Rank) + ".." +
+                     std::to_string(Rank - 1)
+               : "a rank-0 value has no axis to slice");
+    return std::nullopt;
+  }
+  const unsigned Ax = static_cast<unsigned>(*Axis < 0 ? *Axis + Rank : *Axis);
+  const ir::ExtentId Whole = ir::refExtent(F, Parent, Ax);
+  ir::ExtentId Bounds[2];
+  const Expr *BoundArgs[2] = {BeginArg, EndArg};
+  for (unsigned I = 0; I < 2; ++I) {
+    const Expr *Arg = BoundArgs[I];
+    std::optional<NodeId> V = valueOf(eval(Arg));
+    if (!V)
+      return std::nullopt;
+    std::optional<ir::ExtentId> X = boundExtent(*V);
+    if (!X) {
+      bool OnData = false;
+      std::string Dep = dependenceOf(*V, OnData);
+      notYet(Arg,
+             "the window bound '" + text(Arg) + "'" +
+                 (OnData ? " (it depends on " + Dep + ")" : ""),
+             "a window's bounds are integer sums and differences of scalar "
+             "parameters, x.extent(i) and constants");
+      return std::nullopt;
+    }
+    // slice(v, ...) counts a negative constant from the end, as NumPy.
+    const ir::Extent C = F.Extents.get(*X);
+    if (FromEnd && C.K == ir::Extent::Const && C.Value < 0)
+      X = F.Extents.add(Whole, *X);
+    Bounds[I] = *X;
+  }
+  // Copies: interning more extents may move the table's items.
+  const ir::Extent Len = F.Extents.get(F.Extents.sub(Bounds[1], Bounds[0]));
+  const ir::Extent Lo = F.Extents.get(Bounds[0]), Hi = F.Extents.get(Bounds[1]);
+  if ((Lo.K == ir::Extent::Const && Lo.Value < 0) ||
+      (Hi.K == ir::Extent::Const && Hi.Value < 0) ||
+      (Len.K == ir::Extent::Const && Len.Value < 0)) {
+    error(rule::WindowBounds, E,
+          "the window '" + text(E) + "' has " +
+              (Len.K == ir::Extent::Const && Len.Value < 0
+                   ? "its end before its begin"
+                   : "a negative bound"),
+          FromEnd ? "slice(v, axis, begin, end) takes [begin, end) with 0 <= "
+                    "begin <= end <= the extent once negative constants "
+                    "count from the end"
+                  : "a window is [begin, end) with 0 <= begin <= end <= the "
+                    "extent; bounds never count from the end");
+    return std::nullopt;
+  }
+  // One window parameter per distinct parent, axis and bounds.
+  for (unsigned P = 0; P < F.Params.size(); ++P) {
+    const ir::Param &W = F.Params[P];
+    if (W.isWindow() && W.Parent == Parent && W.WindowAxis == Ax &&
+        W.Begin == Bounds[0] && W.End == Bounds[1])
+      return P;
+  }
+  const ir::Param &Pa = param(Parent);
+  ir::Param W;
+  W.Kind = ir::ParamKind::Window;
+  W.Type = Pa.Type;
+  W.Rank = Pa.Rank;
+  W.Loc = loc(E);
+  W.Parent = Parent;
+  W.Root = ir::rootOf(F, Parent);
+  W.WindowAxis = Ax;
+  W.Begin = Bounds[0];
+  W.End = Bounds[1];
+  W.WindowWritable = Pa.isWritable();
+  W.TempShape = ir::refShape(F, Parent);
+  W.TempShape[Ax] = F.Extents.sub(Bounds[1], Bounds[0]);
+  for (unsigned A = 0; A < Pa.Rank; ++A)
+    W.RootOffset.push_back(Pa.isWindow() ? Pa.RootOffset[A]
+                                         : F.Extents.constant(0));
+  W.RootOffset[Ax] = F.Extents.add(W.RootOffset[Ax], Bounds[0]);
+  // `pk_<name>_<axis>` must not meet another buffer's names.
+  const std::string Base = param(W.Root).Name + "_w";
+  W.Name = Base;
+  for (unsigned N = 2; llvm::any_of(
+           F.Params, [&](const ir::Param &Q) { return Q.Name == W.Name; });
+       ++N)
+    W.Name = Base + std::to_string(N);
+  F.Params.push_back(std::move(W));
+  Refs.resize(F.Params.size());
+  Refs.back().Decl = Refs[ir::rootOf(F, Parent)].Decl;
+  return F.Params.size() - 1;
+}
+
+bool ASTToGraph::checkWindowStore(unsigned W, NodeId V, const Expr *At) {
+  const unsigned Root = ir::rootOf(F, W);
+  const unsigned Index = Refs[Root].Stores; // this store's
+  std::optional<NodeId> Bad;
+  ir::walkCone(F, {V}, [&](NodeId Id, const ir::Node &N) {
+    if (N.Kind == ir::NodeKind::Load && ir::rootOf(F, N.Param) == Root &&
+        (N.Param != W || N.Version != Index)) {
+      Bad = Id;
+      return ir::Walk::Stop;
+    }
+    return ir::Walk::Operands;
+  });
+  if (!Bad)
+    return true;
+  const ir::Node &L = F.node(*Bad);
+  error(rule::NotSupportedYet, At,
+        "this store to a window of '" + param(Root).Name + "' reads '" +
+            L.Label + "', " +
+            (L.Version != Index ? "its contents from before an earlier store"
+                                : "another part of it") +
+            "; pkc cannot order that in one loop yet",
+        "compute the value from other refs, or store it to an Out ref in one "
+        "kernel and copy it into the window in a second");
+  Refs[Root].Written = true; // not "never written" as well
+  return false;
 }
 
 Val ASTToGraph::evalConstruct(const CXXConstructExpr *E) {
@@ -898,7 +1128,7 @@ Val ASTToGraph::evalConstruct(const CXXConstructExpr *E) {
     if (V.K == Val::Table || !V.ok())
       return V;
   }
-  if (refType(T)) {
+  if (refType(T) || isPkClass(T, "Window")) {
     if (E->getNumArgs() == 1 && E->getConstructor()->isCopyOrMoveConstructor())
       return eval(E->getArg(0));
     return unsupported(E, "making a ref inside a kernel",

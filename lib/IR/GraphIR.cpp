@@ -104,6 +104,16 @@ llvm::StringRef pk::ir::reduceKindName(ReduceKind K) {
 //===----------------------------------------------------------------------===//
 
 ExtentId ExtentTable::intern(const Extent &E) const {
+  if (E.K == Extent::Linear) {
+    std::vector<std::pair<int64_t, ExtentId>> Terms;
+    for (const Extent::Term &T : E.Terms)
+      Terms.emplace_back(T.Coef, T.Atom);
+    auto [It, Inserted] = LinearIndex.try_emplace(
+        std::make_pair(E.Value, std::move(Terms)), Items.size());
+    if (Inserted)
+      Items.push_back(E);
+    return It->second;
+  }
   auto Key = std::make_tuple(static_cast<int>(E.K), E.Value, E.Param, E.Axis,
                              E.A, E.B);
   auto [It, Inserted] = Index.try_emplace(Key, Items.size());
@@ -125,6 +135,69 @@ ExtentId ExtentTable::dim(unsigned Param, unsigned Axis) const {
   E.Param = Param;
   E.Axis = Axis;
   return intern(E);
+}
+
+ExtentId ExtentTable::scalar(unsigned Param) const {
+  Extent E;
+  E.K = Extent::Scalar;
+  E.Param = Param;
+  return intern(E);
+}
+
+ExtentId ExtentTable::linear(int64_t Value,
+                             std::vector<Extent::Term> Terms) const {
+  std::sort(Terms.begin(), Terms.end());
+  std::vector<Extent::Term> Merged;
+  for (const Extent::Term &T : Terms) {
+    if (!Merged.empty() && Merged.back().Atom == T.Atom)
+      Merged.back().Coef += T.Coef;
+    else
+      Merged.push_back(T);
+    if (Merged.back().Coef == 0)
+      Merged.pop_back();
+  }
+  if (Merged.empty())
+    return constant(Value);
+  if (Value == 0 && Merged.size() == 1 && Merged[0].Coef == 1)
+    return Merged[0].Atom;
+  Extent E;
+  E.K = Extent::Linear;
+  E.Value = Value;
+  E.Terms = std::move(Merged);
+  return intern(E);
+}
+
+ExtentId ExtentTable::combine(ExtentId A, int64_t SignA, ExtentId B,
+                              int64_t SignB) const {
+  int64_t Value = 0;
+  std::vector<Extent::Term> Terms;
+  auto Take = [&](ExtentId Id, int64_t Sign) {
+    const Extent &E = get(Id);
+    if (E.K == Extent::Const) {
+      Value += Sign * E.Value;
+    } else if (E.K == Extent::Linear) {
+      Value += Sign * E.Value;
+      for (const Extent::Term &T : E.Terms)
+        Terms.push_back({Sign * T.Coef, T.Atom});
+    } else {
+      Terms.push_back({Sign, Id});
+    }
+  };
+  Take(A, SignA);
+  Take(B, SignB);
+  return linear(Value, std::move(Terms));
+}
+
+ExtentId ExtentTable::add(ExtentId A, ExtentId B) const {
+  return combine(A, 1, B, 1);
+}
+
+ExtentId ExtentTable::sub(ExtentId A, ExtentId B) const {
+  return combine(A, 1, B, -1);
+}
+
+ExtentId ExtentTable::scale(ExtentId A, int64_t C) const {
+  return combine(A, C, constant(0), 0);
 }
 
 /// True when \p Needle occurs in the broadcast tree \p Hay.
@@ -444,7 +517,16 @@ std::vector<NodeId> pk::ir::cone(const Function &F,
 
 ExtentId pk::ir::refExtent(const Function &F, unsigned Param, unsigned Axis) {
   const ir::Param &P = F.Params[Param];
-  return P.isTemp() ? P.TempShape[Axis] : F.Extents.dim(Param, Axis);
+  return P.hasDerivedShape() ? P.TempShape[Axis] : F.Extents.dim(Param, Axis);
+}
+
+unsigned pk::ir::rootOf(const Function &F, unsigned Param) {
+  return F.Params[Param].isWindow() ? F.Params[Param].Root : Param;
+}
+
+bool pk::ir::isContiguous(const Function &F, unsigned Param) {
+  const ir::Param &P = F.Params[Param];
+  return !P.isWindow() || (P.WindowAxis == 0 && isContiguous(F, P.Parent));
 }
 
 Shape pk::ir::refShape(const Function &F, unsigned Param) {
@@ -701,6 +783,29 @@ std::string pk::ir::extentToString(const Function &F, ExtentId Id) {
   case Extent::Bcast:
     return fmt::format("bcast({}, {})", extentToString(F, E.A),
                        extentToString(F, E.B));
+  case Extent::Scalar:
+    return F.Params[E.Param].Name;
+  case Extent::Linear: {
+    std::string R;
+    // Positive terms first: `hi - lo`, not `-lo + hi`.
+    std::vector<Extent::Term> Terms = E.Terms;
+    std::stable_partition(Terms.begin(), Terms.end(),
+                          [](const Extent::Term &T) { return T.Coef > 0; });
+    for (const Extent::Term &T : Terms) {
+      int64_t C = T.Coef;
+      if (R.empty())
+        R = C < 0 ? "-" : "";
+      else
+        R += C < 0 ? " - " : " + ";
+      C = C < 0 ? -C : C;
+      std::string Atom = extentToString(F, T.Atom);
+      R += C == 1 ? Atom : fmt::format("{}*{}", C, Atom);
+    }
+    if (E.Value)
+      R += fmt::format(" {} {}", E.Value < 0 ? "-" : "+",
+                       E.Value < 0 ? -E.Value : E.Value);
+    return R;
+  }
   }
   llvm_unreachable("bad extent");
 }
@@ -728,6 +833,8 @@ llvm::StringRef pk::ir::paramKindName(ParamKind K) {
     return "scalar";
   case ParamKind::Temp:
     return "temp";
+  case ParamKind::Window:
+    return "window";
   }
   llvm_unreachable("bad param kind");
 }
@@ -758,7 +865,9 @@ static std::string nodeBody(const Function &F, const Node &N) {
   case NodeKind::Extent:
     return fmt::format("extent {}", extentToString(F, N.Ext));
   case NodeKind::Load:
-    return fmt::format("load {}", F.Params[N.Param].Name);
+    return N.Version ? fmt::format("load {} after={}", F.Params[N.Param].Name,
+                                   N.Version)
+                     : fmt::format("load {}", F.Params[N.Param].Name);
   case NodeKind::Elementwise:
     return fmt::format("{} {}", opInfo(N.Op).Name, Ops());
   case NodeKind::Cast:
@@ -799,7 +908,7 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
   bool First = true;
   for (size_t I = 0; I < F.Params.size(); ++I) {
     const Param &P = F.Params[I];
-    if (P.isTemp())
+    if (!P.isArgument())
       continue;
     if (!First)
       OS << ", ";
@@ -813,6 +922,12 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
     }
   }
   OS << ") {\n";
+  for (const Param &P : F.Params)
+    if (P.isWindow())
+      OS << "  window " << P.Name << " = " << F.Params[P.Parent].Name
+         << ".slice(" << P.WindowAxis << ", " << extentToString(F, P.Begin)
+         << ", " << extentToString(F, P.End) << ")"
+         << shapeToString(F, P.TempShape) << "\n";
   for (const Param &P : F.Params)
     if (P.isTemp())
       OS << "  temp " << P.Name << ": " << dtypeName(P.Type)
@@ -863,11 +978,18 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
 //===----------------------------------------------------------------------===//
 
 std::string pk::ir::verify(const Function &F) {
-  bool SeenTemp = false;
+  bool SeenTemp = false, SeenWindow = false;
   for (const Param &P : F.Params) {
     if (SeenTemp && !P.isTemp())
       return fmt::format("parameter {} follows a temporary", P.Name);
+    if (SeenWindow && P.isArgument())
+      return fmt::format("parameter {} follows a window", P.Name);
     SeenTemp |= P.isTemp();
+    SeenWindow |= P.isWindow();
+    if (P.isWindow() &&
+        (P.TempShape.size() != P.Rank || P.RootOffset.size() != P.Rank ||
+         !F.Params[P.Root].isArgument() || P.WindowAxis >= P.Rank))
+      return fmt::format("window {} is malformed", P.Name);
     if (P.isTemp() && P.TempShape.size() != P.Rank)
       return fmt::format("temporary {} has rank {} and {} extents", P.Name,
                          P.Rank, P.TempShape.size());

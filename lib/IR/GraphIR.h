@@ -150,14 +150,31 @@ using Shape = llvm::SmallVector<ExtentId, 4>;
 /// ExtentTable, so equal ids mean equal expressions.
 struct Extent {
   enum Kind : uint8_t {
-    Const, ///< a compile-time constant `Value`
-    Dim,   ///< extent `Axis` of parameter `Param` (printed `x.0`)
-    Bcast, ///< NumPy broadcast of extents `A` and `B`: A == 1 ? B : A
+    Const,  ///< a compile-time constant `Value`
+    Dim,    ///< extent `Axis` of parameter `Param` (printed `x.0`)
+    Bcast,  ///< NumPy broadcast of extents `A` and `B`: A == 1 ? B : A
+    Scalar, ///< the value of the integer scalar parameter `Param`
+    /// `Value` + the sum of `Coef * atom` over `Terms` (window bounds such as
+    /// `pos + T`, and the window extents `end - begin`): at least one term,
+    /// no atom a Const or a Linear, atoms in increasing order, no zero
+    /// coefficient, and not a lone atom with coefficient 1 (that is the atom).
+    Linear,
+  };
+  struct Term {
+    int64_t Coef;
+    ExtentId Atom;
+    bool operator==(const Term &O) const {
+      return Coef == O.Coef && Atom == O.Atom;
+    }
+    bool operator<(const Term &O) const {
+      return std::tie(Atom, Coef) < std::tie(O.Atom, O.Coef);
+    }
   };
   Kind K = Const;
   int64_t Value = 0;
   unsigned Param = 0, Axis = 0;
   ExtentId A = 0, B = 0;
+  std::vector<Term> Terms; ///< Linear
 };
 
 /// Interning does not change what any existing id means, so the table is
@@ -169,6 +186,14 @@ public:
   /// Simplifies: bcast(x, x) = x, bcast(1, x) = x, bcast(c, c') for
   /// constants. Does not check compatibility (see the Guards pass).
   ExtentId bcast(ExtentId A, ExtentId B) const;
+  /// The value of an integer scalar parameter used as an extent.
+  ExtentId scalar(unsigned Param) const;
+  /// A + B and A - B, kept as linear forms over the other extents so that
+  /// (pos + T) - pos is T and T - (T - 1) is 1.
+  ExtentId add(ExtentId A, ExtentId B) const;
+  ExtentId sub(ExtentId A, ExtentId B) const;
+  /// C * A, also linear.
+  ExtentId scale(ExtentId A, int64_t C) const;
   const Extent &get(ExtentId Id) const { return Items[Id]; }
   bool isConst(ExtentId Id, int64_t V) const {
     return Items[Id].K == Extent::Const && Items[Id].Value == V;
@@ -177,7 +202,13 @@ public:
 
 private:
   ExtentId intern(const Extent &E) const;
+  /// `Value + Σ Terms` in the normal form of Extent::Linear.
+  ExtentId linear(int64_t Value, std::vector<Extent::Term> Terms) const;
+  ExtentId combine(ExtentId A, int64_t SignA, ExtentId B, int64_t SignB) const;
   mutable std::vector<Extent> Items;
+  mutable std::map<
+      std::pair<int64_t, std::vector<std::pair<int64_t, ExtentId>>>, ExtentId>
+      LinearIndex;
   mutable std::map<
       std::tuple<int, int64_t, unsigned, unsigned, unsigned, unsigned>,
       ExtentId>
@@ -190,8 +221,11 @@ private:
 
 /// In, Out, InOut and Scalar are the kernel's parameters; Temp is a buffer
 /// pkc adds (lib/Transforms/Materialize.cpp): a value kept in memory between
-/// two fused groups, which the generated code allocates per call.
-enum class ParamKind : uint8_t { In, Out, InOut, Scalar, Temp };
+/// two fused groups, which the generated code allocates per call. Window is
+/// a window of a ref, `ref.slice(axis, begin, end)` (language.md §2): the
+/// memory of its root parameter, addressed with the root's strides from an
+/// offset.
+enum class ParamKind : uint8_t { In, Out, InOut, Scalar, Temp, Window };
 
 /// A buffer of the kernel: one of its parameters (in signature order, first)
 /// or a temporary (after them). Loads and stores address both the same way.
@@ -206,14 +240,35 @@ struct Param {
   Shape TempShape;
   /// Temp: why it exists, for --emit=graph and --explain.
   std::string Why;
+  /// Window: `[Begin, End)` along `WindowAxis` of the ref or window
+  /// `Parent`, the other axes whole; `Root` is the kernel parameter whose
+  /// memory it is. `RootOffset[k]` is where axis k starts in the root
+  /// (windows of windows add up) and `TempShape` holds the window's extents.
+  unsigned Parent = 0, Root = 0;
+  unsigned WindowAxis = 0;
+  ExtentId Begin = 0, End = 0;
+  Shape RootOffset;
+  /// Window: a window of an Out or InOut (a window of an In is read-only).
+  bool WindowWritable = false;
   bool isRef() const { return Kind != ParamKind::Scalar; }
   bool isWritable() const {
     return Kind == ParamKind::Out || Kind == ParamKind::InOut ||
-           Kind == ParamKind::Temp;
+           Kind == ParamKind::Temp ||
+           (Kind == ParamKind::Window && WindowWritable);
+  }
+  /// Read through a pointer to const (an In, or a window of one).
+  bool isReadOnly() const {
+    return Kind == ParamKind::In ||
+           (Kind == ParamKind::Window && !WindowWritable);
   }
   bool isTemp() const { return Kind == ParamKind::Temp; }
-  /// A parameter of the kernel's signature (not a temporary).
-  bool isArgument() const { return Kind != ParamKind::Temp; }
+  bool isWindow() const { return Kind == ParamKind::Window; }
+  /// A parameter of the kernel's signature (not a temporary or a window).
+  bool isArgument() const {
+    return Kind != ParamKind::Temp && Kind != ParamKind::Window;
+  }
+  /// Its extents are expressions (TempShape), not symbols of its own.
+  bool hasDerivedShape() const { return isTemp() || isWindow(); }
 };
 
 using NodeId = unsigned;
@@ -283,9 +338,15 @@ struct Node {
   llvm::SmallVector<NodeId, 3> Operands;
   OpCode Op = OpCode::Add; ///< Elementwise
   unsigned Param = 0;      ///< ScalarParam, Load, Store
-  double FloatValue = 0;   ///< Const of float type
-  int64_t IntValue = 0;    ///< Const of integer or bool type
-  bool Weak = false;       ///< scalar that takes the array's float type
+  /// Load: how many stores to the memory of the load's root parameter (its
+  /// own stores and its windows') come before it in source order. A load
+  /// with a version above 0 reads memory those stores wrote (a window read
+  /// after a window write, language.md §2), so it runs after them; every
+  /// other load reads the ref's contents at entry.
+  unsigned Version = 0;
+  double FloatValue = 0; ///< Const of float type
+  int64_t IntValue = 0;  ///< Const of integer or bool type
+  bool Weak = false;     ///< scalar that takes the array's float type
   ReduceKind Reduction = ReduceKind::Sum;
   llvm::SmallVector<int, 2> Axes;        ///< as written (may be negative)
   ExtentId Ext = 0;                      ///< Extent: which one
@@ -453,10 +514,17 @@ std::vector<NodeId> cone(const Function &F, llvm::ArrayRef<NodeId> Roots);
 /// `x.0`, `128`, `bcast(a.0, b.0)`.
 std::string extentToString(const Function &F, ExtentId E);
 /// Extent `Axis` of buffer `Param`: the symbol `Dim(Param, Axis)` of a
-/// parameter, the stored value's extent of a temporary.
+/// parameter, the stored value's extent of a temporary, `end - begin` or
+/// the parent's extent of a window.
 ExtentId refExtent(const Function &F, unsigned Param, unsigned Axis);
 /// Every extent of buffer `Param`.
 Shape refShape(const Function &F, unsigned Param);
+/// The kernel parameter whose memory buffer `Param` is: a window's root,
+/// else the buffer itself.
+unsigned rootOf(const Function &F, unsigned Param);
+/// True when buffer `Param` is row-major contiguous: not a window, or a
+/// window (of windows) along axis 0 only.
+bool isContiguous(const Function &F, unsigned Param);
 
 /// `[x.0, x.1]`.
 std::string shapeToString(const Function &F, llvm::ArrayRef<ExtentId> S);

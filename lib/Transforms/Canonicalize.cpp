@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace pk;
@@ -19,9 +20,9 @@ using namespace pk::ir;
 namespace {
 
 /// Everything that makes two nodes compute the same value.
-using NodeKey =
-    std::tuple<int, int, int, std::vector<NodeId>, unsigned, uint64_t, int64_t,
-               int, std::vector<int>, bool, int, std::vector<int>, ExtentId>;
+using NodeKey = std::tuple<int, int, int, std::vector<NodeId>, unsigned,
+                           uint64_t, int64_t, int, std::vector<int>, bool, int,
+                           std::vector<int>, ExtentId, unsigned>;
 
 NodeKey keyOf(const Node &N) {
   uint64_t Bits;
@@ -36,7 +37,9 @@ NodeKey keyOf(const Node &N) {
           static_cast<int>(N.View),
           std::vector<int>(N.Map.Source.begin(), N.Map.Source.end()),
           // Extent nodes: x.extent(0) and x.extent(1) differ only here.
-          N.Ext};
+          N.Ext,
+          // Loads of a window's memory before and after a store to it.
+          N.Version};
 }
 
 void eliminateCommonSubexpressions(Function &F) {
@@ -65,12 +68,21 @@ void eliminateCommonSubexpressions(Function &F) {
 
 void eliminateDeadCode(Function &F) {
   // A store followed by another store to the same ref is never observed:
-  // reads of the ref in between see the stored SSA value, not memory.
+  // reads of the ref in between see the stored SSA value, not memory --
+  // unless the ref's memory is read after stores (windows, language.md
+  // §2): then every store to it stays.
+  std::set<unsigned> ReadFromMemory; // roots with loads of a version > 0
+  for (const Node &N : F.Nodes)
+    if (!N.Dead && N.Kind == NodeKind::Load && N.Version > 0)
+      ReadFromMemory.insert(rootOf(F, N.Param));
   std::map<unsigned, NodeId> LastStore;
-  for (NodeId I = 0; I < F.Nodes.size(); ++I)
-    if (!F.Nodes[I].Dead && F.Nodes[I].isStore())
-      LastStore[F.Nodes[I].Param] = I;
   std::vector<bool> Live(F.Nodes.size(), false);
+  for (NodeId I = 0; I < F.Nodes.size(); ++I)
+    if (!F.Nodes[I].Dead && F.Nodes[I].isStore()) {
+      LastStore[F.Nodes[I].Param] = I;
+      if (ReadFromMemory.count(rootOf(F, F.Nodes[I].Param)))
+        Live[I] = true;
+    }
   for (auto &[Param, Store] : LastStore)
     Live[Store] = true;
   for (NodeId I = F.Nodes.size(); I-- > 0;) {

@@ -44,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace pk;
 using namespace pk::ir;
@@ -58,6 +59,54 @@ FusionPlan pk::fuse(const Function &F) {
   using GroupKey = std::pair<ReduceSignature, bool>;
   std::map<NodeId, GroupKey> Signature;
   std::map<NodeId, AttentionMatch> Attention;
+  // Refs with windows (language.md §2) are ordered by their memory: the
+  // stores to a ref and its windows run in source order, and a load of
+  // version v runs after the first v of them and before the others.
+  std::set<unsigned> Windowed;
+  for (const Param &P : F.Params)
+    if (P.isWindow())
+      Windowed.insert(P.Root);
+  struct MemRead {
+    unsigned Root, Param, Version;
+    bool operator<(const MemRead &O) const {
+      return std::tie(Root, Param, Version) <
+             std::tie(O.Root, O.Param, O.Version);
+    }
+  };
+  std::map<NodeId, std::set<MemRead>> MemReads;
+  std::map<NodeId, unsigned> StoreIndex; // among the stores to its root
+  {
+    std::map<unsigned, unsigned> Count;
+    for (NodeId I = 0; I < F.Nodes.size(); ++I)
+      if (F.Nodes[I].isStore() && Windowed.count(rootOf(F, F.Nodes[I].Param)))
+        StoreIndex[I] = Count[rootOf(F, F.Nodes[I].Param)]++;
+  }
+  auto NoteLoad = [&](NodeId S, const Node &N) {
+    const unsigned R = rootOf(F, N.Param);
+    if (Windowed.count(R))
+      MemReads[S].insert({R, N.Param, N.Version});
+    else
+      Reads[S].insert(N.Param);
+  };
+  auto WindowedRoot = [&](NodeId S) -> std::optional<unsigned> {
+    const unsigned R = rootOf(F, F.Nodes[S].Param);
+    return Windowed.count(R) ? std::optional<unsigned>(R) : std::nullopt;
+  };
+  // One loop cannot write a windowed ref's memory and read it other than
+  // exactly where it writes (the same window, from before this store), nor
+  // hold two stores to it: elements would see each other's new values.
+  auto MemConflict = [&](NodeId Writer, NodeId Reader) {
+    std::optional<unsigned> R = WindowedRoot(Writer);
+    if (!R)
+      return false;
+    if (std::optional<unsigned> R2 = WindowedRoot(Reader); R2 == R)
+      return true;
+    for (const MemRead &M : MemReads[Reader])
+      if (M.Root == *R &&
+          (M.Param != F.Nodes[Writer].Param || M.Version != StoreIndex[Writer]))
+        return true;
+    return false;
+  };
   for (NodeId I = 0; I < F.Nodes.size(); ++I) {
     if (F.Nodes[I].Dead || !F.Nodes[I].isStore())
       continue;
@@ -65,9 +114,10 @@ FusionPlan pk::fuse(const Function &F) {
     if (auto A = matchAttention(F, I)) {
       Attention[I] = *A;
       // Only the refs it reads matter (for the order of the groups).
+      Reads[I];
       walkCone(F, {F.Nodes[I].Operands[0]}, [&](NodeId, const Node &N) {
         if (N.Kind == NodeKind::Load)
-          Reads[I].insert(N.Param);
+          NoteLoad(I, N);
         return Walk::Operands;
       });
       continue;
@@ -88,9 +138,10 @@ FusionPlan pk::fuse(const Function &F) {
               F.Name);
       }
       if (N.Kind == NodeKind::Load)
-        Reads[I].insert(N.Param);
+        NoteLoad(I, N);
       return Walk::Operands;
     });
+    Reads[I];
     if (Sig)
       Signature[I] = {*Sig, HasMatMul};
   }
@@ -171,6 +222,8 @@ FusionPlan pk::fuse(const Function &F) {
   auto CanJoin = [&](const FusionPlan::Group &G, NodeId S) {
     unsigned SW = F.Nodes[S].Param;
     for (NodeId O : G.Stores) {
+      if (MemConflict(S, O) || MemConflict(O, S))
+        return false;
       unsigned OW = F.Nodes[O].Param;
       if ((F.Params[OW].isTemp() && Needs(S).count(OW)) ||
           (F.Params[SW].isTemp() && Needs(O).count(SW)))
@@ -253,12 +306,30 @@ FusionPlan pk::fuse(const Function &F) {
     for (size_t J = 0; J < G; ++J)
       if (I != J)
         for (unsigned P : GroupReads[I])
-          if (GroupWrites[J].count(P)) {
+          if (GroupWrites[J].count(P) && !Windowed.count(P)) {
             if (F.Params[P].isTemp())
               Before[I].insert(J);
             else
               Before[J].insert(I);
           }
+  // Windowed refs: by the stores' source order and the loads' versions.
+  for (size_t I = 0; I < G; ++I)
+    for (size_t J = 0; J < G; ++J)
+      if (I != J)
+        for (NodeId W : Groups[J].Stores) {
+          std::optional<unsigned> R = WindowedRoot(W);
+          if (!R)
+            continue;
+          const unsigned Index = StoreIndex[W];
+          for (NodeId O : Groups[I].Stores) {
+            for (const MemRead &M : MemReads[O])
+              if (M.Root == *R)
+                (Index < M.Version ? Before[I] : Before[J])
+                    .insert(Index < M.Version ? J : I);
+            if (WindowedRoot(O) == R && StoreIndex[O] < Index)
+              Before[J].insert(I);
+          }
+        }
   std::vector<bool> Done(G, false);
   for (size_t Emitted = 0; Emitted < G; ++Emitted) {
     size_t Pick = G;
@@ -280,6 +351,7 @@ FusionPlan pk::fuse(const Function &F) {
           if (!Done[I] && !Done[J] && I != J)
             for (unsigned P : GroupReads[I])
               if (GroupWrites[J].count(P) && !F.Params[P].isTemp() &&
+                  !Windowed.count(P) &&
                   (!Best || F.Params[P].Rank < F.Params[*Best].Rank))
                 Best = P;
       if (!Best)

@@ -205,7 +205,8 @@ private:
         if (S.K == Stmt::Index)
           RightAligned = false;
         if ((S.K == Stmt::Load || S.K == Stmt::Store) &&
-            !S.Map.isRightAligned(N.Domain.size()))
+            (!S.Map.isRightAligned(N.Domain.size()) ||
+             !isContiguous(F, S.Param)))
           RightAligned = false;
       }
       N.Indexed = !RightAligned;

@@ -135,6 +135,26 @@ TEST(Extents, HashConsingAndBroadcastSimplification) {
   EXPECT_EQ(shapeToString(F, {X1, One}), "[x.1, 1]");
 }
 
+TEST(Extents, LinearFormsOfWindowBounds) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned Pos = B.addParam("pos", ParamKind::Scalar, DType::I64, 0);
+  ExtentTable &T = F.Extents;
+  ExtentId N = T.dim(X, 0), P = T.scalar(Pos), One = T.constant(1);
+  ExtentId End = T.add(P, N);
+  EXPECT_EQ(T.add(N, P), End) << "a sum is interned in one normal form";
+  EXPECT_EQ(T.sub(End, P), N) << "(pos + x.0) - pos is x.0";
+  EXPECT_TRUE(T.isConst(T.sub(N, T.sub(N, One)), 1)) << "x.0 - (x.0 - 1)";
+  EXPECT_TRUE(T.isConst(T.sub(End, End), 0));
+  EXPECT_EQ(T.scale(N, 1), N);
+  EXPECT_EQ(T.sub(T.scale(N, 3), T.scale(N, 2)), N);
+  EXPECT_EQ(extentToString(F, T.sub(P, N)), "pos - x.0");
+  EXPECT_EQ(extentToString(F, T.sub(T.constant(0), N)), "-x.0");
+  EXPECT_EQ(extentToString(F, T.add(T.scale(P, 2), T.sub(N, T.constant(3)))),
+            "x.0 + 2*pos - 3");
+}
+
 TEST(Builder, FoldsConstantsWithCppSemantics) {
   Function F;
   Builder B(F);

@@ -52,6 +52,7 @@ public:
                        F.Name);
     Out += "  // Shape guards: every condition is checked before any write.\n";
     emitExtents(F, Out, "  ");
+    emitWindowChecks(F, Out, "  ");
     emitGuards(F, Out, "  ");
     emitStepChecks(P, Out, "  ");
     emitAliasChecks(F, Out, "  ");
@@ -101,10 +102,10 @@ private:
         ReadAndWritten |= T.Param == S.Param && T.K != S.K &&
                           (T.K == Stmt::Load || T.K == Stmt::Store);
       const Param &Pr = F.Params[S.Param];
-      const char *Const = Pr.Kind == ParamKind::In ? "const " : "";
+      const char *Const = Pr.isReadOnly() ? "const " : "";
       // The 16-bit types are accessed as their bits (DTypes.def).
       std::string Storage = storageType(Pr.Type, Backend::Cpu);
-      std::string Data = Pr.Name + ".data()";
+      std::string Data = dataExpr(F, S.Param);
       if (Storage != dtypeCppName(Pr.Type))
         Data =
             fmt::format("reinterpret_cast<{}{} *>({})", Const, Storage, Data);
@@ -787,7 +788,7 @@ pk::cpu::KernelCpp pk::cpu::emitKernel(const tile::Program &S) {
       fmt::format("pk_{}_cpu", F.Symbol.empty() ? F.Name : F.Symbol);
   std::vector<std::string> Params, Args;
   for (const Param &P : F.Params) {
-    if (P.isTemp())
+    if (!P.isArgument())
       continue;
     Params.push_back(fmt::format("{} {}", paramType(P), P.Name));
     Args.push_back(P.Name);

@@ -80,7 +80,7 @@ std::string templateDeclaration(const Function &F) {
   const KernelTemplate &T = *F.Template;
   std::vector<std::string> Parts;
   for (size_t I = 0; I < F.Params.size(); ++I) {
-    if (F.Params[I].isTemp())
+    if (!F.Params[I].isArgument())
       continue;
     const std::string &Generic =
         I < T.ParamTypes.size() ? T.ParamTypes[I] : std::string();
@@ -428,6 +428,7 @@ public:
          signature(F, false, CallerWorkspace) + " {\n";
     L += "  // Shape guards, checked on the host before any launch.\n";
     emitExtents(F, L, "  ");
+    emitWindowChecks(F, L, "  ");
     emitGuards(F, L, "  ");
     emitStepChecks(*P.Loops, L, "  ");
     emitAliasChecks(F, L, "  ");

@@ -105,7 +105,7 @@ void NestsToKernels::gridStride(const Nest &N, const NestPlan &P,
     for (const LStmt &S : N.Body)
       if ((S.K == LStmt::Load || S.K == LStmt::Store) &&
           Seen.insert(S.Param).second)
-        Ptrs.push_back(F.Params[S.Param].Name + ".data()");
+        Ptrs.push_back(dataExpr(F, S.Param));
     std::string When = fmt::format("pk::cuda::detail::aligned({}, {})",
                                    T.VectorBytes, fmt::join(Ptrs, ", "));
     if (FlatFlag)

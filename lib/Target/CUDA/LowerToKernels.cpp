@@ -118,17 +118,17 @@ void NestsToKernels::addNestParams(const Nest &N, kernel::Kernel &K,
   }
   for (unsigned R : Refs) {
     const Param &Pr = F.Params[R];
-    const char *Const = Pr.Kind == ParamKind::In ? "const " : "";
+    const char *Const = Pr.isReadOnly() ? "const " : "";
     const std::string Storage = storageType(Pr.Type, Backend::Cuda);
     K.Params.push_back(
         {fmt::format("{}{} *__restrict__", Const, Storage), pointerVar(F, R)});
     // pk::half and pk::bfloat16 reach the kernels as __half and
     // __nv_bfloat16 (the .pk.cu checks that their layouts agree).
     if (Storage == dtypeCppName(Pr.Type))
-      Args.push_back(Pr.Name + ".data()");
+      Args.push_back(dataExpr(F, R));
     else
-      Args.push_back(fmt::format("reinterpret_cast<{}{} *>({}.data())", Const,
-                                 Storage, Pr.Name));
+      Args.push_back(fmt::format("reinterpret_cast<{}{} *>({})", Const, Storage,
+                                 dataExpr(F, R)));
   }
   // Every ref's extents, not only those of the refs the nest touches: a
   // loop bound may be a broadcast of extents of refs read elsewhere
@@ -138,6 +138,10 @@ void NestsToKernels::addNestParams(const Nest &N, kernel::Kernel &K,
       K.Params.push_back({"const int64_t", extentVar(F, R, A)});
       Args.push_back(extentVar(F, R, A));
     }
+  // The scalars that extents are computed from (window bounds): a loop
+  // bound may be one.
+  for (unsigned S : extentScalars(F))
+    Scalars.insert(S);
   for (unsigned S : Scalars) {
     K.Params.push_back({fmt::format("const {}", dtypeCppName(F.Params[S].Type)),
                         F.Params[S].Name});

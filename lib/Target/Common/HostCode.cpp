@@ -47,8 +47,81 @@ std::string target::extentExpr(const Function &F, ExtentId Id) {
   case Extent::Bcast:
     return fmt::format("pk::rt::bcast({}, {})", extentExpr(F, E.A),
                        extentExpr(F, E.B));
+  case Extent::Scalar:
+    return fmt::format("int64_t({})", F.Params[E.Param].Name);
+  case Extent::Linear: {
+    std::string R;
+    // Positive terms first: `hi - lo`, not `-lo + hi`.
+    std::vector<Extent::Term> Terms = E.Terms;
+    std::stable_partition(Terms.begin(), Terms.end(),
+                          [](const Extent::Term &T) { return T.Coef > 0; });
+    for (const Extent::Term &T : Terms) {
+      int64_t C = T.Coef;
+      R += R.empty() ? (C < 0 ? "-" : "") : (C < 0 ? " - " : " + ");
+      C = C < 0 ? -C : C;
+      std::string Atom = extentExpr(F, T.Atom);
+      R += C == 1 ? Atom : fmt::format("{} * {}", C, Atom);
+    }
+    if (E.Value)
+      R += fmt::format(" {} {}", E.Value < 0 ? "-" : "+",
+                       E.Value < 0 ? -E.Value : E.Value);
+    return "(" + R + ")";
+  }
   }
   return "0";
+}
+
+std::string target::naturalStride(const Function &F, unsigned Param,
+                                  unsigned Axis) {
+  const unsigned Memory = rootOf(F, Param);
+  std::vector<std::string> Later;
+  for (unsigned L = Axis + 1; L < F.Params[Memory].Rank; ++L)
+    Later.push_back(extentVar(F, Memory, L));
+  return Later.empty() ? "1" : fmt::format("{}", fmt::join(Later, " * "));
+}
+
+std::string target::dataExpr(const Function &F, unsigned Buffer) {
+  const Param &P = F.Params[Buffer];
+  if (!P.isWindow())
+    return P.Name + ".data()";
+  std::vector<std::string> Terms;
+  for (unsigned K = 0; K < P.Rank; ++K) {
+    if (F.Extents.isConst(P.RootOffset[K], 0))
+      continue;
+    std::string Stride = naturalStride(F, Buffer, K);
+    std::string Offset = extentExpr(F, P.RootOffset[K]);
+    Terms.push_back(Stride == "1" ? Offset
+                                  : fmt::format("{} * {}", Offset, Stride));
+  }
+  std::string Base = F.Params[P.Root].Name + ".data()";
+  if (Terms.empty())
+    return Base;
+  return fmt::format("({} + {})", Base, fmt::join(Terms, " + "));
+}
+
+std::vector<unsigned> target::extentScalars(const Function &F) {
+  std::set<unsigned> Found;
+  for (size_t I = 0; I < F.Extents.size(); ++I)
+    if (F.Extents.get(I).K == Extent::Scalar)
+      Found.insert(F.Extents.get(I).Param);
+  return {Found.begin(), Found.end()};
+}
+
+void target::emitWindowChecks(const Function &F, std::string &Out,
+                              llvm::StringRef Indent) {
+  for (unsigned P = 0; P < F.Params.size(); ++P) {
+    const Param &W = F.Params[P];
+    if (!W.isWindow())
+      continue;
+    std::vector<std::string> Parent;
+    for (unsigned A = 0; A < W.Rank; ++A)
+      Parent.push_back(extentVar(F, W.Parent, A));
+    Out += fmt::format(
+        "{}pk::rt::check_window({}, {}, {}, {}, {}, {{{}}}); // line {}\n",
+        Indent, stringLiteral(F.Name), stringLiteral(F.Params[W.Parent].Name),
+        W.WindowAxis, extentExpr(F, W.Begin), extentExpr(F, W.End),
+        fmt::join(Parent, ", "), W.Loc.Line);
+  }
 }
 
 std::string target::domainSize(const Function &F, const Nest &N) {
@@ -111,7 +184,7 @@ void target::emitExtents(const Function &F, std::string &Out,
                          llvm::StringRef Indent) {
   for (unsigned P = 0; P < F.Params.size(); ++P)
     for (unsigned A = 0; A < F.Params[P].Rank; ++A)
-      if (F.Params[P].isTemp())
+      if (F.Params[P].hasDerivedShape())
         Out += fmt::format("{}const int64_t {} = {};\n", Indent,
                            extentVar(F, P, A),
                            extentExpr(F, F.Params[P].TempShape[A]));
@@ -313,11 +386,7 @@ declareStrides(const Function &F, const Nest &N, std::string &Out,
       continue;
     unsigned R = F.Params[S.Param].Rank;
     for (unsigned K = 0; K < R; ++K) {
-      std::vector<std::string> Later;
-      for (unsigned L = K + 1; L < R; ++L)
-        Later.push_back(target::extentVar(F, S.Param, L));
-      std::string Natural =
-          Later.empty() ? "1" : fmt::format("{}", fmt::join(Later, " * "));
+      std::string Natural = target::naturalStride(F, S.Param, K);
       Out +=
           fmt::format("{}const int64_t {} = {};\n", Indent,
                       target::strideVar(F, S.Param, K), Value(S, K, Natural));
@@ -330,7 +399,7 @@ void target::emitAliasChecks(const Function &F, std::string &Out,
   std::vector<std::string> Spans;
   bool AnyWritten = false;
   for (const Param &P : F.Params) {
-    if (!P.isRef() || P.isTemp())
+    if (!P.isRef() || !P.isArgument())
       continue;
     AnyWritten |= P.isWritable();
     Spans.push_back(

@@ -27,6 +27,19 @@ std::string extentVar(const ir::Function &F, unsigned Param, unsigned Axis);
 std::string strideVar(const ir::Function &F, unsigned Param, unsigned Axis);
 std::string pointerVar(const ir::Function &F, unsigned Param);
 std::string indexVar(unsigned Axis); ///< pk_i0, pk_i1, ...
+/// The host expression of the first element of buffer `Param`: `x.data()`,
+/// or for a window its root's data() moved by the window's offset.
+std::string dataExpr(const ir::Function &F, unsigned Param);
+/// The row-major stride of axis `Axis` of buffer `Param` in elements: the
+/// product of the later extents of its memory (a window's root).
+std::string naturalStride(const ir::Function &F, unsigned Param, unsigned Axis);
+/// The integer scalar parameters that extents of `F` are computed from
+/// (window bounds): CUDA kernels take them along with the extents.
+std::vector<unsigned> extentScalars(const ir::Function &F);
+/// Checks every window's bounds (language.md §2: 0 <= begin <= end <=
+/// extent of its parent), after emitExtents() and before any write.
+void emitWindowChecks(const ir::Function &F, std::string &Out,
+                      llvm::StringRef Indent);
 
 /// The C++ expression of an extent at run time (after emitExtents()).
 std::string extentExpr(const ir::Function &F, ir::ExtentId E);

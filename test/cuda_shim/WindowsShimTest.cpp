@@ -1,0 +1,128 @@
+// The generated CUDA of the window kernels (test/e2e/kernels/windows.cpp:
+// ref.slice reads and writes with run-time bounds, a KV cache written and
+// read back in one kernel) on the shim, against eager. The CPU side is
+// test/e2e's WindowsTest. Inputs are multiples of 1/8 (ExactData.h), so
+// every result but the attention's is compared bit for bit.
+#include "ExactData.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+#include <pk_shim/shim.h>
+
+#include "ShimDevice.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "windows.pk.h"
+
+namespace eager {
+#include "kernels/windows.cpp"
+} // namespace eager
+
+namespace {
+
+using shimdev::Dev;
+using namespace exact_data;
+
+TEST(WindowsShim, ReadsOfWindows) {
+  for (int64_t N : {1, 3, 17})
+    for (int64_t C : {1, 5, 33})
+      for (auto [Lo, Hi] : {std::pair<int64_t, int64_t>{0, C}, {C - 1, C}}) {
+        const int64_t W = Hi - Lo;
+        auto X = grid(N * C, 1), B = grid(W, 2);
+        std::vector<float> E(N * W);
+        eager::column_window({X.data(), {N, C}}, {B.data(), {W}},
+                             {E.data(), {N, W}}, Lo, Hi);
+        Dev<float> DX(X), DB(B), DY(N * W, std::nanf(""));
+        pk::cuda::column_window({DX.get(), {N, C}}, {DB.get(), {W}},
+                                {DY.get(), {N, W}}, Lo, Hi);
+        expectSame(E, DY.host(), "column_window " + dims({N, C, Lo, Hi}));
+
+        std::vector<float> EL(C);
+        eager::last_row({X.data(), {N, C}}, {EL.data(), {1, C}});
+        Dev<float> DL(C, std::nanf(""));
+        pk::cuda::last_row({DX.get(), {N, C}}, {DL.get(), {1, C}});
+        expectSame(EL, DL.host(), "last_row " + dims({N, C}));
+      }
+  for (int64_t T : {1, 17})
+    for (int64_t S : {9, 40})
+      for (int64_t Nk : {int64_t(1), S / 2, S}) {
+        const int64_t D = 8;
+        auto Q = grid(T * D, 3), K = grid(S * D, 4);
+        std::vector<float> E(T * Nk);
+        eager::prefix_scores({Q.data(), {T, D}}, {K.data(), {S, D}},
+                             {E.data(), {T, Nk}}, Nk);
+        Dev<float> DQ(Q), DK(K), DS(T * Nk, std::nanf(""));
+        pk::cuda::prefix_scores({DQ.get(), {T, D}}, {DK.get(), {S, D}},
+                                {DS.get(), {T, Nk}}, Nk);
+        expectSame(E, DS.host(), "prefix_scores " + dims({T, S, Nk}));
+      }
+}
+
+TEST(WindowsShim, WritesAndReadsAfterThem) {
+  for (int64_t R : {4, 9})
+    for (int64_t C : {6, 33})
+      for (int64_t Nn : {1, 3}) {
+        auto E = grid(R * C, 5);
+        Dev<float> DX(E);
+        eager::bump_block({E.data(), {R, C}}, R - Nn, 1, Nn);
+        pk::cuda::bump_block({DX.get(), {R, C}}, R - Nn, 1, Nn);
+        expectSame(E, DX.host(), "bump_block " + dims({R, C, Nn}));
+      }
+  for (int64_t S : {8, 33})
+    for (int64_t Pos : {int64_t(0), S / 2})
+      for (int64_t T : {1, 3}) {
+        const int64_t H = 3, D = 5;
+        auto C = grid(H * S * D, 6), K = grid(H * T * D, 7);
+        Dev<float> DC(C), DK(K), DT(H * D, std::nanf(""));
+        std::vector<float> E(H * D);
+        eager::append_sum({C.data(), {H, S, D}}, {K.data(), {H, T, D}},
+                          {E.data(), {H, D}}, Pos);
+        pk::cuda::append_sum({DC.get(), {H, S, D}}, {DK.get(), {H, T, D}},
+                             {DT.get(), {H, D}}, Pos);
+        const std::string What = "append_sum " + dims({S, Pos, T});
+        expectSame(C, DC.host(), What + " cache");
+        expectSame(E, DT.host(), What + " total");
+      }
+  // Bounds past the end raise on the host before any launch.
+  auto C = grid(2 * 4 * 3, 8), K = grid(2 * 2 * 3, 9);
+  Dev<float> DC(C), DK(K), DT(2 * 3, std::nanf(""));
+  EXPECT_THROW(pk::cuda::append_sum({DC.get(), {2, 4, 3}},
+                                    {DK.get(), {2, 2, 3}}, {DT.get(), {2, 3}},
+                                    3),
+               pk::ShapeError);
+  expectSame(C, DC.host(), "append_sum past the end: cache untouched");
+}
+
+TEST(WindowsShim, AttentionOverAKvCache) {
+  const int64_t S = 24, D = 16;
+  auto EK = grid(S * D, 10), EV = grid(S * D, 11);
+  Dev<float> DK(EK), DV(EV);
+  int64_t Pos = 0;
+  for (int64_t T : {5, 1, 1, 9}) {
+    auto Q = grid(T * D, 12 + Pos), K = grid(T * D, 13 + Pos),
+         V = grid(T * D, 14 + Pos);
+    std::vector<float> E(T * D);
+    eager::cached_attention({Q.data(), {T, D}}, {K.data(), {T, D}},
+                            {V.data(), {T, D}}, {EK.data(), {S, D}},
+                            {EV.data(), {S, D}}, {E.data(), {T, D}}, Pos);
+    Dev<float> DQ(Q), DNK(K), DNV(V), DO(T * D, std::nanf(""));
+    pk::cuda::cached_attention({DQ.get(), {T, D}}, {DNK.get(), {T, D}},
+                               {DNV.get(), {T, D}}, {DK.get(), {S, D}},
+                               {DV.get(), {S, D}}, {DO.get(), {T, D}}, Pos);
+    const std::string What = "cached_attention " + dims({Pos, T});
+    expectSame(EK, DK.host(), What + " keys");
+    expectSame(EV, DV.host(), What + " values");
+    std::vector<float> O = DO.host();
+    for (int64_t I = 0; I < T * D; ++I)
+      ASSERT_NEAR(E[I], O[I], 1e-5) << What << " element " << I;
+    Pos += T;
+  }
+}
+
+} // namespace
