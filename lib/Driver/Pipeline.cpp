@@ -106,6 +106,13 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   logAfter(Opts, F, "canonicalize");
 
   {
+    StageScope T(Opts, "bufferViews");
+    bufferViews(F);
+  }
+  checkGraph(F, "bufferViews");
+  logAfter(Opts, F, "bufferViews");
+
+  {
     StageScope T(Opts, "materialize");
     materialize(F);
   }

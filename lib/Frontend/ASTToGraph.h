@@ -57,12 +57,12 @@ constexpr unsigned MaxExprDepth = 2000;
 constexpr size_t MaxLabel = 40;
 
 /// The operations of language.md §3 that <pk/pk.h> runs eagerly but pkc does
-/// not compile yet (`slice` here is the free function on values): each is a
+/// not compile yet: each is a
 /// [pk-not-supported-yet] diagnostic with EagerOnlyNote.
-inline constexpr llvm::StringLiteral EagerOnlyOps[] = {
-    "reshape", "slice", "concat", "take", "argmax", "argmin"};
+inline constexpr llvm::StringLiteral EagerOnlyOps[] = {"take", "argmax",
+                                                       "argmin"};
 inline constexpr const char *EagerOnlyNote =
-    "reshape, slice, concat, take, argmax and argmin run in eager "
+    "take, argmax and argmin run in eager "
     "code (<pk/pk.h>) but are not compiled yet; call this kernel eagerly, "
     "without pk_add_kernels, until they are";
 
@@ -130,6 +130,9 @@ llvm::StringRef compoundOpSpelling(OverloadedOperatorKind OO);
 const Expr *strip(const Expr *E);
 /// True for std::array<T, N> (LowerTables.cpp).
 bool isStdArray(QualType T);
+/// The braced list `{a, b, ...}` an std::initializer_list argument was
+/// written as, or null (LowerCalls.cpp).
+const InitListExpr *braceList(const Expr *Arg);
 
 /// Translates one kernel's AST into Graph IR nodes (the abstract
 /// interpreter described above); GraphBuilder.cpp runs it per kernel.
@@ -274,13 +277,20 @@ private:
   /// `slice(v, axis, begin, end)`: a window of the buffer when v is a read
   /// of one (constant negative bounds count from the end).
   Val evalSlice(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
+  /// `reshape(v, {e0, e1, ...})`: a Reshape view (BufferViews.cpp).
+  Val evalReshape(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
+  /// `concat({a, b, ...}, axis)`.
+  Val evalConcat(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
+  /// The extent of the integer scalar expression `Arg`, or an error there.
+  std::optional<ir::ExtentId> extentArg(const Expr *Arg, llvm::StringRef What);
   /// The window [Begin, End) along `Axis` (as written, checked here) of
   /// buffer `Parent`, reporting at `E`; nullopt after an error.
   std::optional<unsigned> windowOf(unsigned Parent, const Expr *AxisArg,
                                    const Expr *BeginArg, const Expr *EndArg,
                                    bool FromEnd, const Expr *E);
-  /// The extent expression a window bound computes (sums and differences
-  /// of integer constants, scalar parameters and extents), or nullopt.
+  /// The extent expression a window bound or reshape extent computes (sums,
+  /// differences, products and quotients of integer constants, scalar
+  /// parameters and extents), or nullopt.
   std::optional<ir::ExtentId> boundExtent(NodeId V) const;
   /// A store to window `W` must not read its ref's memory through another
   /// window, or from before an earlier store, in the same loop: reports it.

@@ -37,6 +37,9 @@ inline constexpr const char *OpaqueCall = "pk-opaque-call";
 inline constexpr const char *StdMath = "pk-std-math";
 inline constexpr const char *AxisNotConstant = "pk-axis-not-constant";
 inline constexpr const char *AxisOutOfRange = "pk-axis-out-of-range";
+/// A shape that cannot be right whatever the run-time extents (also used by
+/// inferShapes).
+inline constexpr const char *Shape = "pk-shape";
 /// A window whose constant bounds are negative or reversed (language.md §2).
 inline constexpr const char *WindowBounds = "pk-window-bounds";
 inline constexpr const char *Unsupported = "pk-unsupported";

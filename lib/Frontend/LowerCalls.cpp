@@ -53,7 +53,7 @@ const ir::OpInfo *scalarMathOp(llvm::StringRef Name) {
 
 /// The braced list `{a, b, ...}` an std::initializer_list argument was
 /// written as, or null.
-static const InitListExpr *braceList(const Expr *Arg) {
+const InitListExpr *braceList(const Expr *Arg) {
   const Expr *E = Arg->IgnoreImplicit();
   if (const auto *M = dyn_cast<MaterializeTemporaryExpr>(E))
     E = M->getSubExpr()->IgnoreImplicit();
@@ -244,6 +244,10 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
 
   if (Name == "slice")
     return evalSlice(E, Args);
+  if (Name == "reshape")
+    return evalReshape(E, Args);
+  if (Name == "concat")
+    return evalConcat(E, Args);
 
   if (llvm::is_contained(EagerOnlyOps, Name))
     return notYet(E, "'" + Name.str() + "'", EagerOnlyNote);

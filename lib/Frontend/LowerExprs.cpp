@@ -876,6 +876,15 @@ Val ASTToGraph::evalMemberCall(const CXXMemberCallExpr *E) {
     if (Name == "slice" && E->getNumArgs() == 3 && Self &&
         (refType(Self->getType()) || OnWindow))
       return evalWindow(E, Self);
+    if (Name == "extent" && E->getNumArgs() == 1 && Self &&
+        dtypeOf(Self->getType())) {
+      // v.extent(i) of a value: known once shapes are (inferShapes).
+      std::optional<NodeId> V = valueOf(eval(Self));
+      std::optional<int> Axis = constAxis(E->getArg(0), "extent");
+      if (!V || !Axis)
+        return Val::invalid();
+      return Val::value(B.extentOf(*V, *Axis, loc(E)));
+    }
     if (Name == "extent" || Name == "size" || Name == "shape" || Name == "rank")
       return notYet(E, "'" + text(E) + "' (a run-time extent in a kernel)",
                     "shapes are implicit: operations broadcast, reductions "
@@ -919,41 +928,7 @@ Val ASTToGraph::evalExtent(const CXXMemberCallExpr *E, const Expr *Ref) {
 }
 
 std::optional<ir::ExtentId> ASTToGraph::boundExtent(NodeId Id) const {
-  const ir::Node &N = F.node(Id);
-  if (!ir::isInteger(N.Type))
-    return std::nullopt;
-  switch (N.Kind) {
-  case ir::NodeKind::Const:
-    return F.Extents.constant(N.IntValue);
-  case ir::NodeKind::ScalarParam:
-    return F.Extents.scalar(N.Param);
-  case ir::NodeKind::Extent:
-    return N.Ext;
-  case ir::NodeKind::Cast:
-    return boundExtent(N.Operands[0]);
-  case ir::NodeKind::Elementwise: {
-    if (N.Op == ir::OpCode::Mul) {
-      // A constant times a bound (2 * n) stays linear.
-      for (unsigned I = 0; I < 2; ++I)
-        if (F.node(N.Operands[I]).Kind == ir::NodeKind::Const)
-          if (auto A = boundExtent(N.Operands[1 - I]))
-            return F.Extents.scale(*A, F.node(N.Operands[I]).IntValue);
-      return std::nullopt;
-    }
-    if (N.Op == ir::OpCode::Neg)
-      if (auto A = boundExtent(N.Operands[0]))
-        return F.Extents.sub(F.Extents.constant(0), *A);
-    if (N.Op != ir::OpCode::Add && N.Op != ir::OpCode::Sub)
-      return std::nullopt;
-    auto A = boundExtent(N.Operands[0]), C = boundExtent(N.Operands[1]);
-    if (!A || !C)
-      return std::nullopt;
-    return N.Op == ir::OpCode::Add ? F.Extents.add(*A, *C)
-                                   : F.Extents.sub(*A, *C);
-  }
-  default:
-    return std::nullopt;
-  }
+  return ir::scalarExtent(F, Id);
 }
 
 Val ASTToGraph::evalWindow(const CXXMemberCallExpr *E, const Expr *Ref) {
@@ -976,8 +951,18 @@ Val ASTToGraph::evalSlice(const CallExpr *E,
   if (!V)
     return Val::invalid();
   const ir::Node Read = F.node(*V);
-  if (Read.Kind != ir::NodeKind::Load)
-    return notYet(E, "'slice' of a computed value", EagerOnlyNote);
+  if (Read.Kind != ir::NodeKind::Load) {
+    // A computed value: a Slice view, kept in a temporary and windowed by
+    // BufferViews.cpp; its negative constant bounds count from the end
+    // once inferShapes knows the extent.
+    std::optional<int> Axis = constAxis(Args[1], "slice");
+    std::optional<NodeId> Lo = valueOf(eval(Args[2]));
+    std::optional<NodeId> Hi = valueOf(eval(Args[3]));
+    if (!Axis || !Lo || !Hi)
+      return Val::invalid();
+    return Val::value(B.slice(*V, *Axis, castTo(*Lo, DType::I64, Args[2]),
+                              castTo(*Hi, DType::I64, Args[3]), loc(E)));
+  }
   std::optional<unsigned> W =
       windowOf(Read.Param, Args[1], Args[2], Args[3], /*FromEnd=*/true, E);
   if (!W)
@@ -1012,20 +997,9 @@ ASTToGraph::windowOf(unsigned Parent, const Expr *AxisArg, const Expr *BeginArg,
   const Expr *BoundArgs[2] = {BeginArg, EndArg};
   for (unsigned I = 0; I < 2; ++I) {
     const Expr *Arg = BoundArgs[I];
-    std::optional<NodeId> V = valueOf(eval(Arg));
-    if (!V)
+    std::optional<ir::ExtentId> X = extentArg(Arg, "the window bound");
+    if (!X)
       return std::nullopt;
-    std::optional<ir::ExtentId> X = boundExtent(*V);
-    if (!X) {
-      bool OnData = false;
-      std::string Dep = dependenceOf(*V, OnData);
-      notYet(Arg,
-             "the window bound '" + text(Arg) + "'" +
-                 (OnData ? " (it depends on " + Dep + ")" : ""),
-             "a window's bounds are integer sums and differences of scalar "
-             "parameters, x.extent(i) and constants");
-      return std::nullopt;
-    }
     // slice(v, ...) counts a negative constant from the end, as NumPy.
     const ir::Extent C = F.Extents.get(*X);
     if (FromEnd && C.K == ir::Extent::Const && C.Value < 0)
@@ -1064,7 +1038,7 @@ ASTToGraph::windowOf(unsigned Parent, const Expr *AxisArg, const Expr *BeginArg,
   W.Rank = Pa.Rank;
   W.Loc = loc(E);
   W.Parent = Parent;
-  W.Root = ir::rootOf(F, Parent);
+  W.Root = Pa.isWindow() ? Pa.Root : Parent;
   W.WindowAxis = Ax;
   W.Begin = Bounds[0];
   W.End = Bounds[1];
@@ -1086,6 +1060,82 @@ ASTToGraph::windowOf(unsigned Parent, const Expr *AxisArg, const Expr *BeginArg,
   Refs.resize(F.Params.size());
   Refs.back().Decl = Refs[ir::rootOf(F, Parent)].Decl;
   return F.Params.size() - 1;
+}
+
+std::optional<ir::ExtentId> ASTToGraph::extentArg(const Expr *Arg,
+                                                  llvm::StringRef What) {
+  std::optional<NodeId> V = valueOf(eval(Arg));
+  if (!V)
+    return std::nullopt;
+  std::optional<ir::ExtentId> X = boundExtent(*V);
+  if (!X) {
+    bool OnData = false;
+    std::string Dep = dependenceOf(*V, OnData);
+    notYet(Arg,
+           What + " '" + text(Arg) + "'" +
+               (OnData ? " (it depends on " + Dep + ")" : ""),
+           "extents and bounds are integer sums, differences, products and "
+           "quotients of scalar parameters, x.extent(i) and constants");
+  }
+  return X;
+}
+
+Val ASTToGraph::evalReshape(const CallExpr *E,
+                            llvm::ArrayRef<const Expr *> Args) {
+  const InitListExpr *List = Args.size() == 2 ? braceList(Args[1]) : nullptr;
+  if (!List)
+    return unsupported(E, "'" + text(E) + "'",
+                       "write the extents as a braced list: reshape(v, {T, "
+                       "heads, -1})");
+  std::optional<NodeId> V = valueOf(eval(Args[0]));
+  if (!V)
+    return Val::invalid();
+  llvm::SmallVector<NodeId, 4> Extents;
+  int Infer = -1;
+  for (const Expr *Init : List->inits()) {
+    std::optional<NodeId> X = valueOf(eval(Init));
+    if (!X)
+      return Val::invalid();
+    if (std::optional<double> C = constValue(*X); C && *C == -1) {
+      if (Infer >= 0) {
+        error(rule::Shape, Init,
+              "reshape: more than one extent of '" + text(E) + "' is -1",
+              "one extent may be -1: it is inferred from the others");
+        return Val::invalid();
+      }
+      Infer = static_cast<int>(Extents.size());
+    }
+    // inferShapes turns each into an extent, once the extents of values
+    // are known; one it cannot express is reported there.
+    if (!ir::isInteger(F.node(*X).Type) || F.node(*X).rank() != 0) {
+      notYet(Init, "the reshape extent '" + text(Init) + "'",
+             "extents are int64_t scalars");
+      return Val::invalid();
+    }
+    B.setLabel(*X, text(Init));
+    Extents.push_back(castTo(*X, DType::I64, Init));
+  }
+  return Val::value(B.reshape(*V, Extents, Infer, loc(E)));
+}
+
+Val ASTToGraph::evalConcat(const CallExpr *E,
+                           llvm::ArrayRef<const Expr *> Args) {
+  const InitListExpr *List = Args.size() == 2 ? braceList(Args[0]) : nullptr;
+  std::optional<DType> R = dtypeOf(E->getType());
+  if (!List || List->getNumInits() == 0 || !R)
+    return unsupported(E, "'" + text(E) + "'",
+                       "write the parts as a braced list: concat({a, b}, 1)");
+  llvm::SmallVector<NodeId, 4> Parts;
+  for (const Expr *Init : List->inits()) {
+    std::optional<NodeId> P = valueOf(eval(Init));
+    if (!P)
+      return Val::invalid();
+    Parts.push_back(castTo(*P, *R, E));
+  }
+  std::optional<int> Axis = constAxis(Args[1], "concat");
+  if (!Axis)
+    return Val::invalid();
+  return Val::value(B.concat(Parts, *Axis, loc(E)));
 }
 
 bool ASTToGraph::checkWindowStore(unsigned W, NodeId V, const Expr *At) {

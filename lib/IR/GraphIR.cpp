@@ -104,10 +104,13 @@ llvm::StringRef pk::ir::reduceKindName(ReduceKind K) {
 //===----------------------------------------------------------------------===//
 
 ExtentId ExtentTable::intern(const Extent &E) const {
-  if (E.K == Extent::Linear) {
+  if (E.K == Extent::Linear || E.K == Extent::Product) {
     std::vector<std::pair<int64_t, ExtentId>> Terms;
     for (const Extent::Term &T : E.Terms)
       Terms.emplace_back(T.Coef, T.Atom);
+    // A product's key is told from a linear form's by a leading marker.
+    if (E.K == Extent::Product)
+      Terms.insert(Terms.begin(), {0, ExtentId(-1)});
     auto [It, Inserted] = LinearIndex.try_emplace(
         std::make_pair(E.Value, std::move(Terms)), Items.size());
     if (Inserted)
@@ -198,6 +201,92 @@ ExtentId ExtentTable::sub(ExtentId A, ExtentId B) const {
 
 ExtentId ExtentTable::scale(ExtentId A, int64_t C) const {
   return combine(A, C, constant(0), 0);
+}
+
+ExtentId ExtentTable::product(int64_t Value,
+                              std::vector<Extent::Term> Terms) const {
+  std::sort(Terms.begin(), Terms.end());
+  std::vector<Extent::Term> Merged;
+  for (const Extent::Term &T : Terms)
+    if (!Merged.empty() && Merged.back().Atom == T.Atom)
+      Merged.back().Coef += T.Coef;
+    else if (T.Coef)
+      Merged.push_back(T);
+  if (Value == 0 || Merged.empty())
+    return constant(Merged.empty() ? Value : 0);
+  if (Merged.size() == 1 && Merged[0].Coef == 1)
+    return scale(Merged[0].Atom, Value);
+  Extent E;
+  E.K = Extent::Product;
+  E.Value = Value;
+  E.Terms = std::move(Merged);
+  return intern(E);
+}
+
+/// `Value * Π Terms` of an extent: its factors.
+static void factors(const ExtentTable &T, ExtentId Id, int64_t &Value,
+                    std::vector<Extent::Term> &Terms) {
+  const Extent &E = T.get(Id);
+  if (E.K == Extent::Const) {
+    Value *= E.Value;
+  } else if (E.K == Extent::Linear && E.Value == 0 && E.Terms.size() == 1) {
+    // c * x: the constant and the atom.
+    Value *= E.Terms[0].Coef;
+    factors(T, E.Terms[0].Atom, Value, Terms);
+  } else if (E.K == Extent::Product) {
+    Value *= E.Value;
+    Terms.insert(Terms.end(), E.Terms.begin(), E.Terms.end());
+  } else {
+    Terms.push_back({1, Id});
+  }
+}
+
+ExtentId ExtentTable::mul(ExtentId A, ExtentId B) const {
+  if (get(A).K == Extent::Const)
+    return scale(B, get(A).Value);
+  if (get(B).K == Extent::Const)
+    return scale(A, get(B).Value);
+  int64_t Value = 1;
+  std::vector<Extent::Term> Terms;
+  factors(*this, A, Value, Terms);
+  factors(*this, B, Value, Terms);
+  return product(Value, std::move(Terms));
+}
+
+ExtentId ExtentTable::div(ExtentId A, ExtentId B) const {
+  int64_t VA = 1, VB = 1;
+  std::vector<Extent::Term> TA, TB;
+  factors(*this, A, VA, TA);
+  factors(*this, B, VB, TB);
+  // Cancel the factors B shares with A.
+  std::vector<Extent::Term> Left;
+  for (Extent::Term T : TB) {
+    auto It = llvm::find_if(TA, [&](const Extent::Term &U) {
+      return U.Atom == T.Atom && U.Coef > 0;
+    });
+    int64_t Common = It == TA.end() ? 0 : std::min(It->Coef, T.Coef);
+    if (Common) {
+      It->Coef -= Common;
+      T.Coef -= Common;
+    }
+    if (T.Coef)
+      Left.push_back(T);
+  }
+  if (VB != 0 && VA % VB == 0) {
+    VA /= VB;
+    VB = 1;
+  }
+  ExtentId Num = product(VA, TA);
+  if (Left.empty() && VB == 1)
+    return Num;
+  ExtentId Den = product(VB, Left);
+  if (get(Num).K == Extent::Const && get(Den).K == Extent::Const)
+    return constant(get(Den).Value ? get(Num).Value / get(Den).Value : 0);
+  Extent E;
+  E.K = Extent::Quotient;
+  E.A = Num;
+  E.B = Den;
+  return intern(E);
 }
 
 /// True when \p Needle occurs in the broadcast tree \p Hay.
@@ -409,6 +498,10 @@ llvm::StringRef pk::ir::viewKindName(ViewKind K) {
     return "transpose";
   case ViewKind::Permute:
     return "permute_dims";
+  case ViewKind::Reshape:
+    return "reshape";
+  case ViewKind::Slice:
+    return "slice";
   }
   llvm_unreachable("bad view kind");
 }
@@ -458,7 +551,9 @@ llvm::ArrayRef<NodeId> pk::ir::valueOperands(const Node &N) {
   llvm::ArrayRef<NodeId> Ops = N.Operands;
   if (N.Kind == NodeKind::View)
     return Ops.take_front(1);
-  if (N.Kind == NodeKind::Index)
+  // Only shapes: index's operand, an extent's value, and reshape's and
+  // slice's scalar extents (the View case above).
+  if (N.Kind == NodeKind::Index || N.Kind == NodeKind::Extent)
     return {};
   return Ops;
 }
@@ -521,11 +616,18 @@ ExtentId pk::ir::refExtent(const Function &F, unsigned Param, unsigned Axis) {
 }
 
 unsigned pk::ir::rootOf(const Function &F, unsigned Param) {
-  return F.Params[Param].isWindow() ? F.Params[Param].Root : Param;
+  const ir::Param &P = F.Params[Param];
+  if (P.isWindow())
+    return rootOf(F, P.Root);
+  if (P.isAlias())
+    return rootOf(F, P.Parent);
+  return Param;
 }
 
 bool pk::ir::isContiguous(const Function &F, unsigned Param) {
   const ir::Param &P = F.Params[Param];
+  if (P.isAlias())
+    return true; // of a contiguous buffer (BufferViews.cpp)
   return !P.isWindow() || (P.WindowAxis == 0 && isContiguous(F, P.Parent));
 }
 
@@ -734,6 +836,85 @@ NodeId Builder::permuteDims(NodeId V, llvm::ArrayRef<int> Axes, SrcLoc Loc) {
   return add(std::move(N));
 }
 
+NodeId Builder::reshape(NodeId V, llvm::ArrayRef<NodeId> Extents, int Infer,
+                        SrcLoc Loc) {
+  Node N = viewNode(F, ViewKind::Reshape, V, Loc);
+  N.Operands.append(Extents.begin(), Extents.end());
+  N.Axes = {Infer};
+  return add(std::move(N));
+}
+
+NodeId Builder::slice(NodeId V, int Axis, NodeId Begin, NodeId End,
+                      SrcLoc Loc) {
+  Node N = viewNode(F, ViewKind::Slice, V, Loc);
+  N.Operands.append({Begin, End});
+  N.Axes = {Axis};
+  return add(std::move(N));
+}
+
+NodeId Builder::extentOf(NodeId V, int Axis, SrcLoc Loc) {
+  Node N(NodeKind::Extent);
+  N.Type = DType::I64;
+  N.Operands = {V};
+  N.Axes = {Axis};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
+std::optional<ExtentId> pk::ir::scalarExtent(const Function &F, NodeId Id) {
+  const Node &N = F.Nodes[Id];
+  if (!isInteger(N.Type) || !N.Sh.empty())
+    return std::nullopt;
+  const ExtentTable &X = F.Extents;
+  switch (N.Kind) {
+  case NodeKind::Const:
+    return X.constant(N.IntValue);
+  case NodeKind::ScalarParam:
+    return X.scalar(N.Param);
+  case NodeKind::Extent:
+    if (!N.Operands.empty())
+      return std::nullopt; // not resolved yet
+    return N.Ext;
+  case NodeKind::Cast:
+    return scalarExtent(F, N.Operands[0]);
+  case NodeKind::Elementwise: {
+    if (N.Op == OpCode::Neg) {
+      if (auto A = scalarExtent(F, N.Operands[0]))
+        return X.sub(X.constant(0), *A);
+      return std::nullopt;
+    }
+    if (N.Op != OpCode::Add && N.Op != OpCode::Sub && N.Op != OpCode::Mul &&
+        N.Op != OpCode::Div)
+      return std::nullopt;
+    auto A = scalarExtent(F, N.Operands[0]);
+    auto B = A ? scalarExtent(F, N.Operands[1]) : std::nullopt;
+    if (!B)
+      return std::nullopt;
+    switch (N.Op) {
+    case OpCode::Add:
+      return X.add(*A, *B);
+    case OpCode::Sub:
+      return X.sub(*A, *B);
+    case OpCode::Mul:
+      return X.mul(*A, *B);
+    default:
+      return X.div(*A, *B);
+    }
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+NodeId Builder::concat(llvm::ArrayRef<NodeId> Parts, int Axis, SrcLoc Loc) {
+  Node N(NodeKind::Concat);
+  N.Type = F.Nodes[Parts.front()].Type;
+  N.Operands.assign(Parts.begin(), Parts.end());
+  N.Axes = {Axis};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
 NodeId Builder::index(NodeId V, int Axis, SrcLoc Loc) {
   Node N(NodeKind::Index);
   N.Type = DType::I64;
@@ -785,6 +966,30 @@ std::string pk::ir::extentToString(const Function &F, ExtentId Id) {
                        extentToString(F, E.B));
   case Extent::Scalar:
     return F.Params[E.Param].Name;
+  case Extent::Product: {
+    std::vector<std::string> Parts;
+    if (E.Value != 1)
+      Parts.push_back(std::to_string(E.Value));
+    for (const Extent::Term &T : E.Terms)
+      for (int64_t I = 0; I < T.Coef; ++I) {
+        const Extent &A = F.Extents.get(T.Atom);
+        std::string S = extentToString(F, T.Atom);
+        Parts.push_back(A.K == Extent::Linear || A.K == Extent::Quotient
+                            ? "(" + S + ")"
+                            : S);
+      }
+    return fmt::format("{}", fmt::join(Parts, "*"));
+  }
+  case Extent::Quotient: {
+    auto Wrap = [&](ExtentId Id) {
+      std::string S = extentToString(F, Id);
+      Extent::Kind K = F.Extents.get(Id).K;
+      return K == Extent::Const || K == Extent::Dim || K == Extent::Scalar
+                 ? S
+                 : "(" + S + ")";
+    };
+    return Wrap(E.A) + "/" + Wrap(E.B);
+  }
   case Extent::Linear: {
     std::string R;
     // Positive terms first: `hi - lo`, not `-lo + hi`.
@@ -835,6 +1040,8 @@ llvm::StringRef pk::ir::paramKindName(ParamKind K) {
     return "temp";
   case ParamKind::Window:
     return "window";
+  case ParamKind::Alias:
+    return "alias";
   }
   llvm_unreachable("bad param kind");
 }
@@ -863,6 +1070,8 @@ static std::string nodeBody(const Function &F, const Node &N) {
   case NodeKind::Const:
     return fmt::format("const {}", formatConst(N));
   case NodeKind::Extent:
+    if (!N.Operands.empty())
+      return fmt::format("extent.of {} axis={}", Ops(), N.Axes[0]);
     return fmt::format("extent {}", extentToString(F, N.Ext));
   case NodeKind::Load:
     return N.Version ? fmt::format("load {} after={}", F.Params[N.Param].Name,
@@ -883,6 +1092,12 @@ static std::string nodeBody(const Function &F, const Node &N) {
     std::string Text = fmt::format("view.{} {}", viewKindName(N.View), Ops());
     if (N.View == ViewKind::Permute)
       Text += fmt::format(" axes=[{}]", fmt::join(N.Axes, ", "));
+    else if (N.View == ViewKind::Slice)
+      Text += fmt::format(" axis={} [{}, {})", N.Axes[0],
+                          extentToString(F, N.ViewExtents[0]),
+                          extentToString(F, N.ViewExtents[1]));
+    else if (N.View == ViewKind::Reshape)
+      Text += "";
     else if (!N.Axes.empty())
       Text += fmt::format(" axis={}", N.Axes[0]);
     std::vector<std::string> Index;
@@ -896,6 +1111,8 @@ static std::string nodeBody(const Function &F, const Node &N) {
     return fmt::format("index {} axis={}", Ops(), N.Axes[0]);
   case NodeKind::MatMul:
     return fmt::format("matmul {}", Ops());
+  case NodeKind::Concat:
+    return fmt::format("concat {} axis={}", Ops(), N.Axes[0]);
   case NodeKind::Store:
     return fmt::format("store {}, {}", F.Params[N.Param].Name, Ops());
   }
@@ -923,6 +1140,10 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
   }
   OS << ") {\n";
   for (const Param &P : F.Params)
+    if (P.isAlias())
+      OS << "  alias " << P.Name << " = " << F.Params[P.Parent].Name
+         << shapeToString(F, P.TempShape) << "\n";
+  for (const Param &P : F.Params)
     if (P.isWindow())
       OS << "  window " << P.Name << " = " << F.Params[P.Parent].Name
          << ".slice(" << P.WindowAxis << ", " << extentToString(F, P.Begin)
@@ -933,7 +1154,8 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
       OS << "  temp " << P.Name << ": " << dtypeName(P.Type)
          << shapeToString(F, P.TempShape) << "  ; " << P.Why << "\n";
   for (const Guard &G : F.Guards) {
-    static const char *const Kinds[] = {"fits", "equal", "nonzero"};
+    static const char *const Kinds[] = {"fits", "equal", "nonzero", "reshape",
+                                        "concat"};
     OS << "  guard " << Kinds[G.K] << " " << extentToString(F, G.A);
     if (G.K != Guard::NonZero)
       OS << ", " << extentToString(F, G.B);
@@ -980,16 +1202,17 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
 std::string pk::ir::verify(const Function &F) {
   bool SeenTemp = false, SeenWindow = false;
   for (const Param &P : F.Params) {
-    if (SeenTemp && !P.isTemp())
-      return fmt::format("parameter {} follows a temporary", P.Name);
-    if (SeenWindow && P.isArgument())
-      return fmt::format("parameter {} follows a window", P.Name);
+    if ((SeenTemp || SeenWindow) && P.isArgument())
+      return fmt::format("parameter {} follows a temporary or a view", P.Name);
     SeenTemp |= P.isTemp();
-    SeenWindow |= P.isWindow();
+    SeenWindow |= P.isView();
     if (P.isWindow() &&
         (P.TempShape.size() != P.Rank || P.RootOffset.size() != P.Rank ||
-         !F.Params[P.Root].isArgument() || P.WindowAxis >= P.Rank))
+         F.Params[P.Root].isWindow() || P.WindowAxis >= P.Rank))
       return fmt::format("window {} is malformed", P.Name);
+    if (P.isAlias() &&
+        (P.TempShape.size() != P.Rank || !isContiguous(F, P.Parent)))
+      return fmt::format("alias {} is malformed", P.Name);
     if (P.isTemp() && P.TempShape.size() != P.Rank)
       return fmt::format("temporary {} has rank {} and {} extents", P.Name,
                          P.Rank, P.TempShape.size());
@@ -1037,12 +1260,12 @@ std::string pk::ir::verify(const Function &F) {
       Err = ExpectOperands(0);
       break;
     case NodeKind::Extent:
-      if (N.Ext >= F.Extents.size())
+      if (N.Operands.empty() && N.Ext >= F.Extents.size())
         return fmt::format("%{} names extent {} of {}", I, N.Ext,
                            F.Extents.size());
       if (N.Type != DType::I64 || N.rank() != 0)
         return fmt::format("%{}: an extent is an i64 of rank 0", I);
-      Err = ExpectOperands(0);
+      Err = N.Operands.empty() ? "" : ExpectOperands(1);
       break;
     case NodeKind::Elementwise: {
       const OpInfo &Info = opInfo(N.Op);
@@ -1070,11 +1293,16 @@ std::string pk::ir::verify(const Function &F) {
       Err = ExpectOperands(1);
       break;
     case NodeKind::View: {
-      Err = ExpectOperands(N.View == ViewKind::BroadcastTo ? 2 : 1);
+      Err = ExpectOperands(N.View == ViewKind::BroadcastTo ? 2
+                           : N.View == ViewKind::Slice     ? 3
+                           : N.View == ViewKind::Reshape
+                               ? static_cast<unsigned>(N.Operands.size())
+                               : 1);
       // The map, once inferShapes() has set it: one entry per operand
       // axis, each a distinct axis of the view or -1.
       const Node &Op = F.Nodes[N.Operands[0]];
-      if (!Err.empty() || N.Map.Source.empty())
+      if (!Err.empty() || N.Map.Source.empty() || N.View == ViewKind::Reshape ||
+          N.View == ViewKind::Slice)
         break;
       if (N.Map.Source.size() != Op.rank())
         return fmt::format("%{}: index map of {} entries for rank {}", I,
@@ -1092,6 +1320,10 @@ std::string pk::ir::verify(const Function &F) {
     }
     case NodeKind::MatMul:
       Err = ExpectOperands(2);
+      break;
+    case NodeKind::Concat:
+      if (N.Operands.empty() || N.Axes.size() != 1)
+        return fmt::format("%{}: concat of no values", I);
       break;
     }
     if (!Err.empty())

@@ -159,6 +159,13 @@ struct Extent {
     /// no atom a Const or a Linear, atoms in increasing order, no zero
     /// coefficient, and not a lone atom with coefficient 1 (that is the atom).
     Linear,
+    /// `Value` times the product of the atoms of `Terms`, each `Coef` times
+    /// (reshape extents such as `T * H`): at least two factors, no atom a
+    /// Const, Linear or Product, atoms in increasing order.
+    Product,
+    /// `A / B`, truncating (a `-1` extent of reshape: the size over the
+    /// others). Evaluates to 0 where B is 0, which a guard then rejects.
+    Quotient,
   };
   struct Term {
     int64_t Coef;
@@ -194,6 +201,11 @@ public:
   ExtentId sub(ExtentId A, ExtentId B) const;
   /// C * A, also linear.
   ExtentId scale(ExtentId A, int64_t C) const;
+  /// A * B (a constant factor keeps it linear) and A / B, simplified:
+  /// constants fold, factors of B that A has cancel (x.0 * x.1 / x.0 is
+  /// x.1: the guard of the reshape that makes a quotient checks B != 0).
+  ExtentId mul(ExtentId A, ExtentId B) const;
+  ExtentId div(ExtentId A, ExtentId B) const;
   const Extent &get(ExtentId Id) const { return Items[Id]; }
   bool isConst(ExtentId Id, int64_t V) const {
     return Items[Id].K == Extent::Const && Items[Id].Value == V;
@@ -205,6 +217,8 @@ private:
   /// `Value + Σ Terms` in the normal form of Extent::Linear.
   ExtentId linear(int64_t Value, std::vector<Extent::Term> Terms) const;
   ExtentId combine(ExtentId A, int64_t SignA, ExtentId B, int64_t SignB) const;
+  /// `Value * Π Terms` in the normal form of Extent::Product.
+  ExtentId product(int64_t Value, std::vector<Extent::Term> Terms) const;
   mutable std::vector<Extent> Items;
   mutable std::map<
       std::pair<int64_t, std::vector<std::pair<int64_t, ExtentId>>>, ExtentId>
@@ -225,7 +239,9 @@ private:
 /// a window of a ref, `ref.slice(axis, begin, end)` (language.md §2): the
 /// memory of its root parameter, addressed with the root's strides from an
 /// offset.
-enum class ParamKind : uint8_t { In, Out, InOut, Scalar, Temp, Window };
+/// Alias is a reshape of a contiguous buffer: the memory of `Parent` read
+/// with other extents (lib/Transforms/BufferViews.cpp).
+enum class ParamKind : uint8_t { In, Out, InOut, Scalar, Temp, Window, Alias };
 
 /// A buffer of the kernel: one of its parameters (in signature order, first)
 /// or a temporary (after them). Loads and stores address both the same way.
@@ -248,27 +264,29 @@ struct Param {
   unsigned WindowAxis = 0;
   ExtentId Begin = 0, End = 0;
   Shape RootOffset;
-  /// Window: a window of an Out or InOut (a window of an In is read-only).
+  /// Window, Alias: of an Out, InOut or temporary (one of an In is
+  /// read-only). An Alias's extents are in TempShape, its parent in Parent;
+  /// a window's Root is the buffer whose strides it uses (a parameter, a
+  /// temporary or an alias).
   bool WindowWritable = false;
   bool isRef() const { return Kind != ParamKind::Scalar; }
   bool isWritable() const {
     return Kind == ParamKind::Out || Kind == ParamKind::InOut ||
-           Kind == ParamKind::Temp ||
-           (Kind == ParamKind::Window && WindowWritable);
+           Kind == ParamKind::Temp || (isView() && WindowWritable);
   }
-  /// Read through a pointer to const (an In, or a window of one).
+  /// Read through a pointer to const (an In, or a window or alias of one).
   bool isReadOnly() const {
-    return Kind == ParamKind::In ||
-           (Kind == ParamKind::Window && !WindowWritable);
+    return Kind == ParamKind::In || (isView() && !WindowWritable);
   }
   bool isTemp() const { return Kind == ParamKind::Temp; }
   bool isWindow() const { return Kind == ParamKind::Window; }
-  /// A parameter of the kernel's signature (not a temporary or a window).
-  bool isArgument() const {
-    return Kind != ParamKind::Temp && Kind != ParamKind::Window;
-  }
+  bool isAlias() const { return Kind == ParamKind::Alias; }
+  /// Another buffer's memory: a window or an alias.
+  bool isView() const { return isWindow() || isAlias(); }
+  /// A parameter of the kernel's signature (not a temporary or a view).
+  bool isArgument() const { return Kind != ParamKind::Temp && !isView(); }
   /// Its extents are expressions (TempShape), not symbols of its own.
-  bool hasDerivedShape() const { return isTemp() || isWindow(); }
+  bool hasDerivedShape() const { return isTemp() || isView(); }
 };
 
 using NodeId = unsigned;
@@ -282,9 +300,13 @@ enum class NodeKind : uint8_t {
   Reduce,      ///< `Reduction` of operand 0 over `Axes`, `KeepDims`
   View,        ///< operand 0 read through the index map `Map` (no copy)
   Index,       ///< coordinate along `Axes[0]` of each element of operand 0
-  Extent,      ///< the extent `Ext` as an i64 value of rank 0 (`x.extent(1)`)
-  MatMul,      ///< matrix product of operands 0 and 1 (rank 2 or 3)
-  Store,       ///< write operand 0 to ref `Param`, broadcast to its shape
+  /// the extent `Ext` as an i64 value of rank 0 (`x.extent(1)`); with an
+  /// operand, `v.extent(Axes[0])` of that value, which inferShapes turns
+  /// into the extent (dropping the operand)
+  Extent,
+  MatMul, ///< matrix product of operands 0 and 1 (rank 2 or 3)
+  Store,  ///< write operand 0 to ref `Param`, broadcast to its shape
+  Concat, ///< the operands one after another along `Axes[0]`
 };
 
 enum class ReduceKind : uint8_t { Sum, Max, Min, Mean };
@@ -301,6 +323,12 @@ enum class ViewKind : uint8_t {
   Squeeze,     ///< remove the extent-1 axis `Axes[0]`
   Transpose,   ///< swap the last two axes
   Permute,     ///< axis i of the view is axis `Axes[i]` of the operand
+  /// The operand's elements in row-major order with the extents
+  /// `ViewExtents` (the one at `Axes[0]`, when it is not -1, inferred).
+  Reshape,
+  /// [ViewExtents[0], ViewExtents[1]) along `Axes[0]` (negative constant
+  /// bounds count from the end until inferShapes normalises them).
+  Slice,
 };
 llvm::StringRef viewKindName(ViewKind K);
 
@@ -352,6 +380,11 @@ struct Node {
   ExtentId Ext = 0;                      ///< Extent: which one
   ViewKind View = ViewKind::BroadcastTo; ///< View: how it was written
   IndexMap Map; ///< View: filled by inferShapes() (or by the pass adding it)
+  /// Reshape: the extents (the inferred one a placeholder), from its scalar
+  /// operands 1.. (a literal -1 at Axes[0]); Slice: begin and end, from
+  /// operands 1 and 2. inferShapes fills them; BufferViews.cpp turns both
+  /// views into buffers.
+  Shape ViewExtents;
   bool KeepDims = false;
   /// A readable name: the local variable or ref it was bound to, or "".
   std::string Name;
@@ -370,12 +403,20 @@ struct Guard {
     Fits,    ///< extent A can broadcast to extent B (A == B || A == 1)
     Equal,   ///< extents A and B are equal (matmul's K, squeezed axes)
     NonZero, ///< extent A is not 0 (max/min of an empty axis)
+    /// reshape of NodeA (A elements) into NodeB's `List` (B elements): every
+    /// extent of List >= 0 and, with an inferred extent (`Infer`, the
+    /// product of List must then be nonzero and divide A), A == B.
+    Reshape,
+    /// concat: extents A and B of two parts agree (`Axis` from the end).
+    Concat,
   };
   Kind K;
   ExtentId A, B;
   NodeId NodeA, NodeB; ///< for the message: whose shapes to print
   int Axis;            ///< counted from the end (-1 = last), for the message
   SrcLoc Loc;
+  std::vector<ExtentId> List = {}; ///< Reshape: the extents as written
+  int Infer = -1; ///< Reshape: the position of the -1 in List, or -1
 };
 
 /// The function template whose explicit instantiation a kernel is
@@ -446,6 +487,15 @@ public:
   /// permute_dims(v, {Axes...}), the axes as written (inferShapes checks
   /// and normalises them).
   NodeId permuteDims(NodeId V, llvm::ArrayRef<int> Axes, SrcLoc Loc = {});
+  /// reshape(v, {extents}): the extents are i64 scalar values; `Infer` is
+  /// the position of a literal -1 or -1.
+  NodeId reshape(NodeId V, llvm::ArrayRef<NodeId> Extents, int Infer,
+                 SrcLoc Loc = {});
+  /// slice(v, axis, begin, end) of a value; the bounds are i64 scalars.
+  NodeId slice(NodeId V, int Axis, NodeId Begin, NodeId End, SrcLoc Loc = {});
+  /// v.extent(axis) of a value: its extent once shapes are known.
+  NodeId extentOf(NodeId V, int Axis, SrcLoc Loc = {});
+  NodeId concat(llvm::ArrayRef<NodeId> Parts, int Axis, SrcLoc Loc = {});
   NodeId index(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc = {});
   NodeId store(unsigned Param, NodeId V, SrcLoc Loc = {});
@@ -519,11 +569,16 @@ std::string extentToString(const Function &F, ExtentId E);
 ExtentId refExtent(const Function &F, unsigned Param, unsigned Axis);
 /// Every extent of buffer `Param`.
 Shape refShape(const Function &F, unsigned Param);
-/// The kernel parameter whose memory buffer `Param` is: a window's root,
-/// else the buffer itself.
+/// The kernel parameter or temporary whose memory buffer `Param` is (through
+/// windows and aliases), else the buffer itself.
 unsigned rootOf(const Function &F, unsigned Param);
+/// The extent a rank-0 integer value computes when it is a sum, difference,
+/// product or quotient of integer constants, scalar parameters and extents
+/// (window bounds, reshape extents), or nullopt. Extent nodes of values must
+/// have been resolved (inferShapes).
+std::optional<ExtentId> scalarExtent(const Function &F, NodeId V);
 /// True when buffer `Param` is row-major contiguous: not a window, or a
-/// window (of windows) along axis 0 only.
+/// window (of windows) along axis 0 only of a contiguous buffer.
 bool isContiguous(const Function &F, unsigned Param);
 
 /// `[x.0, x.1]`.

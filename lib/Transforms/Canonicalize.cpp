@@ -20,9 +20,10 @@ using namespace pk::ir;
 namespace {
 
 /// Everything that makes two nodes compute the same value.
-using NodeKey = std::tuple<int, int, int, std::vector<NodeId>, unsigned,
-                           uint64_t, int64_t, int, std::vector<int>, bool, int,
-                           std::vector<int>, ExtentId, unsigned>;
+using NodeKey =
+    std::tuple<int, int, int, std::vector<NodeId>, unsigned, uint64_t, int64_t,
+               int, std::vector<int>, bool, int, std::vector<int>, ExtentId,
+               unsigned, std::vector<ExtentId>>;
 
 NodeKey keyOf(const Node &N) {
   uint64_t Bits;
@@ -39,7 +40,9 @@ NodeKey keyOf(const Node &N) {
           // Extent nodes: x.extent(0) and x.extent(1) differ only here.
           N.Ext,
           // Loads of a window's memory before and after a store to it.
-          N.Version};
+          N.Version,
+          // reshape and slice: the extents and bounds.
+          std::vector<ExtentId>(N.ViewExtents.begin(), N.ViewExtents.end())};
 }
 
 void eliminateCommonSubexpressions(Function &F) {

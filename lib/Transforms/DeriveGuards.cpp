@@ -91,6 +91,27 @@ private:
         fitShape(N.Operands[0], N.Sh, N.Operands[1], N.Loc);
         return;
       }
+      if (N.View == ViewKind::Slice)
+        return; // the window's entry check (check_window)
+      if (N.View == ViewKind::Reshape) {
+        // As many elements as the operand (no extent negative; with a -1,
+        // the others' product divides the size).
+        ExtentId Old = X.constant(1), New = X.constant(1);
+        for (ExtentId E : F.Nodes[N.Operands[0]].Sh)
+          Old = X.mul(Old, E);
+        for (ExtentId E : N.Sh)
+          New = X.mul(New, E);
+        bool Certain = Old == New && N.Axes[0] < 0;
+        for (ExtentId E : N.ViewExtents)
+          Certain &= X.get(E).K == Extent::Const;
+        if (Certain)
+          return;
+        Guard G{Guard::Reshape, Old, New, N.Operands[0], Id, 0, N.Loc};
+        G.List.assign(N.ViewExtents.begin(), N.ViewExtents.end());
+        G.Infer = N.Axes[0];
+        F.Guards.push_back(std::move(G));
+        return;
+      }
       const Shape &In = F.Nodes[N.Operands[0]].Sh;
       int R = In.size();
       for (int K = 0; K < R; ++K)
@@ -137,6 +158,17 @@ private:
         if (Reduced && !(E.K == Extent::Const && E.Value != 0))
           add(Guard::NonZero, In[K], In[K], N.Operands[0], Id, K - R, N.Loc);
       }
+      return;
+    }
+    case NodeKind::Concat: {
+      // Every part has the first one's extents but along the axis.
+      const Shape &First = F.Nodes[N.Operands[0]].Sh;
+      const int R = First.size();
+      for (NodeId P : llvm::ArrayRef<NodeId>(N.Operands).drop_front())
+        for (int K = 0; K < R; ++K)
+          if (K != N.Axes[0] && F.Nodes[P].Sh[K] != First[K])
+            add(Guard::Concat, F.Nodes[P].Sh[K], First[K], P, N.Operands[0],
+                K - R, N.Loc);
       return;
     }
     default:

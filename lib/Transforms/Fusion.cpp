@@ -63,9 +63,9 @@ FusionPlan pk::fuse(const Function &F) {
   // stores to a ref and its windows run in source order, and a load of
   // version v runs after the first v of them and before the others.
   std::set<unsigned> Windowed;
-  for (const Param &P : F.Params)
-    if (P.isWindow())
-      Windowed.insert(P.Root);
+  for (unsigned P = 0; P < F.Params.size(); ++P)
+    if (F.Params[P].isView())
+      Windowed.insert(rootOf(F, P));
   struct MemRead {
     unsigned Root, Param, Version;
     bool operator<(const MemRead &O) const {
@@ -85,8 +85,10 @@ FusionPlan pk::fuse(const Function &F) {
     const unsigned R = rootOf(F, N.Param);
     if (Windowed.count(R))
       MemReads[S].insert({R, N.Param, N.Version});
-    else
-      Reads[S].insert(N.Param);
+    // A temporary read through a view is still a temporary to the rules
+    // below (its writers run before its readers).
+    if (!Windowed.count(R) || F.Params[R].isTemp())
+      Reads[S].insert(F.Params[R].isTemp() ? R : N.Param);
   };
   auto WindowedRoot = [&](NodeId S) -> std::optional<unsigned> {
     const unsigned R = rootOf(F, F.Nodes[S].Param);
@@ -162,10 +164,10 @@ FusionPlan pk::fuse(const Function &F) {
   // A group never reads a temporary it writes, directly or through other
   // temporaries: the loads of one element would see other elements' new
   // values (or none yet), and the groups could not be ordered.
-  std::map<unsigned, NodeId> WriterOf; // temporary -> its store
+  std::map<unsigned, NodeId> WriterOf; // temporary -> its (last) store
   for (NodeId S : Stores)
-    if (F.Params[F.Nodes[S].Param].isTemp())
-      WriterOf[F.Nodes[S].Param] = S;
+    if (F.Params[rootOf(F, F.Nodes[S].Param)].isTemp())
+      WriterOf[rootOf(F, F.Nodes[S].Param)] = S;
   std::map<NodeId, std::set<unsigned>> DependsOn; // store -> temps it needs
   std::function<std::set<unsigned>(NodeId)> Needs = [&](NodeId S) {
     auto Found = DependsOn.find(S);
@@ -193,10 +195,10 @@ FusionPlan pk::fuse(const Function &F) {
     std::map<unsigned, const FusionPlan::Group *> WrittenBy;
     for (const FusionPlan::Group &H : Groups)
       for (NodeId O : H.Stores)
-        if (F.Params[F.Nodes[O].Param].isTemp())
-          WrittenBy[F.Nodes[O].Param] = &H;
-    if (F.Params[F.Nodes[S].Param].isTemp())
-      WrittenBy[F.Nodes[S].Param] = &G;
+        if (F.Params[rootOf(F, F.Nodes[O].Param)].isTemp())
+          WrittenBy[rootOf(F, F.Nodes[O].Param)] = &H;
+    if (F.Params[rootOf(F, F.Nodes[S].Param)].isTemp())
+      WrittenBy[rootOf(F, F.Nodes[S].Param)] = &G;
     // The groups G (with S) reads temporaries from, transitively.
     std::set<const FusionPlan::Group *> Seen;
     std::vector<const FusionPlan::Group *> Work = {&G};
@@ -220,11 +222,11 @@ FusionPlan pk::fuse(const Function &F) {
     return false;
   };
   auto CanJoin = [&](const FusionPlan::Group &G, NodeId S) {
-    unsigned SW = F.Nodes[S].Param;
+    unsigned SW = rootOf(F, F.Nodes[S].Param);
     for (NodeId O : G.Stores) {
       if (MemConflict(S, O) || MemConflict(O, S))
         return false;
-      unsigned OW = F.Nodes[O].Param;
+      unsigned OW = rootOf(F, F.Nodes[O].Param);
       if ((F.Params[OW].isTemp() && Needs(S).count(OW)) ||
           (F.Params[SW].isTemp() && Needs(O).count(SW)))
         return false;
@@ -298,7 +300,9 @@ FusionPlan pk::fuse(const Function &F) {
   std::vector<std::set<unsigned>> GroupReads(G), GroupWrites(G);
   for (size_t I = 0; I < G; ++I)
     for (NodeId S : Groups[I].Stores) {
-      GroupWrites[I].insert(F.Nodes[S].Param);
+      GroupWrites[I].insert(F.Params[rootOf(F, F.Nodes[S].Param)].isTemp()
+                                ? rootOf(F, F.Nodes[S].Param)
+                                : F.Nodes[S].Param);
       GroupReads[I].insert(Reads[S].begin(), Reads[S].end());
     }
   std::vector<std::set<size_t>> Before(G); // groups that must precede j
@@ -306,7 +310,8 @@ FusionPlan pk::fuse(const Function &F) {
     for (size_t J = 0; J < G; ++J)
       if (I != J)
         for (unsigned P : GroupReads[I])
-          if (GroupWrites[J].count(P) && !Windowed.count(P)) {
+          if (GroupWrites[J].count(P) &&
+              (!Windowed.count(P) || F.Params[P].isTemp())) {
             if (F.Params[P].isTemp())
               Before[I].insert(J);
             else

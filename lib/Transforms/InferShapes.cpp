@@ -187,8 +187,104 @@ private:
       N.Map = std::move(M);
       return;
     }
+    case ViewKind::Reshape: {
+      // The -1 is the size over the product of the others (the guard
+      // checks that it divides, and that no extent is negative).
+      if (!scalarExtents(N, 1))
+        return;
+      N.Sh.assign(N.ViewExtents.begin(), N.ViewExtents.end());
+      if (N.Axes[0] >= 0) {
+        ExtentId Size = X.constant(1), Known = X.constant(1);
+        for (ExtentId E : In)
+          Size = X.mul(Size, E);
+        for (size_t K = 0; K < N.Sh.size(); ++K)
+          if (static_cast<int>(K) != N.Axes[0])
+            Known = X.mul(Known, N.Sh[K]);
+        N.Sh[N.Axes[0]] = X.div(Size, Known);
+      }
+      for (ExtentId E : N.ViewExtents)
+        if (X.get(E).K == Extent::Const && X.get(E).Value < 0 &&
+            (N.Axes[0] < 0 || E != N.ViewExtents[N.Axes[0]]))
+          error(N,
+                fmt::format("reshape of {}: the extent {} is negative",
+                            describe(From), X.get(E).Value),
+                "extents are >= 0; one literal -1 is inferred");
+      return;
+    }
+    case ViewKind::Slice: {
+      int K = normaliseAxis(N, N.Axes[0], In.size());
+      if (K < 0 || !scalarExtents(N, 1))
+        return;
+      N.Axes[0] = K;
+      // A negative constant bound counts from the end.
+      for (ExtentId &B : N.ViewExtents)
+        if (X.get(B).K == Extent::Const && X.get(B).Value < 0)
+          B = X.add(In[K], B);
+      N.Sh = In;
+      N.Sh[K] = X.sub(N.ViewExtents[1], N.ViewExtents[0]);
+      return;
+    }
     }
     N.Map = viewMap(N.View, Axis, F.Nodes[From].rank(), N.rank());
+  }
+
+  /// ViewExtents from the scalar operands From.. (reshape's extents,
+  /// slice's bounds); reports one pkc cannot express as an extent.
+  bool scalarExtents(Node &N, unsigned From) {
+    N.ViewExtents.clear();
+    for (unsigned I = From; I < N.Operands.size(); ++I) {
+      std::optional<ExtentId> E = scalarExtent(F, N.Operands[I]);
+      if (!E) {
+        const Node &S = F.Nodes[N.Operands[I]];
+        Diags.push_back(
+            {S.Loc.Line ? S.Loc : N.Loc, "pk-not-supported-yet",
+             fmt::format(
+                 "the {} '{}' of {} is not supported by pkc yet",
+                 N.View == ViewKind::Slice ? "slice bound" : "reshape extent",
+                 S.Label.empty() ? S.Name : S.Label, describe(N.Operands[0])),
+             "extents and bounds are integer sums, differences, products and "
+             "quotients of scalar parameters, extents and constants"});
+        return false;
+      }
+      N.ViewExtents.push_back(*E);
+    }
+    return true;
+  }
+
+  void visitConcat(Node &N) {
+    const Node &First = F.Nodes[N.Operands[0]];
+    const unsigned R = First.rank();
+    if (R == 0) {
+      error(N,
+            fmt::format("concat of {}: it has rank 0", describe(N.Operands[0])),
+            "concatenate values of rank 1 or more");
+      return;
+    }
+    int K = normaliseAxis(N, N.Axes[0], R);
+    if (K < 0)
+      return;
+    N.Axes[0] = K;
+    N.Sh = First.Sh;
+    for (NodeId P : llvm::ArrayRef<NodeId>(N.Operands).drop_front()) {
+      const Node &Part = F.Nodes[P];
+      if (Part.rank() != R) {
+        error(N,
+              fmt::format("concat: {} does not fit {}: the ranks differ",
+                          describe(P), describe(N.Operands[0])),
+              "concatenate values of one rank");
+        return;
+      }
+      for (unsigned A = 0; A < R; ++A) {
+        const Extent &E1 = X.get(Part.Sh[A]), &E2 = X.get(First.Sh[A]);
+        if (static_cast<int>(A) != K && E1.K == Extent::Const &&
+            E2.K == Extent::Const && E1.Value != E2.Value)
+          error(N,
+                fmt::format("concat: {} does not fit {} along axis {}",
+                            describe(P), describe(N.Operands[0]), N.Axes[0]),
+                "the extents but along the axis must be equal");
+      }
+      N.Sh[K] = X.add(N.Sh[K], Part.Sh[K]);
+    }
   }
 
   void visit(NodeId Id) {
@@ -199,6 +295,22 @@ private:
     case NodeKind::Const:
     case NodeKind::Extent:
       N.Sh.clear();
+      if (!N.Operands.empty()) {
+        // v.extent(i) of a value: its extent, now known (0 <= i < rank, as
+        // the eager value's extent(i)).
+        const Shape &S = Operand(0).Sh;
+        if (N.Axes[0] < 0 || N.Axes[0] >= static_cast<int>(S.size())) {
+          error(N,
+                fmt::format("axis {} of the extent of {} is out of range",
+                            N.Axes[0], describe(N.Operands[0])),
+                fmt::format("valid axes are 0..{}", int(S.size()) - 1));
+          return;
+        }
+        N.Ext = S[N.Axes[0]];
+        N.Label = extentToString(F, N.Ext);
+        N.Operands.clear();
+        N.Axes.clear();
+      }
       return;
     case NodeKind::Load:
       N.Sh.clear();
@@ -236,6 +348,9 @@ private:
     }
     case NodeKind::View:
       visitView(N);
+      return;
+    case NodeKind::Concat:
+      visitConcat(N);
       return;
     case NodeKind::MatMul: {
       const Shape &A = Operand(0).Sh, &B = Operand(1).Sh;

@@ -414,13 +414,22 @@ public:
     // statistic [T, 1] is kept as [T]): squeezes before its store,
     // expand_dims after its load. A loop over an extent-1 axis would only
     // cost an index and a stride the generated code never uses.
+    // Not a product's: its tile is stored unchanged or not fused at all (a
+    // squeeze of it would be buffered again, without end).
     std::vector<unsigned> Unit;
     Shape Kept;
-    for (unsigned A = 0; A < Val.rank(); ++A)
-      if (F.Extents.isConst(Val.Sh[A], 1))
+    // Nor the first axis when every axis is 1 (a row statistic of a single
+    // row, [1, 1]): a reduction's rows store into a buffer of their rank.
+    for (unsigned A = 0; A < Val.rank(); ++A) {
+      bool AllUnit = true;
+      for (ExtentId E : Val.Sh)
+        AllUnit &= F.Extents.isConst(E, 1);
+      if (F.Extents.isConst(Val.Sh[A], 1) && Val.Kind != NodeKind::MatMul &&
+          !(AllUnit && A == 0))
         Unit.push_back(A);
       else
         Kept.push_back(Val.Sh[A]);
+    }
     Param T;
     T.Name = tempName(Val);
     T.Kind = ParamKind::Temp;

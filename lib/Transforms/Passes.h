@@ -38,6 +38,11 @@ void canonicalize(ir::Function &F);
 /// Guards that always hold are dropped, duplicates merged.
 void deriveGuards(ir::Function &F);
 
+/// Gives reshape, slice of a computed value and concat buffers instead of
+/// index maps (BufferViews.cpp): an alias of a contiguous buffer, a window,
+/// or a temporary that the value is stored into first. Returns the number
+/// of views lowered.
+unsigned bufferViews(ir::Function &F);
 /// Keeps in a pk-managed buffer (a Temp parameter) every value whose
 /// consumer needs another loop form than its producer (see Materialize.cpp
 /// for the rule): a matmul of a matmul, a reduction over a matmul's result,

@@ -22,8 +22,9 @@ void pk::planBuffers(loop::Program &P) {
   auto Visit = [&](const loop::Nest &N, unsigned Step) {
     for (const loop::Stmt &S : N.Body)
       if ((S.K == loop::Stmt::Load || S.K == loop::Stmt::Store) &&
-          F.Params[S.Param].isTemp()) {
-        auto [It, New] = Life.try_emplace(S.Param, Step, Step);
+          F.Params[rootOf(F, S.Param)].isTemp()) {
+        // A temporary lives while it or a view of it is read or written.
+        auto [It, New] = Life.try_emplace(rootOf(F, S.Param), Step, Step);
         It->second.first = std::min(It->second.first, Step);
         It->second.second = std::max(It->second.second, Step);
       }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "reshapes.pk.h"
 #include "windows.pk.h"
 
 namespace eager {
@@ -123,6 +124,55 @@ TEST(WindowsShim, AttentionOverAKvCache) {
       ASSERT_NEAR(E[I], O[I], 1e-5) << What << " element " << I;
     Pos += T;
   }
+}
+
+} // namespace
+
+// reshape, slice of computed values and concat (test/e2e/kernels/reshapes.cpp)
+// on the shim: aliases, temporaries and windows of temporaries in CUDA.
+namespace reshapes {
+#include "kernels/reshapes.cpp"
+} // namespace reshapes
+
+namespace {
+
+TEST(ReshapesShim, AliasesTemporariesAndConcat) {
+  for (int64_t T : {1, 17})
+    for (int64_t D : {2, 34}) {
+      auto X = grid(T * D, 30);
+      std::vector<float> E(T * D), ES(T * D);
+      reshapes::pair_mix({X.data(), {T, D}}, {E.data(), {T, D}});
+      reshapes::split_last({X.data(), {T, D}}, {ES.data(), {T, 2, D / 2}});
+      Dev<float> DX(X), DY(T * D, std::nanf("")), DS(T * D, std::nanf(""));
+      pk::cuda::pair_mix({DX.get(), {T, D}}, {DY.get(), {T, D}});
+      pk::cuda::split_last({DX.get(), {T, D}}, {DS.get(), {T, 2, D / 2}});
+      expectSame(E, DY.host(), "pair_mix " + dims({T, D}));
+      expectSame(ES, DS.host(), "split_last " + dims({T, D}));
+    }
+  for (int64_t M : {1, 5})
+    for (int64_t N : {0, 9}) {
+      const int64_t D = 7;
+      auto A = grid(M * D, 31), B = grid(N * D, 32);
+      std::vector<float> E((M + N) * D);
+      reshapes::stack_rows({A.data(), {M, D}}, {B.data(), {N, D}},
+                           {E.data(), {M + N, D}});
+      Dev<float> DA(A), DB(B), DY((M + N) * D, std::nanf(""));
+      pk::cuda::stack_rows({DA.get(), {M, D}}, {DB.get(), {N, D}},
+                           {DY.get(), {M + N, D}});
+      expectSame(E, DY.host(), "stack_rows " + dims({M, N}));
+    }
+  for (int64_t H : {1, 4})
+    for (int64_t T : {3, 17}) {
+      const int64_t D = 8, N = 5;
+      auto O = grid(H * T * D, 33), W = grid(N * H * D, 34);
+      std::vector<float> E(T * N);
+      reshapes::merge_project({O.data(), {H, T, D}}, {W.data(), {N, H * D}},
+                              {E.data(), {T, N}});
+      Dev<float> DO(O), DW(W), DY(T * N, std::nanf(""));
+      pk::cuda::merge_project({DO.get(), {H, T, D}}, {DW.get(), {N, H * D}},
+                              {DY.get(), {T, N}});
+      expectSame(E, DY.host(), "merge_project " + dims({H, T}));
+    }
 }
 
 } // namespace

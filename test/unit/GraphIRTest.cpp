@@ -155,6 +155,28 @@ TEST(Extents, LinearFormsOfWindowBounds) {
             "x.0 + 2*pos - 3");
 }
 
+TEST(Extents, ProductsAndQuotientsOfReshapes) {
+  Function F;
+  Builder B(F);
+  unsigned X = B.addParam("x", ParamKind::In, DType::F32, 2);
+  unsigned H = B.addParam("h", ParamKind::Scalar, DType::I64, 0);
+  ExtentTable &T = F.Extents;
+  ExtentId X0 = T.dim(X, 0), X1 = T.dim(X, 1), Hs = T.scalar(H);
+  ExtentId Size = T.mul(X0, X1);
+  EXPECT_EQ(T.mul(X1, X0), Size) << "a product is interned in one normal form";
+  EXPECT_EQ(T.div(Size, X0), X1) << "x.0*x.1 / x.0 is x.1";
+  EXPECT_EQ(T.div(Size, T.scale(X0, 2)), T.div(X1, T.constant(2)));
+  EXPECT_TRUE(T.isConst(T.div(T.constant(12), T.constant(4)), 3));
+  EXPECT_TRUE(T.isConst(T.mul(X0, T.constant(0)), 0));
+  EXPECT_EQ(T.mul(T.constant(1), X0), X0);
+  // [x.0, h, x.1/h] has x.0*h*(x.1/h) elements: not simplified to x.0*x.1
+  // (x.1/h truncates), so the reshape's guard compares them at run time.
+  ExtentId Split = T.mul(T.mul(X0, Hs), T.div(X1, Hs));
+  EXPECT_NE(Split, Size);
+  EXPECT_EQ(extentToString(F, Split), "x.0*h*(x.1/h)");
+  EXPECT_EQ(extentToString(F, T.div(T.add(X0, X1), Hs)), "(x.0 + x.1)/h");
+}
+
 TEST(Builder, FoldsConstantsWithCppSemantics) {
   Function F;
   Builder B(F);

@@ -60,7 +60,7 @@ public:
     for (const loop::Step &St : P.Steps)
       emitStep(St);
     Out += "}";
-    return std::move(Out);
+    return dropUnusedDecls(Out, hostLocalCandidates(F));
   }
 
 private:

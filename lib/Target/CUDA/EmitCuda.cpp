@@ -32,11 +32,17 @@ namespace {
 std::vector<std::string> refParams(const Function &F,
                                    bool UnnamedScalars = false) {
   std::vector<std::string> Parts;
-  for (const Param &P : F.Params)
+  // The scalars that extents are computed from (reshape extents, window
+  // bounds) size buffers too.
+  const std::vector<unsigned> Sizing = extentScalars(F);
+  for (unsigned I = 0; I < F.Params.size(); ++I) {
+    const Param &P = F.Params[I];
     if (P.isArgument())
-      Parts.push_back(UnnamedScalars && !P.isRef()
+      Parts.push_back(UnnamedScalars && !P.isRef() &&
+                              !llvm::is_contained(Sizing, I)
                           ? fmt::format("{} /*{}*/", paramType(P), P.Name)
                           : fmt::format("{} {}", paramType(P), P.Name));
+  }
   return Parts;
 }
 
@@ -166,58 +172,16 @@ public:
     std::swap(Dest, Out);
   }
 
-  /// Whether `Text` contains the identifier `Name` as a whole token.
-  static bool usesName(llvm::StringRef Text, llvm::StringRef Name) {
-    auto IsIdent = [](char C) {
-      return std::isalnum(static_cast<unsigned char>(C)) || C == '_';
-    };
-    for (size_t P = Text.find(Name); P != llvm::StringRef::npos;
-         P = Text.find(Name, P + 1)) {
-      bool Before = P > 0 && IsIdent(Text[P - 1]);
-      bool After =
-          P + Name.size() < Text.size() && IsIdent(Text[P + Name.size()]);
-      if (!Before && !After)
-        return true;
-    }
-    return false;
-  }
-
   /// Stride and index declarations (`const int64_t pk_x_s0 = ...;`,
   /// `pk_i1`) that nothing after them reads are dropped: nvcc warns about
   /// them, a kernel that only stores a scalar needs none of the input's
   /// strides, and a loop that reads shared memory needs no index.
   static std::string dropUnusedStrides(const std::string &Body) {
-    std::vector<std::string> Lines;
-    llvm::SmallVector<llvm::StringRef, 64> Split;
-    llvm::StringRef(Body).split(Split, '\n');
-    std::string Out;
-    for (size_t I = 0; I < Split.size(); ++I) {
-      llvm::StringRef Line = Split[I];
-      llvm::StringRef Trimmed = Line.ltrim();
-      llvm::StringRef Name = Trimmed.consume_front("const int64_t ")
-                                 ? Trimmed.split(' ').first
-                                 : llvm::StringRef();
+    return dropUnusedDecls(Body, [](llvm::StringRef Name) {
       llvm::StringRef Stem = Name.rtrim("0123456789");
-      if (Name.starts_with("pk_") && Stem.size() < Name.size() &&
-          (Stem.ends_with("_s") || Stem == "pk_i")) {
-        // Read anywhere in the rest of its scope: the following lines
-        // indented at least as deep.
-        size_t Depth = Line.size() - Line.ltrim().size();
-        bool Used = false;
-        for (size_t J = I + 1; J < Split.size() && !Used; ++J) {
-          llvm::StringRef Next = Split[J];
-          if (!Next.trim().empty() && Next.size() - Next.ltrim().size() < Depth)
-            break;
-          Used = usesName(Next, Name);
-        }
-        if (!Used)
-          continue;
-      }
-      Out += Line.str();
-      if (I + 1 < Split.size())
-        Out += "\n";
-    }
-    return Out;
+      return Name.starts_with("pk_") && Stem.size() < Name.size() &&
+             (Stem.ends_with("_s") || Stem == "pk_i");
+    });
   }
 
 private:
@@ -460,6 +424,7 @@ public:
       L += "  }\n";
     }
     L += "}\n";
+    L = dropUnusedDecls(L, hostLocalCandidates(F));
     return T;
   }
 

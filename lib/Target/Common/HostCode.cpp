@@ -2,6 +2,8 @@
 
 #include "Target/Common/HostCode.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include <cassert>
@@ -9,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -67,13 +70,33 @@ std::string target::extentExpr(const Function &F, ExtentId Id) {
                        E.Value < 0 ? -E.Value : E.Value);
     return "(" + R + ")";
   }
+  case Extent::Product: {
+    std::vector<std::string> Parts;
+    if (E.Value != 1)
+      Parts.push_back(std::to_string(E.Value));
+    for (const Extent::Term &T : E.Terms)
+      for (int64_t I = 0; I < T.Coef; ++I)
+        Parts.push_back(extentExpr(F, T.Atom));
+    return fmt::format("({})", fmt::join(Parts, " * "));
+  }
+  case Extent::Quotient: {
+    // 0 where the divisor is 0: the reshape's guard rejects that call, but
+    // the extents are computed before the guards run.
+    std::string A = extentExpr(F, E.A), B = extentExpr(F, E.B);
+    if (F.Extents.get(E.B).K == Extent::Const)
+      return fmt::format("({} / {})", A, B); // never 0 (ExtentTable::div)
+    return fmt::format("({1} == 0 ? int64_t(0) : {0} / {1})", A, B);
+  }
   }
   return "0";
 }
 
 std::string target::naturalStride(const Function &F, unsigned Param,
                                   unsigned Axis) {
-  const unsigned Memory = rootOf(F, Param);
+  // A window uses the strides of the buffer it cuts (a parameter, a
+  // temporary or an alias); any other buffer its own.
+  const unsigned Memory =
+      F.Params[Param].isWindow() ? F.Params[Param].Root : Param;
   std::vector<std::string> Later;
   for (unsigned L = Axis + 1; L < F.Params[Memory].Rank; ++L)
     Later.push_back(extentVar(F, Memory, L));
@@ -82,6 +105,8 @@ std::string target::naturalStride(const Function &F, unsigned Param,
 
 std::string target::dataExpr(const Function &F, unsigned Buffer) {
   const Param &P = F.Params[Buffer];
+  if (P.isAlias())
+    return dataExpr(F, P.Parent);
   if (!P.isWindow())
     return P.Name + ".data()";
   std::vector<std::string> Terms;
@@ -93,7 +118,7 @@ std::string target::dataExpr(const Function &F, unsigned Buffer) {
     Terms.push_back(Stride == "1" ? Offset
                                   : fmt::format("{} * {}", Offset, Stride));
   }
-  std::string Base = F.Params[P.Root].Name + ".data()";
+  std::string Base = dataExpr(F, P.Root);
   if (Terms.empty())
     return Base;
   return fmt::format("({} + {})", Base, fmt::join(Terms, " + "));
@@ -105,6 +130,79 @@ std::vector<unsigned> target::extentScalars(const Function &F) {
     if (F.Extents.get(I).K == Extent::Scalar)
       Found.insert(F.Extents.get(I).Param);
   return {Found.begin(), Found.end()};
+}
+
+bool target::usesName(llvm::StringRef Text, llvm::StringRef Name) {
+  auto IsIdent = [](char C) {
+    return std::isalnum(static_cast<unsigned char>(C)) || C == '_';
+  };
+  for (size_t P = Text.find(Name); P != llvm::StringRef::npos;
+       P = Text.find(Name, P + 1)) {
+    bool Before = P > 0 && IsIdent(Text[P - 1]);
+    bool After =
+        P + Name.size() < Text.size() && IsIdent(Text[P + Name.size()]);
+    if (!Before && !After)
+      return true;
+  }
+  return false;
+}
+
+std::string
+target::dropUnusedDecls(const std::string &Text,
+                        llvm::function_ref<bool(llvm::StringRef)> Candidate) {
+  std::string Current = Text;
+  for (bool Changed = true; Changed;) {
+    Changed = false;
+    llvm::SmallVector<llvm::StringRef, 64> Split;
+    llvm::StringRef(Current).split(Split, '\n');
+    std::string Out;
+    for (size_t I = 0; I < Split.size(); ++I) {
+      llvm::StringRef Line = Split[I];
+      llvm::StringRef Trimmed = Line.ltrim();
+      llvm::StringRef Name = Trimmed.consume_front("const int64_t ")
+                                 ? Trimmed.split(' ').first
+                                 : llvm::StringRef();
+      if (!Name.empty() && Candidate(Name)) {
+        // Read anywhere in the rest of its scope: the following lines
+        // indented at least as deep.
+        size_t Depth = Line.size() - Line.ltrim().size();
+        bool Used = false;
+        for (size_t J = I + 1; J < Split.size() && !Used; ++J) {
+          llvm::StringRef Next = Split[J];
+          // Pragmas start in column 0 inside any scope.
+          if (!Next.trim().empty() && !Next.starts_with("#") &&
+              Next.size() - Next.ltrim().size() < Depth)
+            break;
+          Used = usesName(Next, Name);
+        }
+        if (!Used) {
+          Changed = true;
+          continue;
+        }
+      }
+      Out += Line.str();
+      if (I + 1 < Split.size())
+        Out += "\n";
+    }
+    Current = std::move(Out);
+  }
+  return Current;
+}
+
+std::function<bool(llvm::StringRef)>
+target::hostLocalCandidates(const Function &F) {
+  std::vector<std::string> Views;
+  for (unsigned P = 0; P < F.Params.size(); ++P)
+    if (F.Params[P].isView())
+      Views.push_back(fmt::format("pk_{}_", F.Params[P].Name));
+  return [Views](llvm::StringRef Name) {
+    llvm::StringRef Stem = Name.rtrim("0123456789");
+    if (!Name.starts_with("pk_") || Stem.size() == Name.size())
+      return false;
+    if (Stem.ends_with("_s"))
+      return true; // a stride
+    return llvm::is_contained(Views, Stem);
+  };
 }
 
 void target::emitWindowChecks(const Function &F, std::string &Out,
@@ -329,6 +427,28 @@ void target::emitGuards(const Function &F, std::string &Out,
     case Guard::NonZero:
       Cond = fmt::format("{} != 0", A);
       break;
+    case Guard::Concat:
+      Cond = fmt::format("{} == {}", A, B);
+      break;
+    case Guard::Reshape: {
+      std::vector<std::string> Parts, Known;
+      for (size_t I = 0; I < G.List.size(); ++I) {
+        if (static_cast<int>(I) == G.Infer)
+          continue;
+        std::string E = extentExpr(F, G.List[I]);
+        if (F.Extents.get(G.List[I]).K != Extent::Const)
+          Parts.push_back(fmt::format("{} >= 0", E));
+        Known.push_back(E);
+      }
+      std::string K = Known.empty()
+                          ? "int64_t(1)"
+                          : fmt::format("({})", fmt::join(Known, " * "));
+      Parts.push_back(G.Infer >= 0
+                          ? fmt::format("{1} != 0 && {0} % {1} == 0", A, K)
+                          : fmt::format("{} == {}", A, K));
+      Cond = fmt::format("{}", fmt::join(Parts, " && "));
+      break;
+    }
     }
     const Node &NA = F.Nodes[G.NodeA], &NB = F.Nodes[G.NodeB];
     std::string What = "cannot broadcast", Rel = "against";
@@ -341,7 +461,19 @@ void target::emitGuards(const Function &F, std::string &Out,
         RefShape.push_back(refExtent(F, NB.Param, K));
       ShapeB = shapeList(F, RefShape);
     }
-    if (G.K == Guard::Equal && G.NodeA == G.NodeB) {
+    if (G.K == Guard::Reshape) {
+      What = "reshape: cannot reshape";
+      Rel = "into";
+      LabelB = "";
+      std::vector<std::string> Written;
+      for (size_t I = 0; I < G.List.size(); ++I)
+        Written.push_back(
+            static_cast<int>(I) == G.Infer ? "-1" : extentExpr(F, G.List[I]));
+      ShapeB = fmt::format("{{{}}}", fmt::join(Written, ", "));
+    } else if (G.K == Guard::Concat) {
+      What = "concat:";
+      Rel = "does not fit";
+    } else if (G.K == Guard::Equal && G.NodeA == G.NodeB) {
       What = fmt::format("cannot squeeze axis {} of", G.Axis);
       Rel = "";
     } else if (G.K == Guard::Equal) {
@@ -353,7 +485,10 @@ void target::emitGuards(const Function &F, std::string &Out,
       Rel = "";
     }
     std::string Tail =
-        G.K == Guard::Fits ? fmt::format(" (axis {})", G.Axis) : "";
+        G.K == Guard::Fits ? fmt::format(" (axis {})", G.Axis)
+        : G.K == Guard::Concat
+            ? fmt::format(" (axis {}: the other extents must be equal)", G.Axis)
+            : "";
     std::string TailArg = stringLiteral(Tail);
     // A matmul: both shapes may print alike when a label is a computed
     // value whose inner extent comes from another ref; name the two extents.

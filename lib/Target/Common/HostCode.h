@@ -36,6 +36,19 @@ std::string naturalStride(const ir::Function &F, unsigned Param, unsigned Axis);
 /// The integer scalar parameters that extents of `F` are computed from
 /// (window bounds): CUDA kernels take them along with the extents.
 std::vector<unsigned> extentScalars(const ir::Function &F);
+/// Whether `Text` contains the identifier `Name` as a whole token.
+bool usesName(llvm::StringRef Text, llvm::StringRef Name);
+/// Drops the declarations `const int64_t <name> = ...;` of `Text` whose name
+/// `Candidate` accepts and that nothing after them in their scope (the
+/// following lines indented at least as deep) reads, until none is left:
+/// generated code stays free of unused-variable warnings when a view's
+/// extent or a stride turns out not to be needed.
+std::string
+dropUnusedDecls(const std::string &Text,
+                llvm::function_ref<bool(llvm::StringRef)> Candidate);
+/// The candidates of dropUnusedDecls in host code: strides (`pk_x_s1`) and
+/// the extents of views (windows, aliases), which only their loops read.
+std::function<bool(llvm::StringRef)> hostLocalCandidates(const ir::Function &F);
 /// Checks every window's bounds (language.md §2: 0 <= begin <= end <=
 /// extent of its parent), after emitExtents() and before any write.
 void emitWindowChecks(const ir::Function &F, std::string &Out,

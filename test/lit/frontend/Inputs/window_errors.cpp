@@ -8,7 +8,7 @@ PK_KERNEL void reversed(In<float, 2> x, Out<float, 2> y, int64_t pos) {
   y[_] = x.slice(1, pos + 2, pos + 1)[_];
 }
 PK_KERNEL void halved(In<float, 2> x, Out<float, 2> y, int64_t n) {
-  y[_] = x.slice(0, 0, n / 2)[_];
+  y[_] = x.slice(0, 0, n % 3)[_];
 }
 PK_KERNEL void axis(In<float, 2> x, Out<float, 2> y) {
   y[_] = x.slice(2, 0, 1)[_];
@@ -18,7 +18,4 @@ PK_KERNEL void shift(InOut<float, 2> x, int64_t n) {
 }
 PK_KERNEL void unwritten(Out<float, 2> y, Out<float, 2> z) {
   z[_] = y.slice(0, 0, 1)[_];
-}
-PK_KERNEL void computed(In<float, 2> x, Out<float, 2> y) {
-  y[_] = slice(x[_] * 2.0f, 0, 0, 1);
 }

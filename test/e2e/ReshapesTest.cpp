@@ -1,0 +1,186 @@
+//===- ReshapesTest.cpp - Compiled reshape, slice and concat against eager ===//
+//
+// The kernels of kernels/reshapes.cpp compiled by pkc (aliases of refs,
+// temporaries for computed values, windows for slices and concat's parts)
+// against the same source run eagerly, over shapes with 0, 1, primes and
+// lengths past the vector widths. Data are multiples of 1/8 (ExactData.h),
+// so sums and products are exact in any order: bit for bit. Sizes that do
+// not fit raise pk::ShapeError before any write.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExactData.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace eager {
+#include "kernels/reshapes.cpp"
+}
+
+void split_last(pk::In<float, 2> x, pk::Out<float, 3> y);
+void head_sums(pk::In<float, 2> x, pk::Out<float, 2> s, int64_t heads);
+void pair_mix(pk::In<float, 2> x, pk::Out<float, 2> y);
+void merge_project(pk::In<float, 3> o, pk::In<float, 2> w, pk::Out<float, 2> y);
+void stack_rows(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> y);
+void flatten(pk::In<float, 3> x, pk::Out<float> y);
+void last_logits(pk::In<float, 2> x, pk::In<float> g, pk::In<float, 2> w,
+                 pk::Out<float> logits, float eps);
+void rope_projection(pk::In<float, 2> x, pk::In<float, 2> w,
+                     pk::Out<float, 2> q, int64_t pos, int64_t heads,
+                     float theta);
+
+namespace {
+
+using namespace exact_data;
+
+bool sameBits(const std::vector<float> &A, const std::vector<float> &B) {
+  return A.size() == B.size() &&
+         std::memcmp(A.data(), B.data(), A.size() * sizeof(float)) == 0;
+}
+
+TEST(CompiledReshapes, ReshapeOfARefIsAnAlias) {
+  for (int64_t T : {1, 3, 17, 65})
+    for (int64_t D : {1, 4, 33}) {
+      auto X = grid(T * 2 * D, 1);
+      std::vector<float> E(T * 2 * D), O = poisoned(T * 2 * D);
+      eager::split_last({X.data(), {T, 2 * D}}, {E.data(), {T, 2, D}});
+      split_last({X.data(), {T, 2 * D}}, {O.data(), {T, 2, D}});
+      expectSame(E, O, "split_last " + dims({T, D}));
+      EXPECT_TRUE(sameBits(O, X)) << "a reshape keeps the row-major order";
+    }
+  for (int64_t T : {1, 5, 17})
+    for (int64_t H : {1, 2, 3})
+      for (int64_t Hs : {1, 8, 33}) {
+        auto X = grid(T * H * Hs, 2);
+        std::vector<float> E(T * H), O = poisoned(T * H);
+        eager::head_sums({X.data(), {T, H * Hs}}, {E.data(), {T, H}}, H);
+        head_sums({X.data(), {T, H * Hs}}, {O.data(), {T, H}}, H);
+        expectSame(E, O, "head_sums " + dims({T, H, Hs}));
+      }
+  for (int64_t A : {1, 2, 7})
+    for (int64_t B : {1, 3})
+      for (int64_t C : {1, 5, 16}) {
+        auto X = grid(A * B * C, 3);
+        std::vector<float> E(A * B * C), O = poisoned(A * B * C);
+        eager::flatten({X.data(), {A, B, C}}, {E.data(), {A * B * C}});
+        flatten({X.data(), {A, B, C}}, {O.data(), {A * B * C}});
+        expectSame(E, O, "flatten " + dims({A, B, C}));
+      }
+}
+
+TEST(CompiledReshapes, SlicesAndConcatOfComputedValues) {
+  for (int64_t T : {1, 2, 17, 65})
+    for (int64_t D : {2, 6, 34, 130}) {
+      auto X = grid(T * D, 4);
+      std::vector<float> E(T * D), O = poisoned(T * D);
+      eager::pair_mix({X.data(), {T, D}}, {E.data(), {T, D}});
+      pair_mix({X.data(), {T, D}}, {O.data(), {T, D}});
+      expectSame(E, O, "pair_mix " + dims({T, D}));
+    }
+  for (int64_t M : {0, 1, 5, 17})
+    for (int64_t N : {0, 1, 9})
+      for (int64_t D : {1, 7, 33}) {
+        auto A = grid(M * D, 5), B = grid(N * D, 6);
+        std::vector<float> E((M + N) * D), O = poisoned((M + N) * D);
+        eager::stack_rows({A.data(), {M, D}}, {B.data(), {N, D}},
+                          {E.data(), {M + N, D}});
+        stack_rows({A.data(), {M, D}}, {B.data(), {N, D}},
+                   {O.data(), {M + N, D}});
+        expectSame(E, O, "stack_rows " + dims({M, N, D}));
+      }
+}
+
+TEST(CompiledReshapes, ReshapeOfAPermutedValueFeedsAMatmul) {
+  for (int64_t H : {1, 2, 4})
+    for (int64_t T : {1, 3, 17})
+      for (int64_t D : {1, 8, 16})
+        for (int64_t N : {1, 5, 33}) {
+          auto Ov = grid(H * T * D, 7), W = grid(N * H * D, 8);
+          std::vector<float> E(T * N), O = poisoned(T * N);
+          eager::merge_project({Ov.data(), {H, T, D}}, {W.data(), {N, H * D}},
+                               {E.data(), {T, N}});
+          merge_project({Ov.data(), {H, T, D}}, {W.data(), {N, H * D}},
+                        {O.data(), {T, N}});
+          expectSame(E, O, "merge_project " + dims({H, T, D, N}));
+        }
+}
+
+TEST(CompiledReshapes, AModelHeadOverTheLastRow) {
+  // The RMSNorm's mean and rsqrt are not exact: relative 1e-5 (a few ulps
+  // of the float sum over D and of rsqrt, times a dot product over D).
+  for (int64_t T : {1, 2, 9})
+    for (int64_t D : {1, 8, 33})
+      for (int64_t V : {1, 17, 130}) {
+        auto X = grid(T * D, 12), G = grid(D, 13), W = grid(V * D, 14);
+        std::vector<float> E(V), O = poisoned(V);
+        eager::last_logits({X.data(), {T, D}}, {G.data(), {D}},
+                           {W.data(), {V, D}}, {E.data(), {V}}, 1e-5f);
+        last_logits({X.data(), {T, D}}, {G.data(), {D}}, {W.data(), {V, D}},
+                    {O.data(), {V}}, 1e-5f);
+        for (int64_t I = 0; I < V; ++I)
+          ASSERT_NEAR(E[I], O[I], 1e-5 * (1 + std::fabs(E[I])))
+              << "last_logits " << dims({T, D, V}) << " " << I;
+      }
+}
+
+TEST(CompiledReshapes, RotaryEmbeddingOfAProjection) {
+  // samples/llama's rope over a matmul's result: extents of the computed
+  // value, reshape, slices, concat. cos and sin of angles up to ~100 rad
+  // (pk::vm against libm: a few ulps of the reduced angle): 1e-5 absolute
+  // on values below 4 in magnitude.
+  for (int64_t T : {1, 3, 17})
+    for (int64_t Heads : {1, 2, 4})
+      for (int64_t Hs : {2, 8, 16})
+        for (int64_t Pos : {0, 5, 90}) {
+          const int64_t D = 8, N = Heads * Hs;
+          auto X = grid(T * D, 15), W = grid(N * D, 16);
+          std::vector<float> E(T * N), O = poisoned(T * N);
+          eager::rope_projection({X.data(), {T, D}}, {W.data(), {N, D}},
+                                 {E.data(), {T, N}}, Pos, Heads, 10000.0f);
+          rope_projection({X.data(), {T, D}}, {W.data(), {N, D}},
+                          {O.data(), {T, N}}, Pos, Heads, 10000.0f);
+          for (int64_t I = 0; I < T * N; ++I)
+            ASSERT_NEAR(E[I], O[I], 1e-5)
+                << "rope_projection " << dims({T, Heads, Hs, Pos}) << " " << I;
+        }
+}
+
+TEST(CompiledReshapes, SizesThatDoNotFitRaiseBeforeAnyWrite) {
+  auto X = grid(3 * 5, 9);
+  // 5 columns do not split into 2 equal halves.
+  std::vector<float> Y = poisoned(3 * 2 * 2);
+  EXPECT_THROW(eager::split_last({X.data(), {3, 5}}, {Y.data(), {3, 2, 2}}),
+               pk::ShapeError);
+  try {
+    split_last({X.data(), {3, 5}}, {Y.data(), {3, 2, 2}});
+    ADD_FAILURE() << "no ShapeError";
+  } catch (const pk::ShapeError &E) {
+    EXPECT_NE(std::string(E.what()).find("split_last: reshape: cannot reshape"),
+              std::string::npos)
+        << E.what();
+  }
+  EXPECT_TRUE(sameBits(Y, poisoned(12)));
+  // heads = 0 (the -1 would divide by zero) and heads = 2 of 5 columns.
+  for (int64_t H : {0, 2}) {
+    std::vector<float> S = poisoned(3 * 2);
+    EXPECT_THROW(head_sums({X.data(), {3, 5}}, {S.data(), {3, H}}, H),
+                 pk::ShapeError);
+    EXPECT_TRUE(sameBits(S, poisoned(6)));
+  }
+  // concat parts whose other extents differ.
+  auto A = grid(2 * 3, 10), B = grid(2 * 4, 11);
+  std::vector<float> C = poisoned(4 * 3);
+  EXPECT_THROW(
+      stack_rows({A.data(), {2, 3}}, {B.data(), {2, 4}}, {C.data(), {4, 3}}),
+      pk::ShapeError);
+  EXPECT_TRUE(sameBits(C, poisoned(12)));
+}
+
+} // namespace

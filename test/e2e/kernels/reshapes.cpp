@@ -1,0 +1,74 @@
+// reshape, slice of computed values and concat compiled by pkc
+// (lib/Transforms/BufferViews.cpp): a reshape of a ref is an alias of its
+// memory, one of a computed value reads it back from a temporary; slices of
+// values are windows; concat stores its parts into windows of a temporary.
+#include <pk/pk.h>
+using namespace pk::lang;
+
+/// x [T, 2 * D] as [T, 2, D]: an alias, no copy.
+PK_KERNEL void split_last(In<float, 2> x, Out<float, 3> y) {
+  y[_] = reshape(x[_], {x.extent(0), 2, -1});
+}
+
+/// The sum of each of `heads` groups of columns of x [T, heads * hs].
+PK_KERNEL void head_sums(In<float, 2> x, Out<float, 2> s, int64_t heads) {
+  s[_] = sum(reshape(x[_], {x.extent(0), heads, x.extent(1) / heads}), -1);
+}
+
+/// Pairs (2i, 2i + 1) of each row of 2x turned into (re - im, re + im):
+/// reshape and slice of a computed value, concat, reshape back.
+PK_KERNEL void pair_mix(In<float, 2> x, Out<float, 2> y) {
+  auto T = x.extent(0);
+  auto p = reshape(x[_] * 2.0f, {T, -1, 2});
+  auto re = slice(p, 2, 0, 1), im = slice(p, 2, -1, 2);
+  y[_] = reshape(concat({re - im, re + im}, 2), {T, -1});
+}
+
+/// Heads [H, T, D] merged to [T, H * D] (a reshape of a permuted value: a
+/// copy) and projected.
+PK_KERNEL void merge_project(In<float, 3> o, In<float, 2> w, Out<float, 2> y) {
+  auto T = o.extent(1);
+  y[_] =
+      matmul(reshape(permute_dims(o[_], {1, 0, 2}), {T, -1}), transpose(w[_]));
+}
+
+/// a [M, D] above 2b [N, D].
+PK_KERNEL void stack_rows(In<float, 2> a, In<float, 2> b, Out<float, 2> y) {
+  y[_] = concat({a[_], b[_] * 2.0f}, 0);
+}
+
+/// Every element of x [A, B, C] in one row, plus one.
+PK_KERNEL void flatten(In<float, 3> x, Out<float> y) {
+  y[_] = reshape(x[_], {-1}) + 1.0f;
+}
+
+/// A language model's head: the last row of x [T, D] normalised (RMSNorm),
+/// times the classifier w [V, D], as a vector of V logits.
+PK_KERNEL void last_logits(In<float, 2> x, In<float> g, In<float, 2> w,
+                           Out<float> logits, float eps) {
+  auto T = x.extent(0);
+  auto last = x.slice(0, T - 1, T)[_];
+  auto h = last * rsqrt(mean(last * last, -1, keepdims) + eps) * g[_];
+  logits[_] = reshape(matmul(h, transpose(w[_])), {-1});
+}
+
+/// llama2.c's RoPE on x [T, heads * hs] at positions pos..pos+T-1 (as
+/// samples/llama writes it): the pair (2i, 2i+1) of each head turned by
+/// (pos + t) * theta^(-2i / hs). Extents of a computed value, reshape, slices
+/// and concat.
+auto rope(auto x, int64_t pos, int64_t heads, float theta) {
+  auto T = x.extent(0), hs = x.extent(1) / heads;
+  auto pairs = reshape(x, {T, heads, hs / 2, 2});
+  auto re = slice(pairs, 3, 0, 1), im = slice(pairs, 3, 1, 2); // [T,H,hs/2,1]
+  auto t = cast<float>(index(re, 0) + pos);
+  auto i = cast<float>(index(re, 2));
+  auto angle = t * (1.0f / pow(theta, 2.0f * i / hs));
+  auto c = cos(angle), s = sin(angle);
+  return reshape(concat({re * c - im * s, re * s + im * c}, 3), {T, -1});
+}
+
+/// The rotated projection x wᵀ, as a decoder layer computes q and k.
+PK_KERNEL void rope_projection(In<float, 2> x, In<float, 2> w, Out<float, 2> q,
+                               int64_t pos, int64_t heads, float theta) {
+  q[_] = rope(matmul(x[_], transpose(w[_])), pos, heads, theta);
+}
