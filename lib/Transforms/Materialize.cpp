@@ -410,26 +410,34 @@ public:
   unsigned materialize(NodeId V, llvm::ArrayRef<NodeId> Redirect,
                        const std::string &Why) {
     const Node Val = F.Nodes[V];
-    // The buffer leaves out the axes of constant extent 1 (a keepdims
-    // statistic [T, 1] is kept as [T]): squeezes before its store,
-    // expand_dims after its load. A loop over an extent-1 axis would only
-    // cost an index and a stride the generated code never uses.
-    // Not a product's: its tile is stored unchanged or not fused at all (a
-    // squeeze of it would be buffered again, without end).
+    // The buffer leaves out the axes a keepdims reduction in the value's
+    // cone reduced (a statistic [T, 1] is kept as [T]): squeezes before its
+    // store, expand_dims after its load. A loop over an extent-1 axis would
+    // only cost an index and a stride the generated code never uses. Only
+    // those: a reduction's rows store into a buffer of their own rank, so a
+    // row axis that happens to be 1 ([1, 1], a single row's statistic)
+    // stays; and nothing of a product's (its tile is stored unchanged or
+    // not fused at all: a squeeze of it would be buffered again).
+    std::set<unsigned> Reduced;
+    bool Product = false;
+    walkCone(F, {V}, [&](NodeId, const Node &N) {
+      Product |= N.Kind == NodeKind::MatMul;
+      if (N.Kind == NodeKind::Reduce && N.KeepDims && Reduced.empty() &&
+          N.rank() == Val.rank()) {
+        for (int A : N.Axes)
+          Reduced.insert(A < 0 ? A + static_cast<int>(N.rank()) : A);
+        for (unsigned A = 0; N.Axes.empty() && A < N.rank(); ++A)
+          Reduced.insert(A); // over every axis
+      }
+      return N.Kind == NodeKind::Load ? Walk::Skip : Walk::Operands;
+    });
     std::vector<unsigned> Unit;
     Shape Kept;
-    // Nor the first axis when every axis is 1 (a row statistic of a single
-    // row, [1, 1]): a reduction's rows store into a buffer of their rank.
-    for (unsigned A = 0; A < Val.rank(); ++A) {
-      bool AllUnit = true;
-      for (ExtentId E : Val.Sh)
-        AllUnit &= F.Extents.isConst(E, 1);
-      if (F.Extents.isConst(Val.Sh[A], 1) && Val.Kind != NodeKind::MatMul &&
-          !(AllUnit && A == 0))
+    for (unsigned A = 0; A < Val.rank(); ++A)
+      if (F.Extents.isConst(Val.Sh[A], 1) && !Product && Reduced.count(A))
         Unit.push_back(A);
       else
         Kept.push_back(Val.Sh[A]);
-    }
     Param T;
     T.Name = tempName(Val);
     T.Kind = ParamKind::Temp;
