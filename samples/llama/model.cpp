@@ -2,7 +2,8 @@
 //
 // Model owns the KV cache and the activations, checks every argument, and
 // runs embed -> layer x n_layers -> head over refs into the weight slabs, in
-// the kernels of its weight format: embed/layer/head<float> for fp32,
+// the kernels of its weight format (llama.cpp, heads.cpp): embed/layer/
+// head<float> for fp32,
 // <pk::bfloat16> for fp32 weights it rounded to bf16, and embed<float>
 // (over the dequantized table) / layer_q8 / head_q8 for int8. The kernels
 // are reached through one table (Kernels), so that the compiled ones
@@ -19,8 +20,15 @@
 #include <vector>
 
 namespace eager {
+#include "heads.cpp"
 #include "llama.cpp"
 } // namespace eager
+
+// The kernels pkc compiles (heads.cpp through pk_add_kernels), with the
+// signatures of their eager twins.
+template <class W>
+void head(pk::In<float, 2> x, pk::In<float> rms_final, pk::In<W, 2> wcls,
+          pk::Out<float> logits, float eps);
 
 namespace llama {
 namespace {
@@ -46,10 +54,14 @@ struct Kernels {
   decltype(&eager::head_q8) head_q8;
 };
 
-/// The eager kernels (pk.h's NumPy-like semantics).
-constexpr Kernels EagerKernels{
-    {&eager::embed<float>, &eager::layer<float>, &eager::head<float>},
-    {&eager::embed<BF16>, &eager::layer<BF16>, &eager::head<BF16>},
+/// The kernels Model runs: the heads compiled by pkc, the others eager
+/// (pk.h's NumPy-like semantics) until pkc compiles take (embed) and matmul
+/// of rank 4 (layer's grouped-query attention). head_q8 stays eager too: its
+/// int8 logits are runq's bit for bit with double sums (the tests say so),
+/// the compiled one sums in float.
+constexpr Kernels ModelKernels{
+    {&eager::embed<float>, &eager::layer<float>, &::head<float>},
+    {&eager::embed<BF16>, &eager::layer<BF16>, &::head<BF16>},
     &eager::dequantize,
     &eager::layer_q8,
     &eager::head_q8};
@@ -171,7 +183,7 @@ struct Model::State {
   std::vector<float> KeyCache, ValueCache;
   std::vector<float> X;      ///< [seq_len, dim]: the residual stream of T rows
   std::vector<float> Logits; ///< [vocab_size]
-  Kernels K = EagerKernels;
+  Kernels K = ModelKernels;
 
   Format Fmt = Format::F32;
   DenseWeights<float> F32{};      ///< Format::F32: the caller's weights
