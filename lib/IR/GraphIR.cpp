@@ -990,29 +990,31 @@ std::string pk::ir::extentToString(const Function &F, ExtentId Id) {
     };
     return Wrap(E.A) + "/" + Wrap(E.B);
   }
-  case Extent::Linear: {
-    std::string R;
-    // Positive terms first: `hi - lo`, not `-lo + hi`.
-    std::vector<Extent::Term> Terms = E.Terms;
-    std::stable_partition(Terms.begin(), Terms.end(),
-                          [](const Extent::Term &T) { return T.Coef > 0; });
-    for (const Extent::Term &T : Terms) {
-      int64_t C = T.Coef;
-      if (R.empty())
-        R = C < 0 ? "-" : "";
-      else
-        R += C < 0 ? " - " : " + ";
-      C = C < 0 ? -C : C;
-      std::string Atom = extentToString(F, T.Atom);
-      R += C == 1 ? Atom : fmt::format("{}*{}", C, Atom);
-    }
-    if (E.Value)
-      R += fmt::format(" {} {}", E.Value < 0 ? "-" : "+",
-                       E.Value < 0 ? -E.Value : E.Value);
-    return R;
-  }
+  case Extent::Linear:
+    return formatLinear(
+        E, [&](ExtentId A) { return extentToString(F, A); }, "*");
   }
   llvm_unreachable("bad extent");
+}
+
+std::string pk::ir::formatLinear(const Extent &E,
+                                 llvm::function_ref<std::string(ExtentId)> Atom,
+                                 llvm::StringRef Times) {
+  std::string R;
+  // Positive terms first: `hi - lo`, not `-lo + hi`.
+  std::vector<Extent::Term> Terms = E.Terms;
+  std::stable_partition(Terms.begin(), Terms.end(),
+                        [](const Extent::Term &T) { return T.Coef > 0; });
+  for (const Extent::Term &T : Terms) {
+    int64_t C = T.Coef;
+    R += R.empty() ? (C < 0 ? "-" : "") : (C < 0 ? " - " : " + ");
+    C = C < 0 ? -C : C;
+    R += C == 1 ? Atom(T.Atom) : fmt::format("{}{}{}", C, Times, Atom(T.Atom));
+  }
+  if (E.Value)
+    R += fmt::format(" {} {}", E.Value < 0 ? "-" : "+",
+                     E.Value < 0 ? -E.Value : E.Value);
+  return R;
 }
 
 std::string pk::ir::shapeToString(const Function &F,

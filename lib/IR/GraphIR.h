@@ -563,6 +563,12 @@ std::vector<NodeId> cone(const Function &F, llvm::ArrayRef<NodeId> Roots);
 
 /// `x.0`, `128`, `bcast(a.0, b.0)`.
 std::string extentToString(const Function &F, ExtentId E);
+/// The text of a linear extent `E` (`hi - lo`, `x.0 + 2*pos - 3`: positive
+/// terms first), each atom spelled by `Atom`, a coefficient joined to its
+/// atom by `Times`. Both the IR printer and the emitters use it.
+std::string formatLinear(const Extent &E,
+                         llvm::function_ref<std::string(ExtentId)> Atom,
+                         llvm::StringRef Times);
 /// Extent `Axis` of buffer `Param`: the symbol `Dim(Param, Axis)` of a
 /// parameter, the stored value's extent of a temporary, `end - begin` or
 /// the parent's extent of a window.

@@ -53,6 +53,13 @@ inline void expectSame(const std::vector<float> &E, const std::vector<float> &C,
   }
 }
 
+/// Bit-for-bit equality of two whole buffers (NaN payloads included): an
+/// output a kernel must leave untouched is compared with its poison.
+inline bool sameBits(const std::vector<float> &A, const std::vector<float> &B) {
+  return A.size() == B.size() &&
+         std::memcmp(A.data(), B.data(), A.size() * sizeof(float)) == 0;
+}
+
 /// "3x17x65".
 inline std::string dims(std::initializer_list<int64_t> D) {
   std::string S;

@@ -40,11 +40,6 @@ namespace {
 
 using namespace exact_data;
 
-bool sameBits(const std::vector<float> &A, const std::vector<float> &B) {
-  return A.size() == B.size() &&
-         std::memcmp(A.data(), B.data(), A.size() * sizeof(float)) == 0;
-}
-
 TEST(CompiledReshapes, ReshapeOfARefIsAnAlias) {
   for (int64_t T : {1, 3, 17, 65})
     for (int64_t D : {1, 4, 33}) {

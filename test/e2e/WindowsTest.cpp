@@ -44,12 +44,6 @@ namespace {
 
 using namespace exact_data;
 
-/// Bit-for-bit equality of two buffers (NaN payloads included).
-bool sameBits(const std::vector<float> &A, const std::vector<float> &B) {
-  return A.size() == B.size() &&
-         std::memcmp(A.data(), B.data(), A.size() * sizeof(float)) == 0;
-}
-
 TEST(CompiledWindows, LastRowIsAContiguousWindow) {
   for (int64_t T : {1, 2, 3, 17, 65})
     for (int64_t D : {1, 7, 33, 64}) {

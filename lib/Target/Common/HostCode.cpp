@@ -52,24 +52,11 @@ std::string target::extentExpr(const Function &F, ExtentId Id) {
                        extentExpr(F, E.B));
   case Extent::Scalar:
     return fmt::format("int64_t({})", F.Params[E.Param].Name);
-  case Extent::Linear: {
-    std::string R;
-    // Positive terms first: `hi - lo`, not `-lo + hi`.
-    std::vector<Extent::Term> Terms = E.Terms;
-    std::stable_partition(Terms.begin(), Terms.end(),
-                          [](const Extent::Term &T) { return T.Coef > 0; });
-    for (const Extent::Term &T : Terms) {
-      int64_t C = T.Coef;
-      R += R.empty() ? (C < 0 ? "-" : "") : (C < 0 ? " - " : " + ");
-      C = C < 0 ? -C : C;
-      std::string Atom = extentExpr(F, T.Atom);
-      R += C == 1 ? Atom : fmt::format("{} * {}", C, Atom);
-    }
-    if (E.Value)
-      R += fmt::format(" {} {}", E.Value < 0 ? "-" : "+",
-                       E.Value < 0 ? -E.Value : E.Value);
-    return "(" + R + ")";
-  }
+  case Extent::Linear:
+    return "(" +
+           formatLinear(
+               E, [&](ExtentId A) { return extentExpr(F, A); }, " * ") +
+           ")";
   case Extent::Product: {
     std::vector<std::string> Parts;
     if (E.Value != 1)

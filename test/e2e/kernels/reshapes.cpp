@@ -52,20 +52,10 @@ PK_KERNEL void last_logits(In<float, 2> x, In<float> g, In<float, 2> w,
   logits[_] = reshape(matmul(h, transpose(w[_])), {-1});
 }
 
-/// llama2.c's RoPE on x [T, heads * hs] at positions pos..pos+T-1 (as
-/// samples/llama writes it): the pair (2i, 2i+1) of each head turned by
-/// (pos + t) * theta^(-2i / hs). Extents of a computed value, reshape, slices
-/// and concat.
-auto rope(auto x, int64_t pos, int64_t heads, float theta) {
-  auto T = x.extent(0), hs = x.extent(1) / heads;
-  auto pairs = reshape(x, {T, heads, hs / 2, 2});
-  auto re = slice(pairs, 3, 0, 1), im = slice(pairs, 3, 1, 2); // [T,H,hs/2,1]
-  auto t = cast<float>(index(re, 0) + pos);
-  auto i = cast<float>(index(re, 2));
-  auto angle = t * (1.0f / pow(theta, 2.0f * i / hs));
-  auto c = cos(angle), s = sin(angle);
-  return reshape(concat({re * c - im * s, re * s + im * c}, 3), {T, -1});
-}
+// llama2.c's RoPE as samples/llama writes it (rope: the pair (2i, 2i+1) of
+// each head turned by (pos + t) * theta^(-2i / hs)): extents of a computed
+// value, reshape, slices and concat.
+#include "../../../samples/llama/common.h"
 
 /// The rotated projection x wᵀ, as a decoder layer computes q and k.
 PK_KERNEL void rope_projection(In<float, 2> x, In<float, 2> w, Out<float, 2> q,
