@@ -136,13 +136,18 @@ private:
       ExtentId KA = A.back(), KB = B[B.size() - 2];
       if (KA != KB)
         add(Guard::Equal, KA, KB, N.Operands[0], N.Operands[1], -1, N.Loc);
-      // The batch extents broadcast against each other (3 and 2 do not).
-      if (N.rank() == 3)
-        for (auto [Op, Other] : {std::pair{N.Operands[0], N.Operands[1]},
-                                 std::pair{N.Operands[1], N.Operands[0]}})
-          if (F.Nodes[Op].rank() == 3 &&
-              !alwaysFits(F.Nodes[Op].Sh[0], N.Sh[0]))
-            add(Guard::Fits, F.Nodes[Op].Sh[0], N.Sh[0], Op, Other, -3, N.Loc);
+      // The batch extents broadcast against each other (3 and 2 do not),
+      // aligned on the right.
+      const int R = N.rank();
+      for (auto [Op, Other] : {std::pair{N.Operands[0], N.Operands[1]},
+                               std::pair{N.Operands[1], N.Operands[0]}}) {
+        const Shape &OpSh = F.Nodes[Op].Sh;
+        const int OR = OpSh.size();
+        for (int K = R - OR; K < R - 2; ++K)
+          if (!alwaysFits(OpSh[K - (R - OR)], N.Sh[K]))
+            add(Guard::Fits, OpSh[K - (R - OR)], N.Sh[K], Op, Other, K - R,
+                N.Loc);
+      }
       return;
     }
     case NodeKind::Reduce: {

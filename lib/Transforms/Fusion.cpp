@@ -186,38 +186,62 @@ FusionPlan pk::fuse(const Function &F) {
     DependsOn[S] = D;
     return D;
   };
+  // Whether store W must run before store R in another group: W writes a
+  // temporary R reads, or they meet in a windowed ref's memory (W's store
+  // comes before R's read or store of it, or W reads what R overwrites).
+  auto MustPrecede = [&](NodeId W, NodeId R) {
+    const unsigned WR = rootOf(F, F.Nodes[W].Param);
+    if (F.Params[WR].isTemp() && Reads[R].count(WR))
+      return true;
+    if (std::optional<unsigned> Root = WindowedRoot(W)) {
+      for (const MemRead &M : MemReads[R])
+        if (M.Root == *Root && StoreIndex[W] < M.Version)
+          return true;
+      if (WindowedRoot(R) == Root && StoreIndex[W] < StoreIndex[R])
+        return true;
+    }
+    if (std::optional<unsigned> Root = WindowedRoot(R))
+      for (const MemRead &M : MemReads[W])
+        if (M.Root == *Root && M.Version <= StoreIndex[R])
+          return true;
+    return false;
+  };
   // Joining S to a group must not close a cycle through other groups
   // either: G's stores may need a temporary that another group writes
   // beside a store that needs S (found by the fuzzer:
-  // regressions/temp_cycle_two_forms). Groups that need, through the
-  // temporaries they read, a group that needs them could not be ordered.
+  // regressions/temp_cycle_two_forms), or a window of the KV cache that a
+  // group writes from a temporary S would write. Groups that must follow,
+  // through temporaries and windowed memory, a group that must follow them
+  // could not be ordered.
   auto ClosesCycle = [&](const FusionPlan::Group &G, NodeId S) {
-    std::map<unsigned, const FusionPlan::Group *> WrittenBy;
-    for (const FusionPlan::Group &H : Groups)
-      for (NodeId O : H.Stores)
-        if (F.Params[rootOf(F, F.Nodes[O].Param)].isTemp())
-          WrittenBy[rootOf(F, F.Nodes[O].Param)] = &H;
-    if (F.Params[rootOf(F, F.Nodes[S].Param)].isTemp())
-      WrittenBy[rootOf(F, F.Nodes[S].Param)] = &G;
-    // The groups G (with S) reads temporaries from, transitively.
+    auto Members = [&](const FusionPlan::Group *H) {
+      std::vector<NodeId> M = H->Stores;
+      if (H == &G)
+        M.push_back(S);
+      return M;
+    };
+    auto Precedes = [&](const FusionPlan::Group *W,
+                        const FusionPlan::Group *R) {
+      for (NodeId A : Members(W))
+        for (NodeId B : Members(R))
+          if (MustPrecede(A, B))
+            return true;
+      return false;
+    };
+    // The groups that must run before G (with S), transitively.
     std::set<const FusionPlan::Group *> Seen;
     std::vector<const FusionPlan::Group *> Work = {&G};
     while (!Work.empty()) {
       const FusionPlan::Group *H = Work.back();
       Work.pop_back();
-      std::vector<NodeId> Members = H->Stores;
-      if (H == &G)
-        Members.push_back(S);
-      for (NodeId O : Members)
-        for (unsigned P : Reads[O]) {
-          auto W = WrittenBy.find(P);
-          if (W == WrittenBy.end() || W->second == H)
-            continue;
-          if (W->second == &G)
-            return true;
-          if (Seen.insert(W->second).second)
-            Work.push_back(W->second);
-        }
+      for (const FusionPlan::Group &W : Groups) {
+        if (&W == H || !Precedes(&W, H))
+          continue;
+        if (&W == &G)
+          return true;
+        if (Seen.insert(&W).second)
+          Work.push_back(&W);
+      }
     }
     return false;
   };

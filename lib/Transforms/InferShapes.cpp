@@ -10,6 +10,8 @@
 
 #include "Transforms/Passes.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <fmt/format.h>
 
 using namespace pk;
@@ -22,9 +24,21 @@ public:
   explicit ShapeInference(Function &F) : F(F), X(F.Extents) {}
 
   std::vector<UserDiag> run() {
-    for (NodeId I = 0; I < F.Nodes.size(); ++I)
-      if (!F.Nodes[I].Dead)
-        visit(I);
+    Failed.assign(F.Nodes.size(), false);
+    for (NodeId I = 0; I < F.Nodes.size(); ++I) {
+      const Node &N = F.Nodes[I];
+      if (N.Dead)
+        continue;
+      // A value whose operand has no shape gets none either, silently: one
+      // mistake is reported once, not again at every use of its result.
+      if (llvm::any_of(N.Operands, [&](NodeId O) { return Failed[O]; })) {
+        Failed[I] = true;
+        continue;
+      }
+      size_t Before = Diags.size();
+      visit(I);
+      Failed[I] = Diags.size() != Before;
+    }
     return std::move(Diags);
   }
 
@@ -360,23 +374,22 @@ private:
                      describe(N.Operands[0]), describe(N.Operands[1])));
         return;
       }
-      if (A.size() > 3 || B.size() > 3) {
-        // Eager code runs any rank (NumPy's batch broadcasting).
-        error(N, fmt::format("pkc compiles matmul of rank 2 or 3 only, not "
-                             "yet {} and {} (eager code runs any rank)",
-                             describe(N.Operands[0]), describe(N.Operands[1])));
-        return;
-      }
       ExtentId KA = A[A.size() - 1], KB = B[B.size() - 2];
       const Extent &EA = X.get(KA), &EB = X.get(KB);
       if (EA.K == Extent::Const && EB.K == Extent::Const &&
           EA.Value != EB.Value)
         error(N, fmt::format("matmul: the inner extents of {} and {} differ",
                              describe(N.Operands[0]), describe(N.Operands[1])));
+      // The batch axes (all but the last two) broadcast as NumPy's do,
+      // aligned on the right; a missing one has extent 1.
       N.Sh.clear();
-      if (A.size() == 3 || B.size() == 3) {
-        ExtentId BA = A.size() == 3 ? A[0] : X.constant(1);
-        ExtentId BB = B.size() == 3 ? B[0] : X.constant(1);
+      const size_t BatchA = A.size() - 2, BatchB = B.size() - 2;
+      const size_t Batch = std::max(BatchA, BatchB);
+      for (size_t K = 0; K < Batch; ++K) {
+        ExtentId BA =
+            K + BatchA >= Batch ? A[K + BatchA - Batch] : X.constant(1);
+        ExtentId BB =
+            K + BatchB >= Batch ? B[K + BatchB - Batch] : X.constant(1);
         N.Sh.push_back(broadcastInto(N, BA, N.Operands[0], BB, N.Operands[1]));
       }
       N.Sh.push_back(A[A.size() - 2]);
@@ -403,6 +416,9 @@ private:
   Function &F;
   ExtentTable &X;
   std::vector<UserDiag> Diags;
+  /// The nodes shape inference reported (or skipped for an operand it
+  /// reported).
+  std::vector<bool> Failed;
 };
 
 } // namespace

@@ -720,10 +720,11 @@ private:
       }
       int KAxis = static_cast<int>(R), MAxis = R - 2, NAxis = R - 1;
       auto Operand = [&](unsigned Op, int Row, int Col) {
+        // Its batch axes are the result's last ones (aligned on the right).
         unsigned OR = F.Nodes[Nd.Operands[Op]].rank();
         std::vector<int> E;
-        if (OR == 3)
-          E.push_back(0);
+        for (unsigned K = R - OR; K < R - 2; ++K)
+          E.push_back(K);
         E.push_back(Row);
         E.push_back(Col);
         return lower(Nd.Operands[Op], E);

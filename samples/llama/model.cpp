@@ -21,11 +21,19 @@
 
 namespace eager {
 #include "heads.cpp"
+#include "layers.cpp"
 #include "llama.cpp"
 } // namespace eager
 
-// The kernels pkc compiles (heads.cpp through pk_add_kernels), with the
-// signatures of their eager twins.
+// The kernels pkc compiles (heads.cpp and layers.cpp through
+// pk_add_kernels), with the signatures of their eager twins.
+template <class W>
+void layer(pk::InOut<float, 2> x, pk::In<float> rms_att, pk::In<W, 2> wq,
+           pk::In<W, 2> wk, pk::In<W, 2> wv, pk::In<W, 2> wo,
+           pk::In<float> rms_ffn, pk::In<W, 2> w1, pk::In<W, 2> w2,
+           pk::In<W, 2> w3, pk::InOut<float, 3> key_cache,
+           pk::InOut<float, 3> value_cache, int64_t pos, float eps,
+           float theta);
 template <class W>
 void head(pk::In<float, 2> x, pk::In<float> rms_final, pk::In<W, 2> wcls,
           pk::Out<float> logits, float eps);
@@ -60,8 +68,8 @@ struct Kernels {
 /// int8 logits are runq's bit for bit with double sums (the tests say so),
 /// the compiled one sums in float.
 constexpr Kernels ModelKernels{
-    {&eager::embed<float>, &eager::layer<float>, &::head<float>},
-    {&eager::embed<BF16>, &eager::layer<BF16>, &::head<BF16>},
+    {&eager::embed<float>, &::layer<float>, &::head<float>},
+    {&eager::embed<BF16>, &::layer<BF16>, &::head<BF16>},
     &eager::dequantize,
     &eager::layer_q8,
     &eager::head_q8};

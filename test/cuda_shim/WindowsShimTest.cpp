@@ -175,4 +175,40 @@ TEST(ReshapesShim, AliasesTemporariesAndConcat) {
     }
 }
 
+TEST(ReshapesShim, MatmulOfRank4AndGroupedAttention) {
+  for (int64_t KG : {1, 4})
+    for (int64_t S : {1, 33}) {
+      const int64_t H = 2, G = 4, T = 3, D = 9;
+      auto Q = grid(H * G * T * D, 35), K = grid(H * KG * S * D, 36);
+      std::vector<float> E(H * G * T * S);
+      reshapes::grouped_scores({Q.data(), {H, G, T, D}},
+                               {K.data(), {H, KG, S, D}},
+                               {E.data(), {H, G, T, S}});
+      Dev<float> DQ(Q), DK(K), DS(H * G * T * S, std::nanf(""));
+      pk::cuda::grouped_scores({DQ.get(), {H, G, T, D}},
+                               {DK.get(), {H, KG, S, D}},
+                               {DS.get(), {H, G, T, S}});
+      expectSame(E, DS.host(), "grouped_scores " + dims({KG, S}));
+    }
+  for (int64_t T : {1, 4})
+    for (int64_t Pos : {0, 6}) {
+      const int64_t KvHeads = 2, Group = 3, Hs = 8, L = Pos + T + 2;
+      const int64_t Dim = KvHeads * Group * Hs;
+      auto Q = grid(T * Dim, 37), K = grid(KvHeads * L * Hs, 38),
+           V = grid(KvHeads * L * Hs, 39);
+      std::vector<float> E(T * Dim);
+      reshapes::cached_attention(
+          {Q.data(), {T, Dim}}, {K.data(), {KvHeads, L, Hs}},
+          {V.data(), {KvHeads, L, Hs}}, {E.data(), {T, Dim}}, Pos);
+      Dev<float> DQ(Q), DK(K), DV(V), DO(T * Dim, std::nanf(""));
+      pk::cuda::cached_attention(
+          {DQ.get(), {T, Dim}}, {DK.get(), {KvHeads, L, Hs}},
+          {DV.get(), {KvHeads, L, Hs}}, {DO.get(), {T, Dim}}, Pos);
+      const std::vector<float> Got = DO.host();
+      for (int64_t I = 0; I < T * Dim; ++I)
+        ASSERT_NEAR(E[I], Got[I], 1e-5)
+            << "cached_attention " << dims({T, Pos}) << " " << I;
+    }
+}
+
 } // namespace

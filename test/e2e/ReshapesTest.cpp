@@ -35,6 +35,13 @@ void last_logits(pk::In<float, 2> x, pk::In<float> g, pk::In<float, 2> w,
 void rope_projection(pk::In<float, 2> x, pk::In<float, 2> w,
                      pk::Out<float, 2> q, int64_t pos, int64_t heads,
                      float theta);
+void grouped_scores(pk::In<float, 4> q, pk::In<float, 4> k,
+                    pk::Out<float, 4> s);
+void batch_broadcast(pk::In<float, 4> a, pk::In<float, 3> b,
+                     pk::Out<float, 4> y);
+void cached_attention(pk::In<float, 2> q, pk::In<float, 3> keys,
+                      pk::In<float, 3> values, pk::Out<float, 2> o,
+                      int64_t pos);
 
 namespace {
 
@@ -145,6 +152,81 @@ TEST(CompiledReshapes, RotaryEmbeddingOfAProjection) {
             ASSERT_NEAR(E[I], O[I], 1e-5)
                 << "rope_projection " << dims({T, Heads, Hs, Pos}) << " " << I;
         }
+}
+
+TEST(CompiledMatmulRank4, BroadcastBatchAxes) {
+  // Data are multiples of 1/8 and the sums short: exact in any order.
+  for (int64_t H : {1, 3})
+    for (int64_t G : {1, 4})
+      for (int64_t KG : {int64_t(1), G})
+        for (int64_t T : {1, 5})
+          for (int64_t S : {1, 7, 33})
+            for (int64_t D : {1, 17}) {
+              auto Q = grid(H * G * T * D, 40), K = grid(H * KG * S * D, 41);
+              std::vector<float> E(H * G * T * S), O = poisoned(H * G * T * S);
+              eager::grouped_scores({Q.data(), {H, G, T, D}},
+                                    {K.data(), {H, KG, S, D}},
+                                    {E.data(), {H, G, T, S}});
+              grouped_scores({Q.data(), {H, G, T, D}},
+                             {K.data(), {H, KG, S, D}},
+                             {O.data(), {H, G, T, S}});
+              expectSame(E, O, "grouped_scores " + dims({H, G, KG, T, S, D}));
+            }
+  for (int64_t B1 : {1, 2})
+    for (int64_t B2 : {1, 3})
+      for (int64_t M : {1, 6})
+        for (int64_t N : {1, 9}) {
+          const int64_t K = 5;
+          auto A = grid(B1 * B2 * M * K, 42), B = grid(B2 * K * N, 43);
+          std::vector<float> E(B1 * B2 * M * N), O = poisoned(B1 * B2 * M * N);
+          eager::batch_broadcast({A.data(), {B1, B2, M, K}},
+                                 {B.data(), {B2, K, N}},
+                                 {E.data(), {B1, B2, M, N}});
+          batch_broadcast({A.data(), {B1, B2, M, K}}, {B.data(), {B2, K, N}},
+                          {O.data(), {B1, B2, M, N}});
+          expectSame(E, O, "batch_broadcast " + dims({B1, B2, M, N}));
+        }
+  // Batch extents that do not broadcast (3 keys' heads against 4 query
+  // heads) raise before any write.
+  auto Q = grid(2 * 4 * 3 * 8, 44), K = grid(2 * 3 * 5 * 8, 45);
+  std::vector<float> S = poisoned(2 * 4 * 3 * 5);
+  EXPECT_THROW(eager::grouped_scores({Q.data(), {2, 4, 3, 8}},
+                                     {K.data(), {2, 3, 5, 8}},
+                                     {S.data(), {2, 4, 3, 5}}),
+               pk::ShapeError);
+  try {
+    grouped_scores({Q.data(), {2, 4, 3, 8}}, {K.data(), {2, 3, 5, 8}},
+                   {S.data(), {2, 4, 3, 5}});
+    ADD_FAILURE() << "no ShapeError";
+  } catch (const pk::ShapeError &E) {
+    EXPECT_NE(std::string(E.what()).find("grouped_scores"), std::string::npos)
+        << E.what();
+  }
+  EXPECT_TRUE(sameBits(S, poisoned(2 * 4 * 3 * 5)));
+}
+
+TEST(CompiledMatmulRank4, GroupedQueryAttentionOverACachePrefix) {
+  // Softmax's exp and division: values of magnitude <= 4 within 1e-5.
+  for (int64_t KvHeads : {1, 2})
+    for (int64_t Group : {1, 3})
+      for (int64_t Hs : {2, 8})
+        for (int64_t T : {1, 4})
+          for (int64_t Pos : {0, 5}) {
+            const int64_t L = Pos + T + 3, Dim = KvHeads * Group * Hs;
+            auto Q = grid(T * Dim, 46), K = grid(KvHeads * L * Hs, 47),
+                 V = grid(KvHeads * L * Hs, 48);
+            std::vector<float> E(T * Dim), O = poisoned(T * Dim);
+            eager::cached_attention(
+                {Q.data(), {T, Dim}}, {K.data(), {KvHeads, L, Hs}},
+                {V.data(), {KvHeads, L, Hs}}, {E.data(), {T, Dim}}, Pos);
+            cached_attention({Q.data(), {T, Dim}}, {K.data(), {KvHeads, L, Hs}},
+                             {V.data(), {KvHeads, L, Hs}}, {O.data(), {T, Dim}},
+                             Pos);
+            for (int64_t I = 0; I < T * Dim; ++I)
+              ASSERT_NEAR(E[I], O[I], 1e-5)
+                  << "cached_attention " << dims({KvHeads, Group, Hs, T, Pos})
+                  << " " << I;
+          }
 }
 
 TEST(CompiledReshapes, SizesThatDoNotFitRaiseBeforeAnyWrite) {

@@ -52,6 +52,20 @@ PK_KERNEL void last_logits(In<float, 2> x, In<float> g, In<float, 2> w,
   logits[_] = reshape(matmul(h, transpose(w[_])), {-1});
 }
 
+/// The scores of grouped-query attention: queries q [H, G, T, D] against
+/// keys k [H, 1 or G, S, D]: matmul of rank 4, whose batch axes broadcast as
+/// NumPy's do (k's second axis may be 1 at run time).
+PK_KERNEL void grouped_scores(In<float, 4> q, In<float, 4> k, Out<float, 4> s) {
+  s[_] = matmul(q[_], transpose(k[_]));
+}
+
+/// A rank-4 product with a rank-3 operand, aligned on the right (its batch
+/// axis meets a's second one), and an epilogue.
+PK_KERNEL void batch_broadcast(In<float, 4> a, In<float, 3> b,
+                               Out<float, 4> y) {
+  y[_] = matmul(a[_], b[_]) * 0.5f + 1.0f;
+}
+
 // llama2.c's RoPE as samples/llama writes it (rope: the pair (2i, 2i+1) of
 // each head turned by (pos + t) * theta^(-2i / hs)): extents of a computed
 // value, reshape, slices and concat.
@@ -61,4 +75,15 @@ PK_KERNEL void last_logits(In<float, 2> x, In<float> g, In<float, 2> w,
 PK_KERNEL void rope_projection(In<float, 2> x, In<float, 2> w, Out<float, 2> q,
                                int64_t pos, int64_t heads, float theta) {
   q[_] = rope(matmul(x[_], transpose(w[_])), pos, heads, theta);
+}
+
+/// samples/llama's grouped-query attention of the queries q [T, heads * hs]
+/// at positions pos..pos+T-1 over the cache prefix [0, pos + T) of keys and
+/// values [kv_heads, L, hs]: rank-4 products with a broadcast group axis,
+/// a causal mask and the softmax between them.
+PK_KERNEL void cached_attention(In<float, 2> q, In<float, 3> keys,
+                                In<float, 3> values, Out<float, 2> o,
+                                int64_t pos) {
+  auto P = pos + q.extent(0);
+  o[_] = attention(q[_], keys.slice(1, 0, P)[_], values.slice(1, 0, P)[_], pos);
 }

@@ -2,7 +2,7 @@
 // (test/unit/ViewsTest.cpp) but pkc does not compile them yet (the views and
 // windows it does: frontend/windows.test, frontend/reshapes.test):
 // each is a [pk-not-supported-yet] error at its call with one note that says
-// so, and a matmul of rank 4 is a shape error that says eager code runs it.
+// so.
 // RUN: %pkc %s -- %pkflags -Xclang -verify
 #include <pk/pk.h>
 using namespace pk::lang;
@@ -13,8 +13,4 @@ PK_KERNEL void embed(In<float, 2> table, In<int32_t, 1> ids, Out<float, 2> y) {
 
 PK_KERNEL void greedy(In<float, 2> logits, Out<int64_t, 1> tok) {
   tok[_] = argmax(logits[_], -1); // expected-error {{'argmax' is not supported by pkc yet}} expected-note {{not compiled yet}}
-}
-
-PK_KERNEL void scores(In<float, 4> q, In<float, 4> k, Out<float, 4> s) {
-  s[_] = matmul(q[_], transpose(k[_])); // expected-error {{pkc compiles matmul of rank 2 or 3 only, not yet q[q.0, q.1, q.2, q.3] and (transpose(k[_]))[k.0, k.1, k.3, k.2] (eager code runs any rank) [pk-shape]}}
 }
