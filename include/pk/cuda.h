@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #ifndef PK_LAUNCH
 #define PK_LAUNCH(Kernel, Grid, Block, Smem, Stream, ...)                      \
@@ -148,6 +149,27 @@ private:
       std::string("pk::cuda::") + Kernel + ": the workspace has " +
       std::to_string(Given) + " bytes, the temporaries need " +
       std::to_string(Needed) + " (" + Kernel + "_workspace_bytes)");
+}
+
+/// take's indices in device memory, checked before any launch: the launcher
+/// copies them to the host after the work already queued on `Stream` (a
+/// synchronising copy of the index ref; a decode step's token ids are a few
+/// bytes) and checks them there, so no thread ever reads outside the table.
+template <class I>
+inline void check_take_device(const char *Kernel, const char *Table,
+                              std::initializer_list<int64_t> TableShape,
+                              int Axis, const char *Label, const I *Indices,
+                              int64_t Count, cudaStream_t Stream) {
+  std::vector<I> Host(static_cast<size_t>(Count));
+  if (Count > 0 &&
+      (cudaMemcpyAsync(Host.data(), Indices, Host.size() * sizeof(I),
+                       cudaMemcpyDeviceToHost, Stream) != cudaSuccess ||
+       cudaStreamSynchronize(Stream) != cudaSuccess))
+    throw std::runtime_error(std::string("pk::cuda::") + Kernel +
+                             ": cannot read take's indices " + Label + ": " +
+                             cudaGetErrorString(cudaGetLastError()));
+  pk::rt::check_take(Kernel, Table, TableShape, Axis, Label, Host.data(),
+                     Count);
 }
 
 /// Throws when the last launch failed, naming the kernel.

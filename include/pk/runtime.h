@@ -193,6 +193,28 @@ inline void check_window(const char *Kernel, const char *Parent, int Axis,
   throw ShapeError(Msg);
 }
 
+/// Checks the indices of a compiled take(table, indices, axis) at entry,
+/// before any write (language.md §3): every one of the `Count` indices at
+/// `Indices` lies in [0, extent of `Table` along `Axis`). The message reads
+/// like the eager one, after the kernel's name.
+template <class I>
+inline void check_take(const char *Kernel, const char *Table,
+                       std::initializer_list<int64_t> TableShape, int Axis,
+                       const char *Label, const I *Indices, int64_t Count) {
+  const int64_t Extent = TableShape.begin()[Axis];
+  for (int64_t K = 0; K < Count; ++K) {
+    const int64_t Ix = static_cast<int64_t>(Indices[K]);
+    if (Ix >= 0 && Ix < Extent)
+      continue;
+    throw ShapeError(
+        std::string(Kernel) + ": take: index " + std::to_string(Ix) +
+        (Count > 1 ? " (element " + std::to_string(K) + " of " + Label + ")"
+                   : std::string()) +
+        " is outside [0, " + std::to_string(Extent) + ") of axis " +
+        std::to_string(Axis) + " of " + Table + shape_str(TableShape));
+  }
+}
+
 /// Throws a ShapeError with a complete message.
 [[noreturn]] inline void shape_fail(const std::string &Message) {
   throw ShapeError(Message);

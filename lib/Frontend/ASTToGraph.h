@@ -59,10 +59,9 @@ constexpr size_t MaxLabel = 40;
 /// The operations of language.md §3 that <pk/pk.h> runs eagerly but pkc does
 /// not compile yet: each is a
 /// [pk-not-supported-yet] diagnostic with EagerOnlyNote.
-inline constexpr llvm::StringLiteral EagerOnlyOps[] = {"take", "argmax",
-                                                       "argmin"};
+inline constexpr llvm::StringLiteral EagerOnlyOps[] = {"argmax", "argmin"};
 inline constexpr const char *EagerOnlyNote =
-    "take, argmax and argmin run in eager "
+    "argmax and argmin run in eager "
     "code (<pk/pk.h>) but are not compiled yet; call this kernel eagerly, "
     "without pk_add_kernels, until they are";
 
@@ -281,6 +280,7 @@ private:
   Val evalReshape(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
   /// `concat({a, b, ...}, axis)`.
   Val evalConcat(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
+  Val evalTake(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
   /// The extent of the integer scalar expression `Arg`, or an error there.
   std::optional<ir::ExtentId> extentArg(const Expr *Arg, llvm::StringRef What);
   /// The window [Begin, End) along `Axis` (as written, checked here) of

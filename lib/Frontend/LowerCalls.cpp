@@ -248,6 +248,8 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
     return evalReshape(E, Args);
   if (Name == "concat")
     return evalConcat(E, Args);
+  if (Name == "take")
+    return evalTake(E, Args);
 
   if (llvm::is_contained(EagerOnlyOps, Name))
     return notYet(E, "'" + Name.str() + "'", EagerOnlyNote);

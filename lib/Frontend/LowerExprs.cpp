@@ -1138,6 +1138,22 @@ Val ASTToGraph::evalConcat(const CallExpr *E,
   return Val::value(B.concat(Parts, *Axis, loc(E)));
 }
 
+Val ASTToGraph::evalTake(const CallExpr *E, llvm::ArrayRef<const Expr *> Args) {
+  if (Args.size() != 3)
+    return unsupported(E, "'" + text(E) + "'",
+                       "write take(table, indices, axis)");
+  std::optional<NodeId> Table = valueOf(eval(Args[0]));
+  if (!Table)
+    return Val::invalid();
+  std::optional<NodeId> Indices = valueOf(eval(Args[1]));
+  if (!Indices)
+    return Val::invalid();
+  std::optional<int> Axis = constAxis(Args[2], "take");
+  if (!Axis)
+    return Val::invalid();
+  return Val::value(B.take(*Table, *Indices, *Axis, loc(E)));
+}
+
 bool ASTToGraph::checkWindowStore(unsigned W, NodeId V, const Expr *At) {
   const unsigned Root = ir::rootOf(F, W);
   const unsigned Index = Refs[Root].Stores; // this store's

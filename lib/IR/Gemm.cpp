@@ -46,6 +46,9 @@ std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
   if (!N.Indexed || N.ReduceAxes.size() != 1 || (D != 3 && D != 4) ||
       N.ReduceAxes[0] != D - 1)
     return std::nullopt;
+  // (take's gathered loads address rows the packing cannot stride over.)
+  if (llvm::any_of(N.Body, [](const Stmt &S) { return S.Map.isGather(); }))
+    return std::nullopt;
   GemmPattern G;
   G.BatchAxis = D == 4 ? 0 : -1;
   G.MAxis = D - 3;

@@ -915,6 +915,15 @@ NodeId Builder::concat(llvm::ArrayRef<NodeId> Parts, int Axis, SrcLoc Loc) {
   return add(std::move(N));
 }
 
+NodeId Builder::take(NodeId Table, NodeId Indices, int Axis, SrcLoc Loc) {
+  Node N(NodeKind::Take);
+  N.Type = F.Nodes[Table].Type;
+  N.Operands = {Table, Indices};
+  N.Axes = {Axis};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
 NodeId Builder::index(NodeId V, int Axis, SrcLoc Loc) {
   Node N(NodeKind::Index);
   N.Type = DType::I64;
@@ -1115,6 +1124,8 @@ static std::string nodeBody(const Function &F, const Node &N) {
     return fmt::format("matmul {}", Ops());
   case NodeKind::Concat:
     return fmt::format("concat {} axis={}", Ops(), N.Axes[0]);
+  case NodeKind::Take:
+    return fmt::format("take {} axis={}", Ops(), N.Axes[0]);
   case NodeKind::Store:
     return fmt::format("store {}, {}", F.Params[N.Param].Name, Ops());
   }
@@ -1156,10 +1167,10 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
       OS << "  temp " << P.Name << ": " << dtypeName(P.Type)
          << shapeToString(F, P.TempShape) << "  ; " << P.Why << "\n";
   for (const Guard &G : F.Guards) {
-    static const char *const Kinds[] = {"fits", "equal", "nonzero", "reshape",
-                                        "concat"};
+    static const char *const Kinds[] = {"fits",    "equal",  "nonzero",
+                                        "reshape", "concat", "indices"};
     OS << "  guard " << Kinds[G.K] << " " << extentToString(F, G.A);
-    if (G.K != Guard::NonZero)
+    if (G.K != Guard::NonZero && G.K != Guard::Indices)
       OS << ", " << extentToString(F, G.B);
     OS << "  ; axis " << G.Axis;
     if (G.Loc.Line)
@@ -1326,6 +1337,11 @@ std::string pk::ir::verify(const Function &F) {
     case NodeKind::Concat:
       if (N.Operands.empty() || N.Axes.size() != 1)
         return fmt::format("%{}: concat of no values", I);
+      break;
+    case NodeKind::Take:
+      Err = ExpectOperands(2);
+      if (Err.empty() && N.Axes.size() != 1)
+        return fmt::format("%{}: take without an axis", I);
       break;
     }
     if (!Err.empty())

@@ -307,6 +307,10 @@ enum class NodeKind : uint8_t {
   MatMul, ///< matrix product of operands 0 and 1 (rank 2 or 3)
   Store,  ///< write operand 0 to ref `Param`, broadcast to its shape
   Concat, ///< the operands one after another along `Axes[0]`
+  /// take(operand 0, operand 1, Axes[0]): NumPy's take. Operand 0 (the
+  /// table) is a load; operand 1 (the integer indices) a load of an In ref
+  /// or a scalar, checked against the table's extent at entry.
+  Take,
 };
 
 enum class ReduceKind : uint8_t { Sum, Max, Min, Mean };
@@ -409,6 +413,11 @@ struct Guard {
     Reshape,
     /// concat: extents A and B of two parts agree (`Axis` from the end).
     Concat,
+    /// take: every index of NodeB (an In ref's load or a scalar) lies in
+    /// [0, A), A the extent of the table NodeA along `Axis` (B == A). Checked
+    /// by a pass over the indices (pk::rt::check_take), not a condition on
+    /// extents.
+    Indices,
   };
   Kind K;
   ExtentId A, B;
@@ -496,6 +505,7 @@ public:
   /// v.extent(axis) of a value: its extent once shapes are known.
   NodeId extentOf(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId concat(llvm::ArrayRef<NodeId> Parts, int Axis, SrcLoc Loc = {});
+  NodeId take(NodeId Table, NodeId Indices, int Axis, SrcLoc Loc = {});
   NodeId index(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc = {});
   NodeId store(unsigned Param, NodeId V, SrcLoc Loc = {});

@@ -17,8 +17,12 @@ int AccessMap::axisOf(int A) const {
   return -1;
 }
 
+bool AccessMap::isGather() const {
+  return llvm::any_of(Axes, [](const AxisAccess &A) { return A.Gathered; });
+}
+
 bool AccessMap::isRightAligned(unsigned DomainRank) const {
-  if (rank() > DomainRank)
+  if (rank() > DomainRank || isGather())
     return false;
   for (unsigned K = 0; K < rank(); ++K)
     if (Axes[K].Axis >= 0 &&
@@ -53,8 +57,9 @@ static std::string accessToString(const AccessMap &M) {
   std::vector<std::string> Parts;
   for (const AxisAccess &A : M.Axes)
     Parts.push_back(
-        A.Axis < 0 ? std::string("0")
-                   : fmt::format("i{}{}", A.Axis, A.MayBroadcast ? "?" : ""));
+        A.Gathered   ? std::string("*")
+        : A.Axis < 0 ? std::string("0")
+                     : fmt::format("i{}{}", A.Axis, A.MayBroadcast ? "?" : ""));
   return fmt::format("[{}]", fmt::join(Parts, ", "));
 }
 
@@ -67,6 +72,8 @@ std::string pk::loop::describe(const ir::Function &F, const Nest &N,
   case Stmt::Load:
     Out << S.Name << " = load " << F.Params[S.Param].Name
         << accessToString(S.Map);
+    if (S.Map.isGather())
+      Out << " at " << Arg(0); // the index of the gathered axis (*)
     break;
   case Stmt::Scalar:
     Out << S.Name << " = param " << F.Params[S.Param].Name;

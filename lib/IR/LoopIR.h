@@ -33,8 +33,12 @@ struct AxisAccess {
   /// broadcasting): the index is then 0. Always correct to assume (an axis
   /// of extent 1 has only index 0); false lets an emitter skip the check.
   bool MayBroadcast = false;
+  /// take's gathered axis (Axis is then -1): the index is the value of the
+  /// load's argument (Stmt::Args[0], an integer checked at entry).
+  bool Gathered = false;
   bool operator==(const AxisAccess &O) const {
-    return Axis == O.Axis && MayBroadcast == O.MayBroadcast;
+    return Axis == O.Axis && MayBroadcast == O.MayBroadcast &&
+           Gathered == O.Gathered;
   }
 };
 
@@ -51,6 +55,8 @@ struct AccessMap {
   /// True when every buffer axis k is addressed by domain axis
   /// DomainRank - rank() + k (NumPy's right alignment) or is index 0.
   bool isRightAligned(unsigned DomainRank) const;
+  /// True when an axis is take's (AxisAccess::Gathered).
+  bool isGather() const;
   bool operator==(const AccessMap &O) const { return Axes == O.Axes; }
   bool operator!=(const AccessMap &O) const { return !(*this == O); }
 };
@@ -58,7 +64,9 @@ struct AccessMap {
 /// One scalar statement. Every kind but Store defines the value `Name`.
 struct Stmt {
   enum Kind : uint8_t {
-    Load,   ///< element of ref `Param` at the current domain index
+    /// element of ref `Param` at the current domain index (and, along a
+    /// Gathered axis, at the value of Args[0])
+    Load,
     Scalar, ///< the scalar parameter `Param`
     Const,  ///< literal
     Apply,  ///< `Op` of `Args`

@@ -165,6 +165,14 @@ private:
       }
       return;
     }
+    case NodeKind::Take: {
+      // Every index within the table's extent: a pass over the indices at
+      // entry (eager take checks them all before it reads).
+      const ExtentId E = F.Nodes[N.Operands[0]].Sh[N.Axes[0]];
+      F.Guards.push_back({Guard::Indices, E, E, N.Operands[0], N.Operands[1],
+                          N.Axes[0], N.Loc});
+      return;
+    }
     case NodeKind::Concat: {
       // Every part has the first one's extents but along the axis.
       const Shape &First = F.Nodes[N.Operands[0]].Sh;

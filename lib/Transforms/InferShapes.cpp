@@ -80,6 +80,51 @@ private:
     return Axis < 0 ? Axis + R : Axis;
   }
 
+  /// take(table, indices, axis): table's shape with the axis replaced by the
+  /// indices' shape. What pkc compiles: a table read from a ref (or a view
+  /// of one) and indices read from an In ref or a scalar, which the entry
+  /// checks against the table's extent before any write (language.md §3).
+  void visitTake(Node &N) {
+    const Node &T = F.Nodes[N.Operands[0]], &I = F.Nodes[N.Operands[1]];
+    const int Ax = normaliseAxis(N, N.Axes[0], T.rank());
+    if (Ax < 0)
+      return;
+    if (!isInteger(I.Type)) {
+      error(N,
+            fmt::format("take's indices {} are not integers",
+                        describe(N.Operands[1])),
+            "index with int32_t or int64_t values");
+      return;
+    }
+    auto NotYet = [&](std::string Message, std::string Note) {
+      Diags.push_back(
+          {N.Loc, "pk-not-supported-yet", std::move(Message), std::move(Note)});
+    };
+    if (T.Kind != NodeKind::Load) {
+      NotYet(fmt::format("pkc compiles take from a ref only, not yet from the "
+                         "computed value {}",
+                         describe(N.Operands[0])),
+             "store the value to an Out ref in one kernel and take from that "
+             "ref in a second");
+      return;
+    }
+    const bool IndexRef =
+        I.Kind == NodeKind::Load && F.Params[I.Param].Kind == ParamKind::In;
+    if (!IndexRef && I.Kind != NodeKind::ScalarParam &&
+        I.Kind != NodeKind::Const) {
+      NotYet(fmt::format("pkc compiles take with indices read from an In ref "
+                         "or a scalar parameter only, not yet {}",
+                         describe(N.Operands[1])),
+             "pass the indices as an In ref (the compiled kernel checks them "
+             "all before any write); computed indices need a second kernel");
+      return;
+    }
+    N.Axes[0] = Ax;
+    N.Sh.assign(T.Sh.begin(), T.Sh.begin() + Ax);
+    N.Sh.insert(N.Sh.end(), I.Sh.begin(), I.Sh.end());
+    N.Sh.insert(N.Sh.end(), T.Sh.begin() + Ax + 1, T.Sh.end());
+  }
+
   /// Broadcasts extent `E` of operand `Op` into `Acc`, reporting constants
   /// that cannot broadcast.
   ExtentId broadcastInto(const Node &N, ExtentId Acc, NodeId AccFrom,
@@ -365,6 +410,9 @@ private:
       return;
     case NodeKind::Concat:
       visitConcat(N);
+      return;
+    case NodeKind::Take:
+      visitTake(N);
       return;
     case NodeKind::MatMul: {
       const Shape &A = Operand(0).Sh, &B = Operand(1).Sh;

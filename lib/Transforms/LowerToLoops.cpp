@@ -483,6 +483,8 @@ private:
       }
       case NodeKind::MatMul:
         return lowerMatMul(Id, Emb);
+      case NodeKind::Take:
+        return lowerTake(Id, Emb);
       case NodeKind::Reduce: {
         // The operand is embedded canonically; the result must be used
         // along the axes it was not reduced over.
@@ -693,6 +695,33 @@ private:
       Mark(P.Epilogue, 3, false);
       N.Attention = std::move(P);
       return N;
+    }
+
+    /// take(table, indices, axis): the indices under the result's axes
+    /// axis..axis+rank(indices), then one load of the table whose gathered
+    /// axis is indexed by their value (inferShapes made the table a load).
+    std::optional<unsigned> lowerTake(NodeId Id, const std::vector<int> &Emb) {
+      const Node &Nd = F.Nodes[Id];
+      const Node &Table = F.Nodes[Nd.Operands[0]];
+      const int Ax = Nd.Axes[0];
+      const int IR = F.Nodes[Nd.Operands[1]].rank();
+      std::vector<int> IndexEmb(Emb.begin() + Ax, Emb.begin() + Ax + IR);
+      std::optional<unsigned> Ix = lower(Nd.Operands[1], IndexEmb);
+      if (!Ix)
+        return std::nullopt;
+      std::vector<int> TableEmb(Emb.begin(), Emb.begin() + Ax);
+      TableEmb.push_back(-1);
+      TableEmb.insert(TableEmb.end(), Emb.begin() + Ax + IR, Emb.end());
+      Stmt S = fromNode(Nd, Stmt::Load, "");
+      S.Name = L.Names.get(F.Params[Table.Param].Name + "_v");
+      S.Param = Table.Param;
+      S.Map = mapOf(Table.Param, TableEmb, /*Stored=*/false);
+      S.Map.Axes[Ax].Gathered = true;
+      S.Args = {*Ix};
+      for (int D : TableEmb)
+        S.Inner |= D >= 0 && isReduceAxis(D);
+      inherit(S);
+      return add(std::move(S));
     }
 
     /// matmul(a, b) in a nest over [batch..., m, n, k] reducing k: the sum

@@ -1,11 +1,24 @@
-// layers: the decoder layer of samples/llama for fp32 and bf16 weights,
-// in a file of its own because pkc compiles it (pk_add_kernels) while
-// llama.cpp's kernels still run eagerly. pkc decides its kernel boundaries
-// and buffers: the q/k/v projections, RoPE, the KV cache writes, the
-// grouped-query attention over the cache prefix, wo, and the SwiGLU FFN.
-// model.cpp runs the compiled layer; the eager one (the same source, through
-// <pk/pk.h>) stays the reference of the tests.
+// layers: the token embedding and the decoder layer of samples/llama for
+// fp32 and bf16 weights, in a file of their own because pkc compiles them
+// (pk_add_kernels) while llama.cpp's int8 kernels still run eagerly. pkc
+// decides the layer's kernel boundaries and buffers: the q/k/v projections,
+// RoPE, the KV cache writes, the grouped-query attention over the cache
+// prefix, wo, and the SwiGLU FFN. model.cpp runs the compiled kernels; the
+// eager ones (the same source, through <pk/pk.h>) stay the reference of the
+// tests.
 #include "common.h"
+
+/// x[T, dim] = the rows of the token embedding table for `tokens` (the
+/// compiled kernel checks every token against the table before any write).
+template <class W>
+PK_KERNEL void embed(In<int32_t> tokens, In<W, 2> token_embedding,
+                     Out<float, 2> x) {
+  x[_] = take(token_embedding[_], tokens[_], 0);
+}
+
+template void embed<float>(In<int32_t>, In<float, 2>, Out<float, 2>);
+template void embed<pk::bfloat16>(In<int32_t>, In<pk::bfloat16, 2>,
+                                  Out<float, 2>);
 
 /// One decoder layer on the residual stream x [T, dim] for the tokens at
 /// positions pos..pos+T-1: writes their keys and values into the caches

@@ -7,32 +7,19 @@
 // [n_kv_heads, T, head_size] permutation happens on the T new rows only.
 //
 // Two families of kernels, one per kind of weights:
-// - embed (and layer, in layers.cpp, and head, in heads.cpp): templates over
-// the matrices'
-//   element type W, float (fp32 checkpoints) or pk::bfloat16 (stored in 16
-//   bits, loaded as float: pk-llama --dtype bf16). Norm weights, activations
-//   and the KV cache are fp32 either way.
-// - dequantize, layer_q8 (and head_q8): int8 (Q8_0) checkpoints computed as
-//   llama2.c's runq does (linear_q8): every matrix is int8 values with one
-//   fp32 scale per group of group_size along its input axis, and each
-//   product quantises the activations to Q8_0 in the same groups.
+// - embed, layer (in layers.cpp) and head (in heads.cpp): templates over the
+//   matrices' element type W, float (fp32 checkpoints) or pk::bfloat16
+//   (stored in 16 bits, loaded as float: pk-llama --dtype bf16). Norm
+//   weights, activations and the KV cache are fp32 either way. pkc compiles
+//   them (pk_add_kernels).
+// - dequantize, layer_q8 (here) and head_q8 (in heads.cpp): int8 (Q8_0)
+//   checkpoints computed as llama2.c's runq does (linear_q8): every matrix is
+//   int8 values with one fp32 scale per group of group_size along its input
+//   axis, and each product quantises the activations to Q8_0 in the same
+//   groups. These run eagerly.
 // The helpers they share are in common.h.
 #include "common.h"
 
-//===----------------------------------------------------------------------===//
-// fp32 and bf16 weights
-//===----------------------------------------------------------------------===//
-
-/// x[T, dim] = the rows of the token embedding table for `tokens`.
-template <class W>
-PK_KERNEL void embed(In<int32_t> tokens, In<W, 2> token_embedding,
-                     Out<float, 2> x) {
-  x[_] = take(token_embedding[_], tokens[_], 0);
-}
-
-template void embed<float>(In<int32_t>, In<float, 2>, Out<float, 2>);
-template void embed<pk::bfloat16>(In<int32_t>, In<pk::bfloat16, 2>,
-                                  Out<float, 2>);
 //===----------------------------------------------------------------------===//
 // int8 (Q8_0) weights, as llama2.c's runq computes with them
 //===----------------------------------------------------------------------===//

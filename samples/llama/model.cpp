@@ -2,13 +2,13 @@
 //
 // Model owns the KV cache and the activations, checks every argument, and
 // runs embed -> layer x n_layers -> head over refs into the weight slabs, in
-// the kernels of its weight format (llama.cpp, heads.cpp): embed/layer/
-// head<float> for fp32,
-// <pk::bfloat16> for fp32 weights it rounded to bf16, and embed<float>
-// (over the dequantized table) / layer_q8 / head_q8 for int8. The kernels
-// are reached through one table (Kernels), so that the compiled ones
-// (llama.pk.cpp, which define the same kernels with the same signatures)
-// replace the eager ones by filling it with their addresses.
+// the kernels of its weight format: embed/layer/head<float> for fp32,
+// <pk::bfloat16> for fp32 weights it rounded to bf16 (layers.cpp and
+// heads.cpp, compiled by pkc), and embed<float> (over the dequantized
+// table) / layer_q8 / head_q8 for int8 (llama.cpp, eager). The kernels are
+// reached through one table (Kernels): the compiled ones (layers.pk.cpp,
+// heads.pk.cpp, which define the same kernels with the same signatures)
+// replace the eager twins by filling it with their addresses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +27,9 @@ namespace eager {
 
 // The kernels pkc compiles (heads.cpp and layers.cpp through
 // pk_add_kernels), with the signatures of their eager twins.
+template <class W>
+void embed(pk::In<int32_t> tokens, pk::In<W, 2> token_embedding,
+           pk::Out<float, 2> x);
 template <class W>
 void layer(pk::InOut<float, 2> x, pk::In<float> rms_att, pk::In<W, 2> wq,
            pk::In<W, 2> wk, pk::In<W, 2> wv, pk::In<W, 2> wo,
@@ -62,14 +65,13 @@ struct Kernels {
   decltype(&eager::head_q8) head_q8;
 };
 
-/// The kernels Model runs: the heads compiled by pkc, the others eager
-/// (pk.h's NumPy-like semantics) until pkc compiles take (embed) and matmul
-/// of rank 4 (layer's grouped-query attention). head_q8 stays eager too: its
-/// int8 logits are runq's bit for bit with double sums (the tests say so),
-/// the compiled one sums in float.
+/// The kernels Model runs: embed, layer and head compiled by pkc for dense
+/// weights (layers.cpp, heads.cpp); the int8 ones eager (pk.h's NumPy-like
+/// semantics): their logits are runq's bit for bit with double sums (the
+/// tests say so), compiled ones would sum in float.
 constexpr Kernels ModelKernels{
-    {&eager::embed<float>, &::layer<float>, &::head<float>},
-    {&eager::embed<BF16>, &::layer<BF16>, &::head<BF16>},
+    {&::embed<float>, &::layer<float>, &::head<float>},
+    {&::embed<BF16>, &::layer<BF16>, &::head<BF16>},
     &eager::dequantize,
     &eager::layer_q8,
     &eager::head_q8};

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "reshapes.pk.h"
+#include "take.pk.h"
 #include "windows.pk.h"
 
 namespace eager {
@@ -209,6 +210,62 @@ TEST(ReshapesShim, MatmulOfRank4AndGroupedAttention) {
         ASSERT_NEAR(E[I], Got[I], 1e-5)
             << "cached_attention " << dims({T, Pos}) << " " << I;
     }
+}
+
+} // namespace
+
+namespace take {
+#include "kernels/take.cpp"
+} // namespace take
+
+namespace {
+
+TEST(TakeShim, GathersAndTheirChecks) {
+  for (int64_t V : {1, 67})
+    for (int64_t T : {0, 3, 17}) {
+      const int64_t D = 33;
+      auto Table = grid(V * D, 50);
+      std::vector<int32_t> Ids;
+      for (int64_t K = 0; K < T; ++K)
+        Ids.push_back(static_cast<int32_t>((K * 7 + 3) % V));
+      std::vector<float> E(T * D), ES(T * D);
+      take::gather_rows({Table.data(), {V, D}}, {Ids.data(), {T}},
+                        {E.data(), {T, D}});
+      take::gathered_softmax({Table.data(), {V, D}}, {Ids.data(), {T}},
+                             {ES.data(), {T, D}});
+      Dev<float> DT(Table), DX(T * D, std::nanf("")), DS(T * D, std::nanf(""));
+      Dev<int32_t> DI(Ids);
+      pk::cuda::gather_rows({DT.get(), {V, D}}, {DI.get(), {T}},
+                            {DX.get(), {T, D}});
+      pk::cuda::gathered_softmax({DT.get(), {V, D}}, {DI.get(), {T}},
+                                 {DS.get(), {T, D}});
+      expectSame(E, DX.host(), "gather_rows " + dims({V, T}));
+      expectSame(ES, DS.host(), "gathered_softmax " + dims({V, T}), 1e-6);
+    }
+  // An index outside the table: the launcher reads the indices back and
+  // raises before any launch.
+  const int64_t V = 5, D = 3;
+  auto Table = grid(V * D, 51);
+  std::vector<int32_t> Ids = {0, 4, 5};
+  Dev<float> DT(Table), DX(3 * D, std::nanf(""));
+  Dev<int32_t> DI(Ids);
+  try {
+    pk::cuda::gather_rows({DT.get(), {V, D}}, {DI.get(), {3}},
+                          {DX.get(), {3, D}});
+    ADD_FAILURE() << "no ShapeError";
+  } catch (const pk::ShapeError &E) {
+    EXPECT_EQ(std::string(E.what()),
+              "gather_rows: take: index 5 (element 2 of ids) is outside [0, "
+              "5) of axis 0 of table[5, 3]");
+  }
+  EXPECT_TRUE(sameBits(DX.host(), poisoned(3 * D)));
+  std::vector<float> Y(D);
+  take::gather_one({Table.data(), {V, D}}, {Y.data(), {D}}, 4);
+  Dev<float> DY(D, std::nanf(""));
+  pk::cuda::gather_one({DT.get(), {V, D}}, {DY.get(), {D}}, 4);
+  expectSame(Y, DY.host(), "gather_one");
+  EXPECT_THROW(pk::cuda::gather_one({DT.get(), {V, D}}, {DY.get(), {D}}, -1),
+               pk::ShapeError);
 }
 
 } // namespace

@@ -54,6 +54,7 @@ public:
     emitExtents(F, Out, "  ");
     emitWindowChecks(F, Out, "  ");
     emitGuards(F, Out, "  ");
+    emitIndexChecks(F, Out, "  ", /*OnDevice=*/false);
     emitStepChecks(P, Out, "  ");
     emitAliasChecks(F, Out, "  ");
     emitTemporaries(P, WorkspaceFrom::CpuArena, Out, "  ");
@@ -443,8 +444,8 @@ private:
         G->BatchAxis < 0 ? "1" : extentExpr(F, N.Domain[G->BatchAxis]);
     std::string In = Indent + "    ";
     auto Index = [&](int UnitAxis) {
-      return [this, UnitAxis](const Stmt &S) {
-        return indexedIndex(F, S, UnitAxis);
+      return [this, &N, UnitAxis](const Stmt &S) {
+        return indexedIndex(F, N, S, UnitAxis);
       };
     };
     auto Operand = [&](const char *What, unsigned Value,
@@ -602,9 +603,9 @@ private:
         "softmax (running max, rescaled sum and output row); no [t, s] "
         "buffer.\n",
         Indent);
-    auto Index = [this](int UnitAxis) {
-      return [this, UnitAxis](const Stmt &S) {
-        return indexedIndex(F, S, UnitAxis);
+    auto Index = [this, &N](int UnitAxis) {
+      return [this, &N, UnitAxis](const Stmt &S) {
+        return indexedIndex(F, N, S, UnitAxis);
       };
     };
     auto Print = [&](const std::vector<unsigned> &Stmts, int UnitAxis,

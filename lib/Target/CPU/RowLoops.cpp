@@ -71,7 +71,7 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
                       const std::string &Indent,
                       llvm::ArrayRef<unsigned> RowBuffers, int UnitAxis,
                       llvm::ArrayRef<unsigned> Streamable) {
-  auto Index = [&](const Stmt &S) { return indexedIndex(F, S, UnitAxis); };
+  auto Index = [&](const Stmt &S) { return indexedIndex(F, N, S, UnitAxis); };
   assert((Streamable.empty() || UnitAxis >= 0) &&
          "streaming stores need the CPU's unit-stride loops");
   // Stores the loop being printed writes to a chunk buffer (pk_stream_<ref>).
@@ -279,7 +279,7 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
         auto At = [&](unsigned R) {
           const Stmt &S = N.Body[R];
           return fmt::format("&{}[{}]", pointerVar(F, S.Param),
-                             indexedIndex(F, S, UnitAxis, "pk_c"));
+                             indexedIndex(F, N, S, UnitAxis, "pk_c"));
         };
         Out += fmt::format("{}if (pk_stream) {{\n", Indent);
         Out += fmt::format(
@@ -500,7 +500,7 @@ void cpu::emitColumnReduction(const Function &F, const Nest &N, int64_t Block,
                               int UnitAxis) {
   unsigned Col = N.Domain.size() - 1;
   std::string I = indexVar(Col);
-  auto Index = [&](const Stmt &S) { return indexedIndex(F, S, UnitAxis); };
+  auto Index = [&](const Stmt &S) { return indexedIndex(F, N, S, UnitAxis); };
   std::vector<unsigned> Reduces;
   std::set<unsigned> Need;
   for (unsigned R = 0; R < N.Body.size(); ++R)

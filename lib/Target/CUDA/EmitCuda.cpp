@@ -192,7 +192,7 @@ private:
     case kernel::IndexMode::Strided:
       return stridedIndex(F, N, S);
     case kernel::IndexMode::Indexed:
-      return indexedIndex(F, S);
+      return indexedIndex(F, N, S);
     }
     return "";
   }
@@ -394,6 +394,7 @@ public:
     emitExtents(F, L, "  ");
     emitWindowChecks(F, L, "  ");
     emitGuards(F, L, "  ");
+    emitIndexChecks(F, L, "  ", /*OnDevice=*/true);
     emitStepChecks(*P.Loops, L, "  ");
     emitAliasChecks(F, L, "  ");
     emitTemporaries(*P.Loops,

@@ -399,9 +399,46 @@ static std::string labelOf(const Function &F, const Node &N) {
   return "value";
 }
 
+void target::emitIndexChecks(const Function &F, std::string &Out,
+                             llvm::StringRef Indent, bool OnDevice) {
+  for (const Guard &G : F.Guards) {
+    if (G.K != Guard::Indices)
+      continue;
+    const Node &Table = F.Nodes[G.NodeA], &Ix = F.Nodes[G.NodeB];
+    const std::string Head =
+        fmt::format("{}, {}, {}, {}", stringLiteral(F.Name),
+                    stringLiteral(F.Params[Table.Param].Name),
+                    shapeList(F, Table.Sh), G.Axis);
+    Out += fmt::format("{}// take at line {}: every index in [0, {}).\n",
+                       Indent, G.Loc.Line, extentExpr(F, G.A));
+    if (Ix.Kind == NodeKind::Load) {
+      const std::string &Name = F.Params[Ix.Param].Name;
+      Out += fmt::format("{}{}({}, {}, {}.data(), {}.size(){});\n", Indent,
+                         OnDevice ? "pk::cuda::detail::check_take_device"
+                                  : "pk::rt::check_take",
+                         Head, stringLiteral(Name), Name, Name,
+                         OnDevice ? ", pk_stream" : "");
+      continue;
+    }
+    const std::string Value =
+        Ix.Kind == NodeKind::ScalarParam
+            ? fmt::format("int64_t({})", F.Params[Ix.Param].Name)
+            : fmt::format("int64_t({})", Ix.IntValue);
+    const std::string Label = Ix.Kind == NodeKind::ScalarParam
+                                  ? F.Params[Ix.Param].Name
+                                  : std::to_string(Ix.IntValue);
+    Out += fmt::format("{}{{\n{}  const int64_t pk_index = {};\n{}  "
+                       "pk::rt::check_take({}, {}, &pk_index, 1);\n{}}}\n",
+                       Indent, Indent, Value, Indent, Head,
+                       stringLiteral(Label), Indent);
+  }
+}
+
 void target::emitGuards(const Function &F, std::string &Out,
                         llvm::StringRef Indent) {
   for (const Guard &G : F.Guards) {
+    if (G.K == Guard::Indices)
+      continue; // emitIndexChecks
     std::string A = extentExpr(F, G.A), B = extentExpr(F, G.B);
     std::string Cond;
     switch (G.K) {
@@ -416,6 +453,8 @@ void target::emitGuards(const Function &F, std::string &Out,
       break;
     case Guard::Concat:
       Cond = fmt::format("{} == {}", A, B);
+      break;
+    case Guard::Indices:
       break;
     case Guard::Reshape: {
       std::vector<std::string> Parts, Known;
@@ -544,6 +583,8 @@ void target::emitStrides(const Function &F, const Nest &N, std::string &Out,
   declareStrides(F, N, Out, Indent,
                  [&](const Stmt &S, unsigned K, const std::string &Natural) {
                    const loop::AxisAccess &A = S.Map.Axes[K];
+                   if (A.Gathered)
+                     return Natural;
                    if (A.Axis < 0)
                      return std::string("0");
                    if (!A.MayBroadcast)
@@ -774,10 +815,17 @@ std::string target::rowCount(const Function &F, const Nest &N) {
 /// The element index of a load or store; along `UnitAxis` the stride is
 /// taken to be 1 (the caller checked it at run time, or it is a store, whose
 /// index along an axis of extent 1 is 0 either way).
-std::string target::indexedIndex(const Function &F, const Stmt &S, int UnitAxis,
+std::string target::indexedIndex(const Function &F, const Nest &N,
+                                 const Stmt &S, int UnitAxis,
                                  llvm::StringRef UnitIndex) {
   std::vector<std::string> Terms;
   for (size_t K = 0; K < S.Map.rank(); ++K) {
+    if (S.Map.Axes[K].Gathered) {
+      // take's index (checked against the extent at entry).
+      Terms.push_back(fmt::format("int64_t({}) * {}", N.Body[S.Args[0]].Name,
+                                  target::strideVar(F, S.Param, K)));
+      continue;
+    }
     int Axis = S.Map.Axes[K].Axis;
     if (Axis < 0)
       continue;

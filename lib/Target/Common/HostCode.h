@@ -89,6 +89,12 @@ void emitTemporaries(const loop::Program &P, WorkspaceFrom From,
 /// the kernel, the values and their shapes. Needs emitExtents() first.
 void emitGuards(const ir::Function &F, std::string &Out,
                 llvm::StringRef Indent);
+/// Checks the indices of every take (Guard::Indices) against the table's
+/// extent, before any write: a pass over an index ref on the host, or, for
+/// the CUDA launcher (`OnDevice`), over a host copy of it. Needs
+/// emitExtents() first.
+void emitIndexChecks(const ir::Function &F, std::string &Out,
+                     llvm::StringRef Indent, bool OnDevice);
 /// Checks that no written ref shares memory with another ref of the call
 /// (pk::AliasError), before any write.
 void emitAliasChecks(const ir::Function &F, std::string &Out,
@@ -164,9 +170,11 @@ std::vector<unsigned> rowAxes(const loop::Nest &N);
 std::string rowCount(const ir::Function &F, const loop::Nest &N);
 /// The element index of a load or store of an indexed nest through
 /// Stmt::Dims; along `UnitAxis` (>= 0) the stride is taken to be 1, and the
-/// index there is `UnitIndex` when given (its loop variable otherwise).
-std::string indexedIndex(const ir::Function &F, const loop::Stmt &S,
-                         int UnitAxis = -1, llvm::StringRef UnitIndex = "");
+/// index there is `UnitIndex` when given (its loop variable otherwise). A
+/// gathered axis (take) is indexed by the value of the load's argument.
+std::string indexedIndex(const ir::Function &F, const loop::Nest &N,
+                         const loop::Stmt &S, int UnitAxis = -1,
+                         llvm::StringRef UnitIndex = "");
 /// The accumulator type of a reduction: integer sums accumulate in int64
 /// (the eager header does the same), everything else in the result type.
 ir::DType accumulatorType(const loop::Nest &N, const loop::Stmt &Reduce);
