@@ -55,9 +55,7 @@ std::optional<AttentionMatch> ir::matchAttention(const Function &F,
   A.Store = Store;
   A.PV = F.Nodes[Store].Operands[0];
   const Node &PV = F.Nodes[A.PV];
-  // (The emitters' online loop has at most one batch axis: a product of
-  // rank 4 runs as matmuls and reductions.)
-  if (PV.Kind != NodeKind::MatMul || PV.rank() > 3 ||
+  if (PV.Kind != NodeKind::MatMul ||
       (PV.Type != DType::F32 && PV.Type != DType::F64))
     return std::nullopt;
   // e / sum(e, -1, keepdims)

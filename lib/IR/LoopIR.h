@@ -110,12 +110,14 @@ struct Stmt {
 };
 
 /// The parts of an attention nest (softmax(s) v with s a function of q kᵀ):
-/// the domain is [batch?, t, j, s, d]; rows are (batch, t, j), reduced are
+/// the domain is [batch..., t, j, s, d]; rows are (batch..., t, j), reduced are
 /// the keys s and the head dimension d. The body holds the math as written
 /// (qk, m = max, e, l = sum, acc = sum of e v, out = acc / l); the emitters
 /// run it as an online softmax per query row, so no [t, s] value is stored.
 struct AttentionParts {
-  int BatchAxis = -1;
+  /// The batch axes (0..t-1: heads, and grouped-query attention's group),
+  /// along which q, k and v may broadcast.
+  std::vector<unsigned> BatchAxes;
   unsigned TAxis = 0, JAxis = 0, SAxis = 0, DAxis = 0;
   /// Statement indices: q kᵀ's reduce over d, the score s, the max over s,
   /// e = exp(s - max), the sum of e, the value v, and acc = the sum of e v.
@@ -129,6 +131,9 @@ struct AttentionParts {
   /// Index statement of t, and whether key t itself is visible. The key loop
   /// then stops after the last visible key instead of masking the rest.
   std::optional<unsigned> CausalIndex;
+  /// A scalar the query's index is offset by (`index(s, -2) + pos`: queries
+  /// at positions pos.. of a KV cache): a Scalar or Const statement.
+  std::optional<unsigned> CausalOffset;
   bool CausalInclusive = true;
 };
 

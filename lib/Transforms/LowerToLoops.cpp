@@ -557,8 +557,10 @@ private:
     }
 
     /// A causal score: where(index(s) <= index(t), x, -inf) (or <, or the
-    /// comparison mirrored): keys past t never count, so the key loop can
-    /// stop at t (the mask stays, for keys of equal score).
+    /// comparison mirrored; index(t) may be offset by a scalar, as a KV
+    /// cache's `index(s, -2) + pos`): keys past t (+ offset) never count, so
+    /// the key loop can stop there (the mask stays, for keys of equal
+    /// score).
     void detectCausal(loop::AttentionParts &P) {
       const Stmt &S = N.Body[P.Score];
       if (S.K != Stmt::Apply || S.Op != OpCode::Select)
@@ -573,22 +575,41 @@ private:
                N.Body[I].Axis == static_cast<int>(Axis);
       };
       unsigned L = Cond.Args[0], R = Cond.Args[1];
+      // index(t) + offset (either order): the query's index and a scalar.
+      std::optional<unsigned> Offset;
+      auto Query = [&](unsigned &I) {
+        const Stmt &Q = N.Body[I];
+        if (Q.K != Stmt::Apply || Q.Op != OpCode::Add || Q.Args.size() != 2)
+          return IndexOn(I, P.TAxis);
+        for (int Side = 0; Side < 2; ++Side) {
+          const unsigned Ix = Q.Args[Side], Off = Q.Args[1 - Side];
+          const Stmt &O = N.Body[Off];
+          if (IndexOn(Ix, P.TAxis) && !isFloat(O.Type) &&
+              (O.K == Stmt::Scalar || O.K == Stmt::Const)) {
+            I = Ix;
+            Offset = Off;
+            return true;
+          }
+        }
+        return false;
+      };
       // Normalise to `key OP query`.
       OpCode Op = Cond.Op;
-      if (IndexOn(L, P.TAxis) && IndexOn(R, P.SAxis)) {
+      if (IndexOn(R, P.SAxis) && Query(L)) {
         std::swap(L, R);
         Op = Op == OpCode::Ge   ? OpCode::Le
              : Op == OpCode::Gt ? OpCode::Lt
                                 : OpCode::Add; // anything else: no bound
       }
-      if (!IndexOn(L, P.SAxis) || !IndexOn(R, P.TAxis) ||
+      if (!IndexOn(L, P.SAxis) || !(IndexOn(R, P.TAxis) || Query(R)) ||
           (Op != OpCode::Le && Op != OpCode::Lt))
         return;
       P.CausalIndex = R;
+      P.CausalOffset = Offset;
       P.CausalInclusive = Op == OpCode::Le;
     }
 
-    /// Attention (IR/AttentionPattern.h) over [batch?, t, j, s, d]: the
+    /// Attention (IR/AttentionPattern.h) over [batch..., t, j, s, d]: the
     /// loads of q, k and v under their embeddings, q kᵀ as a reduce over d,
     /// the score as written, then the softmax and the product with v as
     /// reduces over s. The emitters run the last three as one online loop.
@@ -596,7 +617,8 @@ private:
       const Node &PV = F.Nodes[A.PV], &QK = F.Nodes[A.QK];
       const unsigned R = PV.rank();
       loop::AttentionParts P;
-      P.BatchAxis = R == 3 ? 0 : -1;
+      for (unsigned B = 0; B + 2 < R; ++B)
+        P.BatchAxes.push_back(B);
       P.TAxis = R - 2;
       P.JAxis = R - 1;
       P.SAxis = R;
@@ -613,11 +635,12 @@ private:
         N.Domain[K] = refExtent(F, St.Param, K);
       N.Domain[P.SAxis] = P.Keys;
       N.Domain[P.DAxis] = P.HeadDim;
-      // An operand's embedding: its batch axis (if it has one), then two.
+      // An operand's embedding: its batch axes (the result's last ones,
+      // aligned on the right), then two.
       auto Emb = [&](NodeId Of, int Row, int Col) {
         std::vector<int> E;
-        if (F.Nodes[Of].rank() == 3)
-          E.push_back(0);
+        for (unsigned B = R - F.Nodes[Of].rank(); B + 2 < R; ++B)
+          E.push_back(B);
         E.push_back(Row);
         E.push_back(Col);
         return E;

@@ -590,10 +590,11 @@ private:
     const Stmt &QK = N.Body[A.QK];
     std::string Ty = dtypeCppName(QK.Type).str();
     auto Ext = [&](unsigned Axis) { return extentExpr(F, N.Domain[Axis]); };
-    std::string Rows =
-        A.BatchAxis < 0
-            ? Ext(A.TAxis)
-            : fmt::format("{} * {}", Ext(A.BatchAxis), Ext(A.TAxis));
+    std::vector<std::string> RowExtents;
+    for (unsigned B : A.BatchAxes)
+      RowExtents.push_back(Ext(B));
+    RowExtents.push_back(Ext(A.TAxis));
+    const std::string Rows = fmt::format("{}", fmt::join(RowExtents, " * "));
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     Out += fmt::format("{}const int64_t pk_n = {} * {} * ({} + {});\n", Indent,
@@ -619,13 +620,15 @@ private:
     unsigned EV = N.Body[A.Acc].Args[0];
     auto Loops = [&](bool Threaded, const std::string &Outer) {
       if (Threaded)
-        Out += fmt::format("#pragma omp parallel for{}\n",
-                           A.BatchAxis < 0 ? "" : " collapse(2)");
+        Out += fmt::format(
+            "#pragma omp parallel for{}\n",
+            A.BatchAxes.empty()
+                ? ""
+                : fmt::format(" collapse({})", A.BatchAxes.size() + 1));
       std::string In = Outer;
-      if (A.BatchAxis >= 0) {
+      for (unsigned B : A.BatchAxes) {
         Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
-                           indexVar(A.BatchAxis), indexVar(A.BatchAxis),
-                           Ext(A.BatchAxis), indexVar(A.BatchAxis));
+                           indexVar(B), indexVar(B), Ext(B), indexVar(B));
         In += "  ";
       }
       Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
@@ -645,10 +648,13 @@ private:
         Out += fmt::format(
             "{}// Causal: keys after the query's own are masked; stop there.\n",
             R);
-        Out += fmt::format("{}const int64_t pk_keys = std::min<int64_t>({}, "
-                           "{}{});\n",
-                           R, KeyEnd, indexValue(F, N.Body[*A.CausalIndex]),
-                           A.CausalInclusive ? " + 1" : "");
+        Out += fmt::format(
+            "{}const int64_t pk_keys = std::min<int64_t>({}, {}{}{});\n", R,
+            KeyEnd, indexValue(F, N.Body[*A.CausalIndex]),
+            A.CausalOffset
+                ? fmt::format(" + int64_t({})", valueRef(N, *A.CausalOffset))
+                : "",
+            A.CausalInclusive ? " + 1" : "");
         KeyEnd = "pk_keys";
       }
       Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", R,
@@ -705,8 +711,8 @@ private:
                  Print(A.Epilogue, Unit, In);
                });
       Out += In + "}\n";
-      if (A.BatchAxis >= 0)
-        Out += Outer + "}\n";
+      for (size_t B = A.BatchAxes.size(); B-- > 0;)
+        Out += Outer + std::string(2 * B, ' ') + "}\n";
     };
     emitThreadedOrSerial("pk_n", Indent, Loops);
   }

@@ -57,9 +57,9 @@ void NestsToKernels::attention(const Nest &N, const NestPlan &P,
   B.push_back(KStmt::let("int", "pk_lane", "threadIdx.x % 32"));
   std::vector<unsigned> RowAxes;
   std::vector<std::string> RowExtents;
-  if (A.BatchAxis >= 0) {
-    RowAxes.push_back(A.BatchAxis);
-    RowExtents.push_back(Ext(A.BatchAxis));
+  for (unsigned Batch : A.BatchAxes) {
+    RowAxes.push_back(Batch);
+    RowExtents.push_back(Ext(Batch));
   }
   RowAxes.push_back(A.TAxis);
   RowExtents.push_back(Ext(A.TAxis));
@@ -114,10 +114,13 @@ void NestsToKernels::attention(const Nest &N, const NestPlan &P,
   std::string KeyEnd = Ext(A.SAxis);
   if (A.CausalIndex) {
     // Causal: keys after the query's own are masked; stop there.
-    Chunk.push_back(
-        KStmt::let("int64_t", "pk_keys_visible",
-                   fmt::format("{}{}", indexValue(F, N.Body[*A.CausalIndex]),
-                               A.CausalInclusive ? " + 1" : "")));
+    Chunk.push_back(KStmt::let(
+        "int64_t", "pk_keys_visible",
+        fmt::format("{}{}{}", indexValue(F, N.Body[*A.CausalIndex]),
+                    A.CausalOffset ? fmt::format(" + int64_t({})",
+                                                 valueRef(N, *A.CausalOffset))
+                                   : "",
+                    A.CausalInclusive ? " + 1" : "")));
     Chunk.push_back(
         KStmt::let("int64_t", "pk_keys",
                    fmt::format("pk_keys_visible < {} ? pk_keys_visible : {}",
