@@ -35,8 +35,8 @@
 #   PK_LLAMA_BENCH_TORCH 0: no torch column
 #   PK_PEERS_VENV        the venv (default bench/peers/.venv)
 #
-# pk-llama runs its kernels eagerly for now (pk's reference semantics, see
-# docs/llama.md): its column records that state, not the compiled kernels.
+# pk-llama runs the kernels pkc compiled for fp32 and bf16 weights (embed,
+# layer, head; docs/llama.md); its int8 kernels still run eagerly.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"

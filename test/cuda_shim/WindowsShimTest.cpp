@@ -214,9 +214,9 @@ TEST(ReshapesShim, MatmulOfRank4AndGroupedAttention) {
 
 } // namespace
 
-namespace take {
+namespace gathers {
 #include "kernels/take.cpp"
-} // namespace take
+} // namespace gathers
 
 namespace {
 
@@ -229,9 +229,9 @@ TEST(TakeShim, GathersAndTheirChecks) {
       for (int64_t K = 0; K < T; ++K)
         Ids.push_back(static_cast<int32_t>((K * 7 + 3) % V));
       std::vector<float> E(T * D), ES(T * D);
-      take::gather_rows({Table.data(), {V, D}}, {Ids.data(), {T}},
+      gathers::gather_rows({Table.data(), {V, D}}, {Ids.data(), {T}},
                         {E.data(), {T, D}});
-      take::gathered_softmax({Table.data(), {V, D}}, {Ids.data(), {T}},
+      gathers::gathered_softmax({Table.data(), {V, D}}, {Ids.data(), {T}},
                              {ES.data(), {T, D}});
       Dev<float> DT(Table), DX(T * D, std::nanf("")), DS(T * D, std::nanf(""));
       Dev<int32_t> DI(Ids);
@@ -260,7 +260,7 @@ TEST(TakeShim, GathersAndTheirChecks) {
   }
   EXPECT_TRUE(sameBits(DX.host(), poisoned(3 * D)));
   std::vector<float> Y(D);
-  take::gather_one({Table.data(), {V, D}}, {Y.data(), {D}}, 4);
+  gathers::gather_one({Table.data(), {V, D}}, {Y.data(), {D}}, 4);
   Dev<float> DY(D, std::nanf(""));
   pk::cuda::gather_one({DT.get(), {V, D}}, {DY.get(), {D}}, 4);
   expectSame(Y, DY.host(), "gather_one");

@@ -1,0 +1,114 @@
+//===- ViewSamplesTest.cpp - The [views] samples, compiled against eager
+//---===//
+//
+// samples/embedding, samples/rope and samples/kv_cache_attention over edge
+// shapes (0, 1, primes, lengths past the vector widths; positions 0 and
+// past a cache's start): the gather bit for bit, the rotations within 1e-5
+// (cos and sin of angles up to ~100 rad, pk::vm against libm), the
+// attention within the bound samples/attention_causal derives, and the
+// caches' windows bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExactData.h"
+
+#include <pk/pk.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace eager {
+#include "embedding/embedding.cpp"
+#include "kv_cache_attention/kv_cache_attention.cpp"
+#include "rope/rope.cpp"
+} // namespace eager
+
+void embedding(pk::In<float, 2> table, pk::In<int32_t> ids,
+               pk::Out<float, 2> x);
+void rope_half(pk::In<float, 3> x, pk::Out<float, 3> y, int64_t pos,
+               float theta);
+void rope_interleaved(pk::In<float, 2> x, pk::Out<float, 2> y, int64_t pos,
+                      int64_t heads, float theta);
+void kv_cache_attention(pk::In<float, 4> q, pk::In<float, 3> k,
+                        pk::In<float, 3> v, pk::InOut<float, 3> key_cache,
+                        pk::InOut<float, 3> value_cache, pk::Out<float, 4> o,
+                        int64_t pos);
+
+namespace {
+
+using namespace exact_data;
+
+TEST(ViewSamples, Embedding) {
+  for (int64_t V : {1, 7, 1000})
+    for (int64_t D : {1, 17, 64})
+      for (int64_t T : {0, 1, 5, 33}) {
+        auto Table = grid(V * D, 1);
+        std::vector<int32_t> Ids;
+        for (int64_t I = 0; I < T; ++I)
+          Ids.push_back(static_cast<int32_t>((I * 7919 + 13) % V));
+        std::vector<float> E(T * D), O = poisoned(T * D);
+        eager::embedding({Table.data(), {V, D}}, {Ids.data(), {T}},
+                         {E.data(), {T, D}});
+        embedding({Table.data(), {V, D}}, {Ids.data(), {T}},
+                  {O.data(), {T, D}});
+        expectSame(E, O, "embedding " + dims({V, D, T}));
+      }
+}
+
+TEST(ViewSamples, RopeBothForms) {
+  for (int64_t T : {1, 3, 17})
+    for (int64_t H : {1, 3})
+      for (int64_t Hs : {2, 8, 34})
+        for (int64_t Pos : {0, 90}) {
+          auto X = grid(T * H * Hs, 2);
+          std::vector<float> E(T * H * Hs), O = poisoned(T * H * Hs);
+          eager::rope_half({X.data(), {T, H, Hs}}, {E.data(), {T, H, Hs}}, Pos,
+                           10000.0f);
+          rope_half({X.data(), {T, H, Hs}}, {O.data(), {T, H, Hs}}, Pos,
+                    10000.0f);
+          for (size_t I = 0; I < E.size(); ++I)
+            ASSERT_NEAR(E[I], O[I], 1e-5)
+                << "rope_half " << dims({T, H, Hs, Pos}) << " " << I;
+          std::vector<float> EI(T * H * Hs), OI = poisoned(T * H * Hs);
+          eager::rope_interleaved({X.data(), {T, H * Hs}},
+                                  {EI.data(), {T, H * Hs}}, Pos, H, 10000.0f);
+          rope_interleaved({X.data(), {T, H * Hs}}, {OI.data(), {T, H * Hs}},
+                           Pos, H, 10000.0f);
+          for (size_t I = 0; I < EI.size(); ++I)
+            ASSERT_NEAR(EI[I], OI[I], 1e-5)
+                << "rope_interleaved " << dims({T, H, Hs, Pos}) << " " << I;
+        }
+}
+
+TEST(ViewSamples, KvCacheAttention) {
+  for (int64_t Hkv : {1, 2})
+    for (int64_t G : {1, 3})
+      for (int64_t T : {1, 4})
+        for (int64_t Hs : {1, 16, 33})
+          for (int64_t Pos : {0, 7}) {
+            const int64_t L = Pos + T + 5;
+            auto Q = grid(Hkv * G * T * Hs, 3), K = grid(Hkv * T * Hs, 4),
+                 V = grid(Hkv * T * Hs, 5), Cache = grid(Hkv * L * Hs, 6);
+            std::vector<float> EK = Cache, EV = Cache, CK = Cache, CV = Cache;
+            std::vector<float> E(Hkv * G * T * Hs),
+                O = poisoned(Hkv * G * T * Hs);
+            eager::kv_cache_attention(
+                {Q.data(), {Hkv, G, T, Hs}}, {K.data(), {Hkv, T, Hs}},
+                {V.data(), {Hkv, T, Hs}}, {EK.data(), {Hkv, L, Hs}},
+                {EV.data(), {Hkv, L, Hs}}, {E.data(), {Hkv, G, T, Hs}}, Pos);
+            kv_cache_attention(
+                {Q.data(), {Hkv, G, T, Hs}}, {K.data(), {Hkv, T, Hs}},
+                {V.data(), {Hkv, T, Hs}}, {CK.data(), {Hkv, L, Hs}},
+                {CV.data(), {Hkv, L, Hs}}, {O.data(), {Hkv, G, T, Hs}}, Pos);
+            const std::string What = dims({Hkv, G, T, Hs, Pos});
+            const double Atol = 2e-5 + 2e-6 * double(Pos + T + Hs);
+            for (size_t I = 0; I < E.size(); ++I)
+              ASSERT_NEAR(E[I], O[I], Atol) << "o " << What << " " << I;
+            expectSame(EK, CK, "key_cache " + What);
+            expectSame(EV, CV, "value_cache " + What);
+          }
+}
+
+} // namespace
