@@ -99,6 +99,13 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
   logAfter(Opts, F, "deriveGuards");
 
   {
+    StageScope T(Opts, "expandArgReductions");
+    expandArgReductions(F);
+  }
+  checkGraph(F, "expandArgReductions");
+  logAfter(Opts, F, "expandArgReductions");
+
+  {
     StageScope T(Opts, "canonicalize");
     canonicalize(F);
   }

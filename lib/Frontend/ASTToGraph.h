@@ -56,15 +56,6 @@ constexpr unsigned MaxInlineDepth = 256;
 constexpr unsigned MaxExprDepth = 2000;
 constexpr size_t MaxLabel = 40;
 
-/// The operations of language.md §3 that <pk/pk.h> runs eagerly but pkc does
-/// not compile yet: each is a
-/// [pk-not-supported-yet] diagnostic with EagerOnlyNote.
-inline constexpr llvm::StringLiteral EagerOnlyOps[] = {"argmax", "argmin"};
-inline constexpr const char *EagerOnlyNote =
-    "argmax and argmin run in eager "
-    "code (<pk/pk.h>) but are not compiled yet; call this kernel eagerly, "
-    "without pk_add_kernels, until they are";
-
 /// What an expression evaluates to.
 struct Val {
   enum Kind : uint8_t {

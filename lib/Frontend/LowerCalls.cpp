@@ -142,6 +142,8 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
           .Case("max", ir::ReduceKind::Max)
           .Case("min", ir::ReduceKind::Min)
           .Case("mean", ir::ReduceKind::Mean)
+          .Case("argmax", ir::ReduceKind::ArgMax)
+          .Case("argmin", ir::ReduceKind::ArgMin)
           .Default(std::nullopt);
   if (Red) {
     std::optional<NodeId> V = Arg0();
@@ -161,7 +163,11 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
         return K;
       Keep = K.K == Val::KeepDims;
     }
-    NodeId In = castTo(*V, *R, E);
+    // A reduction computes in its result's dtype; an arg-reduction compares
+    // the values as they are (bools as 0 and 1) and gives int64 positions.
+    NodeId In = !ir::isArgReduction(*Red)        ? castTo(*V, *R, E)
+                : F.node(*V).Type == DType::Bool ? castTo(*V, DType::I32, E)
+                                                 : *V;
     return Val::value(B.reduce(*Red, In, Axes, Keep, *R, loc(E)));
   }
 
@@ -250,9 +256,6 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
     return evalConcat(E, Args);
   if (Name == "take")
     return evalTake(E, Args);
-
-  if (llvm::is_contained(EagerOnlyOps, Name))
-    return notYet(E, "'" + Name.str() + "'", EagerOnlyNote);
 
   return unsupported(E, "'" + FD->getQualifiedNameAsString() + "'",
                      "use the operations of pk::lang (language.md §3)");

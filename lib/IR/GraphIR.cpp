@@ -95,6 +95,10 @@ llvm::StringRef pk::ir::reduceKindName(ReduceKind K) {
     return "min";
   case ReduceKind::Mean:
     return "mean";
+  case ReduceKind::ArgMax:
+    return "argmax";
+  case ReduceKind::ArgMin:
+    return "argmin";
   }
   llvm_unreachable("bad reduction");
 }

@@ -313,8 +313,15 @@ enum class NodeKind : uint8_t {
   Take,
 };
 
-enum class ReduceKind : uint8_t { Sum, Max, Min, Mean };
+/// ArgMax and ArgMin (the int64 position of the first extreme along one
+/// axis) live only between the frontend and expandArgReductions(), which
+/// rewrites each into a Max/Min and a Min of positions: no later layer sees
+/// them.
+enum class ReduceKind : uint8_t { Sum, Max, Min, Mean, ArgMax, ArgMin };
 llvm::StringRef reduceKindName(ReduceKind K);
+inline bool isArgReduction(ReduceKind K) {
+  return K == ReduceKind::ArgMax || K == ReduceKind::ArgMin;
+}
 /// `in`, `out`, `inout`, `scalar`, `temp`.
 llvm::StringRef paramKindName(ParamKind K);
 

@@ -151,7 +151,9 @@ private:
       return;
     }
     case NodeKind::Reduce: {
-      if (N.Reduction != ReduceKind::Max && N.Reduction != ReduceKind::Min)
+      // Sum and mean of nothing have identities; the extremes and their
+      // positions do not.
+      if (N.Reduction == ReduceKind::Sum || N.Reduction == ReduceKind::Mean)
         return;
       const Shape &In = F.Nodes[N.Operands[0]].Sh;
       int R = In.size();

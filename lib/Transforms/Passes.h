@@ -38,6 +38,11 @@ void canonicalize(ir::Function &F);
 /// Guards that always hold are dropped, duplicates merged.
 void deriveGuards(ir::Function &F);
 
+/// Rewrites every argmax/argmin into a max/min with keepdims and a min of
+/// the positions that hold it (ExpandArgReductions.cpp), after the guards
+/// are derived. Returns the number rewritten.
+unsigned expandArgReductions(ir::Function &F);
+
 /// Gives reshape, slice of a computed value and concat buffers instead of
 /// index maps (BufferViews.cpp): an alias of a contiguous buffer, a window,
 /// or a temporary that the value is stored into first. Returns the number

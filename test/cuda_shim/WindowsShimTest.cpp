@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "arg_reductions.pk.h"
 #include "reshapes.pk.h"
 #include "take.pk.h"
 #include "windows.pk.h"
@@ -230,9 +231,9 @@ TEST(TakeShim, GathersAndTheirChecks) {
         Ids.push_back(static_cast<int32_t>((K * 7 + 3) % V));
       std::vector<float> E(T * D), ES(T * D);
       gathers::gather_rows({Table.data(), {V, D}}, {Ids.data(), {T}},
-                        {E.data(), {T, D}});
+                           {E.data(), {T, D}});
       gathers::gathered_softmax({Table.data(), {V, D}}, {Ids.data(), {T}},
-                             {ES.data(), {T, D}});
+                                {ES.data(), {T, D}});
       Dev<float> DT(Table), DX(T * D, std::nanf("")), DS(T * D, std::nanf(""));
       Dev<int32_t> DI(Ids);
       pk::cuda::gather_rows({DT.get(), {V, D}}, {DI.get(), {T}},
@@ -266,6 +267,74 @@ TEST(TakeShim, GathersAndTheirChecks) {
   expectSame(Y, DY.host(), "gather_one");
   EXPECT_THROW(pk::cuda::gather_one({DT.get(), {V, D}}, {DY.get(), {D}}, -1),
                pk::ShapeError);
+}
+
+} // namespace
+
+namespace args {
+#include "kernels/arg_reductions.cpp"
+} // namespace args
+
+namespace {
+
+// argmax/argmin's two phases in the CUDA kernels: row groups of every width
+// (a warp, 256 and 1024 threads per row: the rows past 16384), the column
+// kernel, and a rank-3 middle axis; ties, NaNs and infinities as in
+// test/e2e's ArgReductionsTest.
+TEST(ArgReductionsShim, RowsColumnsAndMiddleAxis) {
+  for (int64_t R : {1, 3})
+    for (int64_t C : {1, 33, 1000, 16385}) {
+      auto X = withExtremes(R, C, static_cast<unsigned>(R + C));
+      auto W = grid(C, 7);
+      const std::string At = dims({R, C});
+      std::vector<int64_t> E(R), EC(C), EH(R), EL(R);
+      std::vector<float> EP(R * C);
+      args::argmax_rows({X.data(), {R, C}}, {E.data(), {R}});
+      args::argmin_columns({X.data(), {R, C}}, {EC.data(), {1, C}});
+      args::arg_extremes_scaled({X.data(), {R, C}}, {W.data(), {C}},
+                                {EH.data(), {R}}, {EL.data(), {R}});
+      Dev<float> DX(X), DW(W), DP(R * C, std::nanf(""));
+      Dev<int64_t> DI(R, -7), DC(C, -7), DH(R, -7), DL(R, -7), DS(R, -7);
+      pk::cuda::argmax_rows({DX.get(), {R, C}}, {DI.get(), {R}});
+      pk::cuda::argmin_columns({DX.get(), {R, C}}, {DC.get(), {1, C}});
+      pk::cuda::arg_extremes_scaled({DX.get(), {R, C}}, {DW.get(), {C}},
+                                    {DH.get(), {R}}, {DL.get(), {R}});
+      pk::cuda::argmax_and_softmax({DX.get(), {R, C}}, {DS.get(), {R}},
+                                   {DP.get(), {R, C}});
+      expectPositions(E, DI.host(), "argmax_rows " + At);
+      expectPositions(EC, DC.host(), "argmin_columns " + At);
+      expectPositions(EH, DH.host(), "arg_extremes_scaled hi " + At);
+      expectPositions(EL, DL.host(), "arg_extremes_scaled lo " + At);
+      expectPositions(E, DS.host(), "argmax_and_softmax " + At);
+    }
+  for (int64_t B : {1, 5, 66}) {
+    const int64_t A = 2, C = 17;
+    auto X = withExtremes(A * B, C, 3);
+    std::vector<int64_t> E(A * C);
+    args::argmax_middle({X.data(), {A, B, C}}, {E.data(), {A, C}});
+    Dev<float> DX(X);
+    Dev<int64_t> DI(A * C, -7);
+    pk::cuda::argmax_middle({DX.get(), {A, B, C}}, {DI.get(), {A, C}});
+    expectPositions(E, DI.host(), "argmax_middle " + dims({A, B, C}));
+  }
+  // Integers (INT32_MIN, the identity, as a value), a bool's first true.
+  const int64_t R = 4, C = 70;
+  std::vector<int32_t> X(R * C);
+  for (int64_t K = 0; K < R * C; ++K)
+    X[K] = static_cast<int32_t>((K * 37 + 11) % 23) - 11;
+  X[3] = INT32_MIN;
+  std::vector<int64_t> E(R), EA(R);
+  args::argmax_int({X.data(), {R, C}}, {E.data(), {R}}, {EA.data(), {R}}, 9);
+  Dev<int32_t> DX(X);
+  Dev<int64_t> DI(R, -7), DA(R, -7);
+  pk::cuda::argmax_int({DX.get(), {R, C}}, {DI.get(), {R}}, {DA.get(), {R}}, 9);
+  expectPositions(E, DI.host(), "argmax_int");
+  expectPositions(EA, DA.host(), "argmax_int first_above");
+  // An empty axis: the launcher raises before any launch.
+  Dev<float> DE(0, 0.0f);
+  EXPECT_THROW(pk::cuda::argmax_rows({DE.get(), {R, 0}}, {DI.get(), {R}}),
+               pk::ShapeError);
+  expectPositions(E, DI.host(), "argmax_rows after the empty axis");
 }
 
 } // namespace

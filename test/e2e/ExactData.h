@@ -62,6 +62,43 @@ inline bool sameBits(const std::vector<float> &A, const std::vector<float> &B) {
           std::memcmp(A.data(), B.data(), A.size() * sizeof(float)) == 0);
 }
 
+/// R x C values of grid() (ties); row r % 5 == 1 holds a NaN at its first
+/// position,
+/// == 2 at its middle, == 3 two NaNs at the middle and the last; row
+/// r % 7 == 4 is +inf at the middle, r % 7 == 5 -inf everywhere.
+inline std::vector<float> withExtremes(int64_t R, int64_t C, unsigned Seed) {
+  std::vector<float> V = grid(R * C, Seed);
+  for (int64_t Row = 0; Row < R && C > 0; ++Row) {
+    float *P = V.data() + Row * C;
+    const float NaN = std::nanf("");
+    if (Row % 5 == 1)
+      P[0] = NaN;
+    if (Row % 5 == 2)
+      P[C / 2] = NaN;
+    if (Row % 5 == 3)
+      P[C / 2] = P[C - 1] = NaN;
+    if (Row % 7 == 4)
+      P[C / 2] = INFINITY;
+    if (Row % 7 == 5)
+      for (int64_t K = 0; K < C; ++K)
+        P[K] = -INFINITY;
+  }
+  return V;
+}
+
+/// Positions, exactly.
+inline void expectPositions(const std::vector<int64_t> &E,
+                            const std::vector<int64_t> &C,
+                            const std::string &What) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  for (size_t I = 0; I < E.size(); ++I)
+    if (E[I] != C[I]) {
+      ADD_FAILURE() << What << ": element " << I << " of " << E.size()
+                    << ": eager " << E[I] << ", compiled " << C[I];
+      return;
+    }
+}
+
 /// "3x17x65".
 inline std::string dims(std::initializer_list<int64_t> D) {
   std::string S;

@@ -16,17 +16,21 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 namespace eager {
 #include "embedding/embedding.cpp"
+#include "greedy_head/greedy_head.cpp"
 #include "kv_cache_attention/kv_cache_attention.cpp"
 #include "rope/rope.cpp"
 } // namespace eager
 
 void embedding(pk::In<float, 2> table, pk::In<int32_t> ids,
                pk::Out<float, 2> x);
+void greedy_head(pk::In<float, 2> x, pk::In<float> norm_w,
+                 pk::In<float, 2> embedding, pk::Out<int64_t> next, float eps);
 void rope_half(pk::In<float, 3> x, pk::Out<float, 3> y, int64_t pos,
                float theta);
 void rope_interleaved(pk::In<float, 2> x, pk::Out<float, 2> y, int64_t pos,
@@ -109,6 +113,52 @@ TEST(ViewSamples, KvCacheAttention) {
             expectSame(EK, CK, "key_cache " + What);
             expectSame(EV, CV, "value_cache " + What);
           }
+}
+
+TEST(ViewSamples, GreedyHead) {
+  // The logits come from a float matmul in either order, so eager and
+  // compiled may pick different tokens only where the two logits tie within
+  // the matmul's error (sample.h's matmul_atol); ties in the data itself
+  // (grid values) must resolve to the same, first, position.
+  const float Eps = 1e-5f;
+  for (int64_t B : {0, 1, 3, 17})
+    for (int64_t Dim : {1, 8, 33})
+      for (int64_t Vocab : {1, 7, 300, 1000}) {
+        auto X = grid(B * Dim, 1), W = grid(Dim, 2), Emb = grid(Vocab * Dim, 3);
+        std::vector<int64_t> E(B), O(B, -7);
+        auto Run = [&](auto Kernel, std::vector<int64_t> &Next) {
+          Kernel({X.data(), {B, Dim}}, {W.data(), {Dim}},
+                 {Emb.data(), {Vocab, Dim}}, {Next.data(), {B}}, Eps);
+        };
+        Run(eager::greedy_head, E);
+        Run(greedy_head, O);
+        for (int64_t R = 0; R < B; ++R) {
+          if (E[R] == O[R])
+            continue;
+          double SS = 0;
+          for (int64_t K = 0; K < Dim; ++K)
+            SS += double(X[R * Dim + K]) * X[R * Dim + K];
+          const double Inv = 1 / std::sqrt(SS / Dim + Eps);
+          auto Logit = [&](int64_t V) {
+            double Dot = 0;
+            for (int64_t K = 0; K < Dim; ++K)
+              Dot += X[R * Dim + K] * Inv * W[K] * Emb[V * Dim + K];
+            return Dot;
+          };
+          ASSERT_GE(O[R], 0) << dims({B, Dim, Vocab});
+          ASSERT_LT(O[R], Vocab) << dims({B, Dim, Vocab});
+          EXPECT_LE(std::fabs(Logit(E[R]) - Logit(O[R])), 1e-5 * Dim)
+              << "greedy_head " << dims({B, Dim, Vocab}) << " row " << R
+              << ": eager " << E[R] << ", compiled " << O[R];
+        }
+      }
+  // No vocabulary: argmax of an empty axis, before any write.
+  auto X = grid(2 * 4, 1), W = grid(4, 2);
+  std::vector<int64_t> O(2, -7);
+  EXPECT_THROW(greedy_head({X.data(), {2, 4}}, {W.data(), {4}},
+                           {nullptr, {0, 4}}, {O.data(), {2}}, Eps),
+               pk::ShapeError);
+  EXPECT_EQ(O, std::vector<int64_t>(2, -7));
 }
 
 } // namespace

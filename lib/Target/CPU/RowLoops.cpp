@@ -10,6 +10,8 @@
 
 #include "Target/CPU/RowLoops.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -162,6 +164,9 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
         case ReduceKind::Min:
           (Float ? MinVars : IntMinVars).push_back(accumulatorVar(S));
           break;
+        case ReduceKind::ArgMax:
+        case ReduceKind::ArgMin:
+          llvm_unreachable("expanded by expandArgReductions");
         }
       }
       // The loop body: inner statements, accumulator updates (into `Acc`),
@@ -226,6 +231,9 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
                 Out += fmt::format("{}{} = pk::scalar::minimum({}, {});\n", Pad,
                                    A, A, V);
                 break;
+              case ReduceKind::ArgMax:
+              case ReduceKind::ArgMin:
+                llvm_unreachable("expanded by expandArgReductions");
               }
             }
           };

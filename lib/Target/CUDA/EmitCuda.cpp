@@ -14,6 +14,7 @@
 #include "Target/Common/HostCode.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/Path.h"
 
 #include <fmt/format.h>
@@ -108,6 +109,9 @@ std::string combine(ReduceKind K, const std::string &A, const std::string &B) {
   case ReduceKind::Sum:
   case ReduceKind::Mean:
     break;
+  case ReduceKind::ArgMax:
+  case ReduceKind::ArgMin:
+    llvm_unreachable("expanded by expandArgReductions");
   }
   return fmt::format("{} + {}", A, B);
 }

@@ -873,6 +873,9 @@ std::string target::accumulatorInit(const Stmt &S, DType T) {
       return fmt::format("{}(INFINITY)", Ty);
     return T == DType::I32 ? "int32_t(2147483647)"
                            : "int64_t(9223372036854775807LL)";
+  case ReduceKind::ArgMax:
+  case ReduceKind::ArgMin:
+    llvm_unreachable("expanded by expandArgReductions");
   }
   return "0";
 }
