@@ -68,7 +68,7 @@ PEERS = ("numpy", "numexpr", "torch", "torch_compile", "jax_jit")
 SERIAL_PEERS = ("numpy",)
 # ... except for these kernels: NumPy's matmul calls its BLAS (OpenBLAS in NumPy's
 # wheels), which runs OPENBLAS_NUM_THREADS threads, so they run at every thread count.
-THREADED_NUMPY_KERNELS = ("mlp", "swiglu_mlp")
+THREADED_NUMPY_KERNELS = ("mlp", "swiglu_mlp", "q_projection", "q_projection_rope")
 # The module each peer needs, and the pip package that brings it.
 PEER_MODULES = {"numpy": ["numpy"], "numexpr": ["numpy", "numexpr"], "torch": ["numpy", "torch"],
                 "torch_compile": ["numpy", "torch"], "jax_jit": ["numpy", "jax"]}
@@ -81,11 +81,23 @@ REDUCTIONS = [(2048, 4096), (4096, 768)]
 # (T, D, F): T tokens, D -> F -> D, GPT-2 small's widths then TinyLlama's
 # (kernels_programs.cpp, mlp_shapes(); its labels are 1x768x3072 etc.).
 PROGRAMS = [(T, D, F) for D, F in ((768, 3072), (2048, 5632)) for T in (1, 32, 128, 512)]
+# kernels_views.cpp: (pos, cache length) of a decode step of 32 query heads over 4 kv
+# heads of 64 (KV_HEADS, KV_GROUP, HEAD); (vocab, dim, ids) of the embedding; (T, D,
+# head size) of the q projection.
+KV_HEADS, KV_GROUP, HEAD = 4, 8, 64
+KV_CACHE = [(p, L) for p in (128, 1024, 4096) for L in (p + 1, 8 * p)]
+EMBEDDING = [(32000, 1024, 512)]
+Q_PROJECTION = [(1, 2048, 64), (32, 2048, 64), (512, 2048, 64)]
 KERNELS = [("fma", ELEMENTWISE), ("axpby", ELEMENTWISE), ("gelu", ELEMENTWISE),
            ("relu_where", ELEMENTWISE), ("adam_step", ELEMENTWISE), ("broadcast_bias", BIAS),
            ("rmsnorm", ROWS), ("softmax", ROWS), ("layernorm", ROWS), ("logsumexp", ROWS),
            ("add_rmsnorm", ROWS), ("column_mean", REDUCTIONS), ("sum_all", REDUCTIONS),
-           ("mlp", PROGRAMS), ("swiglu_mlp", PROGRAMS)]
+           ("mlp", PROGRAMS), ("swiglu_mlp", PROGRAMS),
+           ("kv_cache_attention", KV_CACHE), ("embedding", EMBEDDING),
+           ("q_projection", Q_PROJECTION), ("q_projection_rope", Q_PROJECTION)]
+# The [views] kernels (kernels_views.cpp) run in NumPy and PyTorch only: JAX
+# has no in-place cache write or rotating ids that match pk-bench's calls.
+VIEW_KERNELS = ("kv_cache_attention", "embedding", "q_projection", "q_projection_rope")
 # numexpr evaluates elementwise expressions (its only reductions are a slow,
 # serial sum/prod of a whole expression): the elementwise samples only.
 NUMEXPR_KERNELS = ("fma", "axpby", "gelu", "relu_where", "adam_step", "broadcast_bias")
@@ -105,8 +117,11 @@ OUTS = {
     "softmax": [("y", "full")], "layernorm": [("out", "full"), ("mean", "T"), ("rstd", "T")],
     "logsumexp": [("out", "T")], "add_rmsnorm": [("y", "full")], "column_mean": [("m", "D")],
     "sum_all": [("total", "scalar")], "mlp": [("y", "TD")], "swiglu_mlp": [("y", "TD")],
+    "kv_cache_attention": [("o", "kv_o")], "embedding": [("x", "rows")],
+    "q_projection": [("y", "TD")], "q_projection_rope": [("y", "TD")],
 }
-INOUT = {"axpby": ["y"], "adam_step": ["p", "m", "v"], "add_rmsnorm": ["h"]}
+INOUT = {"axpby": ["y"], "adam_step": ["p", "m", "v"], "add_rmsnorm": ["h"],
+         "kv_cache_attention": ["key_cache", "value_cache"]}
 
 
 def label(shape):
@@ -122,6 +137,10 @@ def label(shape):
 
 
 def out_shape(kind, shape):
+    if kind == "kv_o":
+        return (KV_HEADS, KV_GROUP, 1, HEAD)
+    if kind == "rows":
+        return (shape[2], shape[1])
     return {"full": shape, "T": shape[:1], "D": shape[1:], "TD": shape[:2], "scalar": ()}[kind]
 
 
@@ -201,6 +220,22 @@ def make_inputs(np, kernel, shape, seed):
                     "w2": u((D, F), -sf, sf), "b2": u((D,), -0.1, 0.1)}
         return {"x": u((T, D)), "w_gate": u((F, D), -sd, sd), "w_up": u((F, D), -sd, sd),
                 "w_down": u((D, F), -sf, sf)}
+    if kernel == "kv_cache_attention":
+        pos, L = shape
+        return {"q": u((KV_HEADS, KV_GROUP, 1, HEAD)), "k": u((KV_HEADS, 1, HEAD)),
+                "v": u((KV_HEADS, 1, HEAD)), "key_cache": u((KV_HEADS, L, HEAD)),
+                "value_cache": u((KV_HEADS, L, HEAD)), "pos": np.array(pos, np.int64)}
+    if kernel == "embedding":
+        # The ids of successive calls: a permutation of the rows (the stride of
+        # kernels_views.cpp), read 512 at a time, so no row is read twice before
+        # all were (every read from DRAM: the table is past the last-level cache).
+        V, D, T = shape
+        perm = ((np.arange(V, dtype=np.int64) * 7919 + 13) % V).astype(np.int64)
+        return {"table": u((V, D)), "perm": perm}
+    if kernel in ("q_projection", "q_projection_rope"):
+        T, D, hs = shape
+        return {"x": u((T, D)), "w": u((D, D), -0.02, 0.02), "cos_t": u((T, hs // 2)),
+                "sin_t": u((T, hs // 2))}
     raise ValueError(kernel)
 
 
@@ -252,7 +287,34 @@ def reference(np, kernel, arrays):
     if kernel == "swiglu_mlp":
         g = a["x"] @ a["w_gate"].T
         return {"y": (g / (1.0 + np.exp(-g)) * (a["x"] @ a["w_up"].T)) @ a["w_down"].T}
+    if kernel == "kv_cache_attention":
+        pos = int(arrays["pos"])
+        kc, vc = a["key_cache"].copy(), a["value_cache"].copy()
+        kc[:, pos:pos + 1], vc[:, pos:pos + 1] = a["k"], a["v"]
+        keys, values = kc[:, None, :pos + 1], vc[:, None, :pos + 1]
+        sc = a["q"] @ keys.transpose(0, 1, 3, 2) / np.sqrt(HEAD)
+        e = np.exp(sc - sc.max(-1, keepdims=True))
+        return {"key_cache": kc, "value_cache": vc, "o": (e / e.sum(-1, keepdims=True)) @ values}
+    if kernel == "embedding":
+        T = EMBEDDING[0][2]
+        return {"x": a["table"][arrays["perm"][:T]]}
+    if kernel in ("q_projection", "q_projection_rope"):
+        y = a["x"] @ a["w"].T
+        if kernel == "q_projection_rope":
+            y = rope_half(np, y, a["cos_t"], a["sin_t"])
+        return {"y": y}
     raise ValueError(kernel)
+
+
+def rope_half(xp, y, c, s):
+    """Hugging Face's rotate_half RoPE of y [T, H * hs] with tables [T, hs/2],
+    as bench/views/q_rope.cpp: returns [T, H * hs]."""
+    T, D = y.shape
+    hs = 2 * c.shape[1]
+    p = y.reshape(T, D // hs, hs)
+    a, b = p[..., :hs // 2], p[..., hs // 2:]
+    c, s = c[:, None, :], s[:, None, :]
+    return xp.concatenate([a * c - b * s, b * c + a * s], -1).reshape(T, D)
 
 
 # The tolerance of the matrix-product kernels (mlp, swiglu_mlp): each output is a
@@ -270,7 +332,8 @@ def reference(np, kernel, arrays):
 # within 0.035 of its tolerance; a wrong formula fails (checked at 1x768x3072 and
 # 32x2048x5632): erf's GELU for the tanh form (up to 6e-5 off), ReLU for GELU, a
 # missing b2, gate and up swapped, sigmoid or GELU for SiLU.
-MATMUL_TOLERANCE = {"mlp": 1e-4, "swiglu_mlp": 1e-4}
+MATMUL_TOLERANCE = {"mlp": 1e-4, "swiglu_mlp": 1e-4, "q_projection": 1e-4,
+                    "q_projection_rope": 1e-4}
 
 
 def compare(np, kernel, ref, got):
@@ -372,6 +435,26 @@ def build_numpy(kernel, shape, arrays):
         def step():
             g = a["x"] @ a["w_gate"].T
             np.matmul(g / (1.0 + np.exp(-g)) * (a["x"] @ a["w_up"].T), a["w_down"].T, out=o["y"])
+    elif kernel == "kv_cache_attention":
+        def step():
+            p, kc, vc = int(a["pos"]), a["key_cache"], a["value_cache"]
+            kc[:, p:p + 1], vc[:, p:p + 1] = a["k"], a["v"]
+            s = a["q"] @ kc[:, None, :p + 1].transpose(0, 1, 3, 2) * np.float32(1 / math.sqrt(HEAD))
+            e = np.exp(s - s.max(-1, keepdims=True))
+            np.matmul(e / e.sum(-1, keepdims=True), vc[:, None, :p + 1], out=o["o"])
+    elif kernel == "embedding":
+        at = {"next": 0}
+
+        def step():
+            T = o["x"].shape[0]
+            if at["next"] + T > len(a["perm"]):
+                at["next"] = 0
+            np.take(a["table"], a["perm"][at["next"]:at["next"] + T], axis=0, out=o["x"])
+            at["next"] += T
+    elif kernel == "q_projection":
+        def step(): np.matmul(a["x"], a["w"].T, out=o["y"])
+    elif kernel == "q_projection_rope":
+        def step(): o["y"][...] = rope_half(np, a["x"] @ a["w"].T, a["cos_t"], a["sin_t"])
     else:
         raise ValueError(kernel)
     return step, lambda: {**a, **o, **box}
@@ -508,6 +591,44 @@ def torch_functions(torch, kernel):
             torch.mm(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down.t(), out=y)
         def comp(x, w_gate, w_up, w_down, y):
             y.copy_(F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down))
+    elif kernel == "kv_cache_attention":
+        # The cache prefix as views, the query heads grouped over the kv heads by
+        # scaled_dot_product_attention's enable_gqa; one query row sees every key
+        # of the prefix (no mask). sdpa has no out=: its [1, 32, 1, 64] result is
+        # copied into o.
+        def eager(q, k, v, key_cache, value_cache, pos, o):
+            p = int(pos)
+            key_cache[:, p:p + 1].copy_(k)
+            value_cache[:, p:p + 1].copy_(v)
+            r = F.scaled_dot_product_attention(
+                q.view(1, KV_HEADS * KV_GROUP, 1, HEAD), key_cache[None, :, :p + 1],
+                value_cache[None, :, :p + 1], enable_gqa=True)
+            o.view(1, KV_HEADS * KV_GROUP, 1, HEAD).copy_(r)
+        comp = eager
+    elif kernel == "embedding":
+        at = {"next": 0}
+
+        def eager(table, perm, x):
+            T = x.shape[0]
+            if at["next"] + T > perm.shape[0]:
+                at["next"] = 0
+            torch.index_select(table, 0, perm[at["next"]:at["next"] + T], out=x)
+            at["next"] += T
+        comp = eager
+    elif kernel == "q_projection":
+        def eager(x, w, cos_t, sin_t, y): torch.mm(x, w.t(), out=y)
+        comp = eager
+    elif kernel == "q_projection_rope":
+        # transformers' apply_rotary_pos_emb on the projection's heads, written
+        # with the half-width tables (q * cos + rotate_half(q) * sin).
+        def eager(x, w, cos_t, sin_t, y):
+            T, D = y.shape
+            hs = 2 * cos_t.shape[1]
+            p = F.linear(x, w).view(T, D // hs, hs)
+            a, b = p[..., :hs // 2], p[..., hs // 2:]
+            c, s = cos_t[:, None, :], sin_t[:, None, :]
+            torch.cat([a * c - b * s, b * c + a * s], -1, out=y.view(T, D // hs, hs))
+        comp = eager
     else:
         raise ValueError(kernel)
     return eager, comp
@@ -520,7 +641,10 @@ ARGS = {"fma": ["a", "b", "c"], "axpby": ["x", "y"], "gelu": ["x"], "relu_where"
         "adam_step": ["p", "m", "v", "g"], "broadcast_bias": ["x", "b"], "rmsnorm": ["x", "w"],
         "softmax": ["x"], "layernorm": ["x", "w", "b"], "logsumexp": ["x"],
         "add_rmsnorm": ["h", "x", "w"], "column_mean": ["x"], "sum_all": ["x"],
-        "mlp": ["x", "w1", "b1", "w2", "b2"], "swiglu_mlp": ["x", "w_gate", "w_up", "w_down"]}
+        "mlp": ["x", "w1", "b1", "w2", "b2"], "swiglu_mlp": ["x", "w_gate", "w_up", "w_down"],
+        "kv_cache_attention": ["q", "k", "v", "key_cache", "value_cache", "pos"],
+        "embedding": ["table", "perm"], "q_projection": ["x", "w", "cos_t", "sin_t"],
+        "q_projection_rope": ["x", "w", "cos_t", "sin_t"]}
 TORCH_EAGER_RETURNS = {"layernorm": ["out", "mean", "rstd"]}
 
 
@@ -671,6 +795,8 @@ def applies(peer, kernel, skip_serial=False):
     stands for every thread count)."""
     if skip_serial and peer in SERIAL_PEERS and kernel not in THREADED_NUMPY_KERNELS:
         return False
+    if kernel in VIEW_KERNELS:
+        return peer in ("numpy", "torch")
     return peer != "numexpr" or kernel in NUMEXPR_KERNELS
 
 

@@ -581,29 +581,154 @@ private:
     Out += Indent + "}\n";
   }
 
-  /// Attention: per query row (batch, t), one pass over the keys s with an
-  /// online softmax: the running max pk_m, the sum pk_l and the output row
-  /// pk_row_acc are rescaled by exp(old max - new max) whenever the max
-  /// grows, so the scores are never stored.
+  /// The batch axis of an attention along which neither the keys nor the
+  /// values move (grouped-query attention's group: its query heads share
+  /// one kv head), the innermost such; nullopt when there is none.
+  std::optional<unsigned> sharedKeysAxis(const Nest &N) const {
+    const loop::AttentionParts &A = *N.Attention;
+    auto Reads = [&](const Stmt &S, unsigned Axis) {
+      for (size_t K = 0; K < S.Map.rank(); ++K)
+        if (S.Map.Axes[K].Axis == static_cast<int>(Axis))
+          return true;
+      return false;
+    };
+    std::vector<const Stmt *> KV;
+    for (unsigned I : A.Dot)
+      if (N.Body[I].K == Stmt::Load && Reads(N.Body[I], A.SAxis))
+        KV.push_back(&N.Body[I]);
+    for (unsigned I : A.ValueStmts)
+      if (N.Body[I].K == Stmt::Load)
+        KV.push_back(&N.Body[I]);
+    for (size_t B = A.BatchAxes.size(); B-- > 0;)
+      if (llvm::none_of(
+              KV, [&](const Stmt *S) { return Reads(*S, A.BatchAxes[B]); }))
+        return A.BatchAxes[B];
+    return std::nullopt;
+  }
+
+  /// q . k of an attention's key: 8 lanes of partial sums over blocks of 8
+  /// of d (a vector loop that needs no reduction clause, which GCC does not
+  /// always vectorise inside these loop nests), the rest of d, then the
+  /// lanes in a fixed order. Defines QK's value.
+  void emitLaneDot(const Nest &N, const loop::AttentionParts &A,
+                   const std::string &K) {
+    const Stmt &QK = N.Body[A.QK];
+    const std::string Ty = dtypeCppName(QK.Type).str();
+    const std::string D = extentExpr(F, N.Domain[A.DAxis]);
+    const std::string Var = indexVar(A.DAxis), Acc = accumulatorVar(QK);
+    const std::string Prod = valueRef(N, QK.Args[0]);
+    Out += fmt::format("{}{} pk_qk_lanes[8] = {{}};\n", K, Ty);
+    Out += fmt::format("{}const int64_t pk_d_main = {} - {} % 8;\n", K, D, D);
+    auto Lanes = [&](int Unit, const std::string &In) {
+      Out += fmt::format(
+          "{}for (int64_t pk_d0 = 0; pk_d0 < pk_d_main; pk_d0 += 8) {{\n", In);
+      Out += "#pragma omp simd\n";
+      Out +=
+          fmt::format("{}  for (int64_t pk_l = 0; pk_l < 8; ++pk_l) {{\n", In);
+      Out += fmt::format("{}    const int64_t {} = pk_d0 + pk_l;\n", In, Var);
+      for (unsigned I : A.Dot)
+        emitStmt(
+            F, N, N.Body[I], Backend::Cpu,
+            [this, &N, Unit](const Stmt &S) {
+              return indexedIndex(F, N, S, Unit);
+            },
+            Out, In + "    ");
+      Out += fmt::format("{}    pk_qk_lanes[pk_l] += {};\n", In, Prod);
+      Out += In + "  }\n" + In + "}\n";
+    };
+    std::vector<std::string> Unit;
+    for (unsigned I : A.Dot) {
+      const Stmt &S = N.Body[I];
+      if (S.K == Stmt::Load)
+        for (size_t X = 0; X < S.Map.rank(); ++X)
+          if (S.Map.Axes[X].Axis == static_cast<int>(A.DAxis)) {
+            std::string C = strideVar(F, S.Param, X) + " == 1";
+            if (!llvm::is_contained(Unit, C))
+              Unit.push_back(C);
+          }
+    }
+    if (Unit.empty()) {
+      Lanes(A.DAxis, K);
+    } else {
+      Out += fmt::format("{}if ({}) {{\n", K, fmt::join(Unit, " && "));
+      Lanes(A.DAxis, K + "  ");
+      Out += K + "} else {\n";
+      Lanes(-1, K + "  ");
+      Out += K + "}\n";
+    }
+    Out += fmt::format("{}{} {} = {}(0);\n", K, Ty, Acc, Ty);
+    Out += fmt::format("{}for (int64_t {} = pk_d_main; {} < {}; ++{}) {{\n", K,
+                       Var, Var, D, Var);
+    for (unsigned I : A.Dot)
+      emitStmt(
+          F, N, N.Body[I], Backend::Cpu,
+          [this, &N](const Stmt &S) { return indexedIndex(F, N, S, -1); }, Out,
+          K + "  ");
+    Out += fmt::format("{}  {} += {};\n{}}}\n", K, Acc, Prod, K);
+    Out +=
+        fmt::format("{}const {} {} = {} + ((pk_qk_lanes[0] + pk_qk_lanes[1]) "
+                    "+ (pk_qk_lanes[2] + pk_qk_lanes[3])) + "
+                    "((pk_qk_lanes[4] + pk_qk_lanes[5]) + (pk_qk_lanes[6] + "
+                    "pk_qk_lanes[7]));\n",
+                    K, Ty, QK.Name, Acc);
+  }
+
+  /// Attention: per query row (batch, t), one pass over the keys s in
+  /// blocks of pk_kb_n keys with an online softmax. Per block: the scores of
+  /// the block (q . k, then the score's statements) into a row buffer, the
+  /// block's max, one rescale of the running sum pk_l and the output row
+  /// pk_row_acc when the max grew, the exponentials in one vector loop, then
+  /// the output row accumulated over the block's values. Rows of a group of
+  /// query heads that share their keys and values (sharedKeysAxis) run
+  /// together, a tile of them per thread, so each block of keys and values
+  /// is read from memory once per tile and from L1 by its other rows.
   void emitAttention(const Nest &N, const std::string &Indent) {
     const loop::AttentionParts &A = *N.Attention;
     const Stmt &QK = N.Body[A.QK];
     std::string Ty = dtypeCppName(QK.Type).str();
     auto Ext = [&](unsigned Axis) { return extentExpr(F, N.Domain[Axis]); };
-    std::vector<std::string> RowExtents;
-    for (unsigned B : A.BatchAxes)
+    const std::optional<unsigned> Group = sharedKeysAxis(N);
+    std::vector<unsigned> Outer; // the parallel axes besides t
+    std::vector<std::string> RowExtents, OuterExtents;
+    for (unsigned B : A.BatchAxes) {
       RowExtents.push_back(Ext(B));
+      if (B != Group) {
+        Outer.push_back(B);
+        OuterExtents.push_back(Ext(B));
+      }
+    }
     RowExtents.push_back(Ext(A.TAxis));
+    OuterExtents.push_back(Ext(A.TAxis));
     const std::string Rows = fmt::format("{}", fmt::join(RowExtents, " * "));
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     Out += fmt::format("{}const int64_t pk_n = {} * {} * ({} + {});\n", Indent,
                        Rows, Ext(A.SAxis), Ext(A.DAxis), Ext(A.JAxis));
     Out += fmt::format(
-        "{}// Attention: per query row, one pass over the keys with an online "
-        "softmax (running max, rescaled sum and output row); no [t, s] "
+        "{}// Attention: per query row, one pass over blocks of keys with an "
+        "online softmax (running max, rescaled sum and output row); no [t, s] "
         "buffer.\n",
         Indent);
+    Out += fmt::format("{}constexpr int64_t pk_kb_n = 64;\n", Indent);
+    if (Group) {
+      // Tiles of the group: the whole group per thread when the other rows
+      // give every thread one, else split so that they do.
+      Out += fmt::format(
+          "{}// The query heads along axis {} share their keys and values: "
+          "a tile of them per thread reads each block of keys once.\n",
+          Indent, *Group);
+      Out += fmt::format("{}const int64_t pk_g_n = {};\n", Indent, Ext(*Group));
+      Out += fmt::format("{}const int64_t pk_outer = {};\n", Indent,
+                         fmt::join(OuterExtents, " * "));
+      Out +=
+          fmt::format("{}const int64_t pk_tiles = pk_outer == 0 ? 1 : "
+                      "std::max<int64_t>(1, std::min<int64_t>(pk_g_n, "
+                      "(pk::rt::thread_count() + pk_outer - 1) / pk_outer));\n",
+                      Indent);
+      Out += fmt::format(
+          "{}const int64_t pk_gt = (pk_g_n + pk_tiles - 1) / pk_tiles;\n",
+          Indent);
+    }
     auto Index = [this, &N](int UnitAxis) {
       return [this, &N, UnitAxis](const Stmt &S) {
         return indexedIndex(F, N, S, UnitAxis);
@@ -618,31 +743,78 @@ private:
         fmt::format("-std::numeric_limits<{}>::infinity()", Ty);
     const Stmt &Sub = N.Body[N.Body[A.Exp].Args[0]];
     unsigned EV = N.Body[A.Acc].Args[0];
-    auto Loops = [&](bool Threaded, const std::string &Outer) {
+    const std::string J = Ext(A.JAxis);
+    // The score's statements that vary along neither the keys nor the group
+    // (a scale such as rsqrt(hs), the query's causal position) run once per
+    // tile of rows, before the key loop.
+    std::vector<bool> Varies(N.Body.size(), false);
+    for (unsigned I = 0; I < N.Body.size(); ++I) {
+      const Stmt &St = N.Body[I];
+      auto Moves = [&](int Axis) {
+        return Axis == static_cast<int>(A.SAxis) ||
+               Axis == static_cast<int>(A.DAxis) ||
+               (Group && Axis == static_cast<int>(*Group));
+      };
+      bool V = St.K == Stmt::Reduce || (St.K == Stmt::Index && Moves(St.Axis));
+      if (St.K == Stmt::Load)
+        for (const loop::AxisAccess &X : St.Map.Axes)
+          V |= X.Gathered || Moves(X.Axis);
+      for (unsigned Arg : St.Args)
+        V |= Varies[Arg];
+      Varies[I] = V;
+    }
+    std::vector<unsigned> RowScore, KeyScore;
+    for (unsigned I : A.ScoreStmts)
+      (Varies[I] ? KeyScore : RowScore).push_back(I);
+    // The row of the tile: its offset in the row buffers.
+    const std::string Row =
+        Group ? fmt::format("({} - pk_g0)", indexVar(*Group)) : "0";
+    auto Loops = [&](bool Threaded, const std::string &OuterIn) {
+      const size_t Collapse = Outer.size() + 1 + (Group ? 1 : 0);
       if (Threaded)
-        Out += fmt::format(
-            "#pragma omp parallel for{}\n",
-            A.BatchAxes.empty()
-                ? ""
-                : fmt::format(" collapse({})", A.BatchAxes.size() + 1));
-      std::string In = Outer;
-      for (unsigned B : A.BatchAxes) {
-        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
-                           indexVar(B), indexVar(B), Ext(B), indexVar(B));
+        Out += fmt::format("#pragma omp parallel for{}\n",
+                           Collapse > 1 ? fmt::format(" collapse({})", Collapse)
+                                        : "");
+      std::string In = OuterIn;
+      auto For = [&](const std::string &Var, const std::string &From,
+                     const std::string &To) {
+        Out += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", In,
+                           Var, From, Var, To, Var);
         In += "  ";
+      };
+      for (unsigned B : Outer)
+        For(indexVar(B), "0", Ext(B));
+      For(indexVar(A.TAxis), "0", Ext(A.TAxis));
+      if (Group)
+        For("pk_tile", "0", "pk_tiles");
+      std::string R = In;
+      if (Group) {
+        Out += fmt::format("{}const int64_t pk_g0 = pk_tile * pk_gt;\n", R);
+        Out += fmt::format("{}const int64_t pk_g1 = "
+                           "std::min<int64_t>(pk_g_n, pk_g0 + pk_gt);\n",
+                           R);
+        Out += fmt::format("{}const int64_t pk_rows = pk_g1 - pk_g0;\n", R);
+      } else {
+        Out += fmt::format("{}const int64_t pk_rows = 1;\n", R);
       }
-      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
-                         indexVar(A.TAxis), indexVar(A.TAxis), Ext(A.TAxis),
-                         indexVar(A.TAxis));
-      std::string R = In + "  ";
-      Out += fmt::format("{}{} *pk_row_acc = pk::rt::row_scratch<{}>(0, {});\n",
-                         R, Ty, Ty, Ext(A.JAxis));
+      Out += fmt::format(
+          "{}{} *pk_row_acc = pk::rt::row_scratch<{}>(0, pk_rows * {});\n", R,
+          Ty, Ty, J);
+      Out += fmt::format(
+          "{}{} *pk_scores = pk::rt::row_scratch<{}>(1, pk_rows * pk_kb_n);\n",
+          R, Ty, Ty);
+      Out += fmt::format(
+          "{}{} *pk_ml = pk::rt::row_scratch<{}>(2, 2 * pk_rows); // max, "
+          "then sum\n",
+          R, Ty, Ty);
+      Out += fmt::format("{}for (int64_t pk_r = 0; pk_r < pk_rows; ++pk_r) {{\n"
+                         "{}  pk_ml[pk_r] = {};\n"
+                         "{}  pk_ml[pk_rows + pk_r] = {}(0);\n{}}}\n",
+                         R, R, NegInf, R, Ty, R);
       Out += "#pragma omp simd\n";
-      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{})\n{}  "
-                         "pk_row_acc[{}] = {}(0);\n",
-                         R, indexVar(A.JAxis), indexVar(A.JAxis), Ext(A.JAxis),
-                         indexVar(A.JAxis), R, indexVar(A.JAxis), Ty);
-      Out += fmt::format("{}{} pk_m = {}, pk_l = {}(0);\n", R, Ty, NegInf, Ty);
+      Out += fmt::format("{}for (int64_t pk_k = 0; pk_k < pk_rows * {}; "
+                         "++pk_k)\n{}  pk_row_acc[pk_k] = {}(0);\n",
+                         R, J, R, Ty);
       std::string KeyEnd = Ext(A.SAxis);
       if (A.CausalIndex) {
         Out += fmt::format(
@@ -657,62 +829,114 @@ private:
             A.CausalInclusive ? " + 1" : "");
         KeyEnd = "pk_keys";
       }
-      Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", R,
-                         indexVar(A.SAxis), indexVar(A.SAxis), KeyEnd,
-                         indexVar(A.SAxis));
-      std::string K = R + "  ";
-      Out += fmt::format("{}{} {} = {}(0);\n", K, Ty, accumulatorVar(QK), Ty);
-      simdLoop(N, A.DAxis, Ext(A.DAxis), A.Dot,
-               fmt::format(" reduction(+ : {})", accumulatorVar(QK)), K,
-               [&](int Unit, const std::string &In) {
-                 Print(A.Dot, Unit, In);
-                 Out += fmt::format("{}{} += {};\n", In, accumulatorVar(QK),
-                                    valueRef(N, QK.Args[0]));
-               });
-      Out += fmt::format("{}const {} {} = {};\n", K, Ty, QK.Name,
-                         accumulatorVar(QK));
-      Print(A.ScoreStmts, -1, K);
-      std::string Score = valueRef(N, A.Score);
+      const std::string S = indexVar(A.SAxis);
+      Print(RowScore, -1, R);
+      Out += fmt::format("{}for (int64_t pk_kb = 0; pk_kb < {}; pk_kb += "
+                         "pk_kb_n) {{\n",
+                         R, KeyEnd);
+      std::string B = R + "  ";
       Out += fmt::format(
-          "{}// Online softmax: a masked key (-inf) before any other adds "
-          "nothing.\n",
-          K);
-      Out += fmt::format(
-          "{}const {} {} = {};\n", K, Ty, N.Body[A.Max].Name,
-          applyOp(OpCode::Maximum, Backend::Cpu, QK.Type, {"pk_m", Score}));
-      Out += fmt::format("{}if ({} == {})\n{}  continue;\n", K,
-                         N.Body[A.Max].Name, NegInf, K);
-      // The max grows on few keys: no exp when it does not.
+          "{}const int64_t pk_ke = std::min<int64_t>({}, pk_kb + pk_kb_n);\n",
+          B, KeyEnd);
+      std::string G = B;
+      if (Group) {
+        Out +=
+            fmt::format("{}for (int64_t {} = pk_g0; {} < pk_g1; ++{}) {{\n", B,
+                        indexVar(*Group), indexVar(*Group), indexVar(*Group));
+        G += "  ";
+      }
       Out +=
-          fmt::format("{}const {} pk_rescale = {} == pk_m ? {}(1) : {};\n", K,
-                      Ty, N.Body[A.Max].Name, Ty,
+          fmt::format("{}{} *pk_s = pk_scores + {} * pk_kb_n;\n", G, Ty, Row);
+      // The block's scores.
+      Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n", G,
+                         S, S, S);
+      std::string K = G + "  ";
+      emitLaneDot(N, A, K);
+      Print(KeyScore, -1, K);
+      const std::string Score = valueRef(N, A.Score);
+      Out += fmt::format("{}pk_s[{} - pk_kb] = {};\n", K, S, Score);
+      Out += G + "}\n";
+      // The block's max; a row with no visible key yet skips the block.
+      const std::string Max = N.Body[A.Max].Name;
+      Out += fmt::format("{}{} {} = pk_ml[{}];\n", G, Ty, Max, Row);
+      Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{})\n", G, S,
+                         S, S);
+      Out += fmt::format("{}  {} = {};\n", G, Max,
+                         applyOp(OpCode::Maximum, Backend::Cpu, QK.Type,
+                                 {Max, fmt::format("pk_s[{} - pk_kb]", S)}));
+      Out += fmt::format("{}if ({} == {})\n{}  continue;\n", G, Max, NegInf, G);
+      Out +=
+          fmt::format("{}const {} pk_rescale = {} == pk_ml[{}] ? {}(1) : {};\n",
+                      G, Ty, Max, Row, Ty,
                       applyOp(OpCode::Exp, Backend::Cpu, QK.Type,
-                              {fmt::format("pk_m - {}", N.Body[A.Max].Name)}));
+                              {fmt::format("pk_ml[{}] - {}", Row, Max)}));
+      // The exponentials, in one vector loop over the block.
+      Out += fmt::format("{}{} pk_bsum = {}(0);\n", G, Ty, Ty);
+      Out += "#pragma omp simd reduction(+ : pk_bsum)\n";
+      Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n", G,
+                         S, S, S);
+      Out +=
+          fmt::format("{}const {} {} = pk_s[{} - pk_kb];\n", K, Ty, Score, S);
       emitStmt(F, N, Sub, Backend::Cpu, Index(-1), Out, K);
       emitStmt(F, N, N.Body[A.Exp], Backend::Cpu, Index(-1), Out, K);
-      Out += fmt::format("{}pk_l = pk_l * pk_rescale + {};\n", K,
-                         N.Body[A.Exp].Name);
+      Out +=
+          fmt::format("{}pk_s[{} - pk_kb] = {};\n", K, S, N.Body[A.Exp].Name);
+      Out += fmt::format("{}pk_bsum += {};\n", K, N.Body[A.Exp].Name);
+      Out += G + "}\n";
+      Out += fmt::format("{}pk_ml[pk_rows + {}] = pk_ml[pk_rows + {}] * "
+                         "pk_rescale + pk_bsum;\n",
+                         G, Row, Row);
+      Out += fmt::format("{}pk_ml[{}] = {};\n", G, Row, Max);
+      Out += fmt::format("{}{} *pk_acc_row = pk_row_acc + {} * {};\n", G, Ty,
+                         Row, J);
+      Out += fmt::format("{}if (pk_rescale != {}(1)) {{\n", G, Ty);
+      Out += "#pragma omp simd\n";
+      Out += fmt::format("{}  for (int64_t pk_k = 0; pk_k < {}; ++pk_k)\n"
+                         "{}    pk_acc_row[pk_k] *= pk_rescale;\n{}}}\n",
+                         G, J, G, G);
+      // The output row over the block's values.
+      Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n", G,
+                         S, S, S);
+      Out += fmt::format("{}const {} {} = pk_s[{} - pk_kb];\n", K, Ty,
+                         N.Body[A.Exp].Name, S);
+      // A key of weight 0 (masked) adds nothing: its row of v is not read
+      // (eager multiplies it by 0, which an inf or NaN there turns into NaN).
+      Out += fmt::format("{}if ({} == {}(0))\n{}  continue;\n", K,
+                         N.Body[A.Exp].Name, Ty, K);
       std::vector<unsigned> ValueLoop = A.ValueStmts;
       ValueLoop.push_back(EV);
-      simdLoop(N, A.JAxis, Ext(A.JAxis), A.ValueStmts, "", K,
+      simdLoop(N, A.JAxis, J, A.ValueStmts, "", K,
                [&](int Unit, const std::string &In) {
                  Print(ValueLoop, Unit, In);
-                 Out += fmt::format(
-                     "{}pk_row_acc[{}] = pk_row_acc[{}] * pk_rescale + {};\n",
-                     In, indexVar(A.JAxis), indexVar(A.JAxis), N.Body[EV].Name);
+                 Out += fmt::format("{}pk_acc_row[{}] += {};\n", In,
+                                    indexVar(A.JAxis), N.Body[EV].Name);
                });
-      Out += fmt::format("{}pk_m = {};\n", K, N.Body[A.Max].Name);
+      Out += G + "}\n";
+      if (Group)
+        Out += B + "}\n";
       Out += R + "}\n";
-      Out += fmt::format("{}const {} {} = pk_l;\n", R, Ty, N.Body[A.Sum].Name);
-      simdLoop(N, A.JAxis, Ext(A.JAxis), A.Epilogue, "", R,
+      // The rows' outputs.
+      std::string E = R;
+      if (Group) {
+        Out +=
+            fmt::format("{}for (int64_t {} = pk_g0; {} < pk_g1; ++{}) {{\n", R,
+                        indexVar(*Group), indexVar(*Group), indexVar(*Group));
+        E += "  ";
+      }
+      Out += fmt::format("{}const {} {} = pk_ml[pk_rows + {}];\n", E, Ty,
+                         N.Body[A.Sum].Name, Row);
+      simdLoop(N, A.JAxis, J, A.Epilogue, "", E,
                [&](int Unit, const std::string &In) {
-                 Out += fmt::format("{}const {} {} = pk_row_acc[{}];\n", In, Ty,
-                                    N.Body[A.Acc].Name, indexVar(A.JAxis));
+                 Out += fmt::format(
+                     "{}const {} {} = pk_row_acc[{} * {} + {}];\n", In, Ty,
+                     N.Body[A.Acc].Name, Row, J, indexVar(A.JAxis));
                  Print(A.Epilogue, Unit, In);
                });
-      Out += In + "}\n";
-      for (size_t B = A.BatchAxes.size(); B-- > 0;)
-        Out += Outer + std::string(2 * B, ' ') + "}\n";
+      if (Group)
+        Out += R + "}\n";
+      const size_t Depth = Outer.size() + 1 + (Group ? 1 : 0);
+      for (size_t D = Depth; D-- > 0;)
+        Out += OuterIn + std::string(2 * D, ' ') + "}\n";
     };
     emitThreadedOrSerial("pk_n", Indent, Loops);
   }
