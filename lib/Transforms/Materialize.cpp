@@ -561,8 +561,16 @@ unsigned pk::snapshotRef(Function &F, unsigned Ref) {
   unsigned TP = F.Params.size();
   F.Params.push_back(T);
 
-  // At the front: copy = load(ref); store temp, copy; old = load(temp).
+  // At the front: copy = load(ref); store temp, copy; old = load(temp). The
+  // copy reads the contents the loads it replaces read: a window read after
+  // an earlier store to its ref keeps that load's version, so it still runs
+  // after the store (fuzz regression window_update_after_store).
+  unsigned Version = 0;
+  for (const Node &N : F.Nodes)
+    if (!N.Dead && N.Kind == NodeKind::Load && N.Param == Ref)
+      Version = std::max(Version, N.Version);
   Node Copy(NodeKind::Load);
+  Copy.Version = Version;
   Copy.Type = T.Type;
   Copy.Param = Ref;
   Copy.Sh = T.TempShape;
@@ -576,6 +584,7 @@ unsigned pk::snapshotRef(Function &F, unsigned Ref) {
   St.Loc = P.Loc;
   Node Ld = Copy;
   Ld.Param = TP;
+  Ld.Version = 0;
 
   std::vector<Node> Old = std::move(F.Nodes);
   F.Nodes = {Copy, St, Ld};
