@@ -62,11 +62,50 @@ KNOWN_BUGS = {
     # WILL_FAIL regression it replaces passed on a crash too); steered
     # around: attention kernels get no NaN or inf data (special_ok).
     'attention-masked-key-inf': 'test/e2e/AttentionMaskedTest.cpp',
+    #
+    # pkc aborts, "internal error: temporaries in a cycle", on concat in
+    # three forms (regressions/concat_temp_cycle, compile-only): a part
+    # that is a slice of a computed value before a part it does not buffer
+    # (`o[_] = concat({slice(y[_] * 2.0f, 0, 0, 1), y[_]}, 0);`); a
+    # reduction as the first part, reduced again and stored into a ref of
+    # rank 2 (`o[_] = sum(concat({expand_dims(min(x[_], 0), 1),
+    # expand_dims(y[_], 1)}, 1), 1) + 1.0f;`); a concat of
+    # two slices of one computed value, combined with a reduction, in a
+    # kernel that also stores into a window of another ref (`o[_] =
+    # concat({slice(t, 1, 1, n), slice(t, 1, 0, 1)}, 1) - mean(y[_]); o1[_]
+    # = y[_]; o1.slice(0, 0, 1)[_] = 1.0f;`); and more kernels with a
+    # concat next to other buffered values (np.roll of a computed value in
+    # one store, a reduction of a reshape in another). Steered around: the
+    # parts of the stack and part constructs (Gen.v_stack, v_part) hold
+    # nothing pkc buffers (BUFFERED), a kernel with a concat gets no window
+    # store (emit_window_store, the kernel's last statements), and a kernel
+    # with a concat and anything else pkc buffers is generated again
+    # (concat_conflict, in generate()).
+    'concat-temp-cycle': 'test/fuzz/regressions/concat_temp_cycle',
+    #
+    # A store into a ref whose value reads a window of that ref (`h[_] =
+    # x[_] + h.slice(0, 0, 1)[_];`): the compiled loop reads h[0] in the
+    # pass that writes it, so later elements see the new h[0] (eager code
+    # reads it first), CPU and CUDA. Steered around: check_store rejects
+    # a stored value that reads a window of its ref.
+    'store-reads-own-window': 'test/fuzz/regressions/store_reads_own_window',
+    #
+    # pkc aborts ("temporaries in a cycle") on a window update (+=) after
+    # stores to the ref: an InOut stored into twice (`h[_] = h[_] * 2.0f;
+    # h[_] = h[_] - x[_]; h.slice(0, 0, 1)[_] += y[_];`), or after a
+    # store of a reduction (`o[_] = sum(x[_]); o.slice(0, 0, 1)[_] +=
+    # y[_];`). Steered around: += only into a ref stored into at most once
+    # before, and not with a reduction or a product (emit_window_store).
+    'window-update-cycle': 'test/fuzz/regressions/window_update_cycle',
     # Fixed (the generator no longer steers around them; the reproducers
     # are regression tests): 'inout-reduce-buffer' and 'temp-cycle-two-forms'
     # (pkc aborted on a cycle between groups through their temporaries:
     # fusion now refuses a join that closes one), 'gemm-tile-split-hang'
-    # (pk::rt::gemm's tile split made no progress on narrow products).
+    # (pk::rt::gemm's tile split made no progress on narrow products),
+    # 'window-update-after-store' (regressions/window_update_after_store:
+    # `o[_] = x[_] * 2.0f; o.slice(0, 0, 1)[_] += y[_];` read the window's
+    # old contents from before the first store; Materialize's snapshotRef
+    # now keeps the load's version).
 }
 AVOID = set(KNOWN_BUGS)
 # Size limits of the multi-group kernels, kept from when they steered
@@ -81,6 +120,26 @@ INOUT_SINGLE_GROUP = True
 # --policy: every kernel of the batch gets this policy (for trying one
 # pattern; the CI batches use the weights in POLICIES)
 FORCE_POLICY = None
+# Views, gathers, windows and arg-reductions (docs/fuzzing.md, "What the
+# generator covers"). VIEW_WEIGHTS: gen_op's weights (beside its other
+# categories, about 80 in all) of a view of a computed value (Gen.g_view:
+# permute_dims, reshape, slice, concat), a take of a table ref (g_take)
+# and a window read of a ref (g_window), at kernel scope. P_ARGRED: the
+# chance that a reduction (g_reduce, over one axis) is an argmax or argmin,
+# of an exact operand (below). P_WINDOW_STORE: the chance of a statement
+# storing into a window of an output (emit_window_store; 'inout' policy:
+# twice that). P_CLASSIC_ARG: the chance that a 'classic' pattern also
+# stores the argmax or argmin of its input.
+VIEW_WEIGHTS = {'view': 5.0, 'take': 1.5, 'window': 1.2}
+P_ARGRED = 0.1
+P_WINDOW_STORE = 0.07
+P_CLASSIC_ARG = 0.3
+# take's indices lie in [0, hi], hi drawn from these weights: the driver
+# draws every symbol's extent independently, so a case whose gathered
+# extent is <= hi (some 'small', 'ones', 'zero' and 'mixed' cases) raises
+# pk::ShapeError, which eager and compiled code must both do (the compiled
+# code before any write); the others gather.
+TAKE_INDEX_HI = [(1, 3), (2, 3), (3, 2), (0, 1)]
 
 
 class Invalid(Exception):
@@ -261,8 +320,12 @@ class Stmt:
     expr), 'loop' (var, trip, body)."""
 
     def __init__(self, kind, name=None, expr=None, param=None, var=None,
-                 trip=0, body=None, orelse=None):
+                 trip=0, body=None, orelse=None, wins=None, compound=None):
         self.kind = kind
+        # 'wstore' (param, wins, expr, compound): param.slice(...)[_] = expr
+        # (or += expr); wins [(axis, begin, end, dim)] as a 'window' op's
+        self.wins = wins
+        self.compound = compound
         self.orelse = orelse or []
         self.name = name
         self.expr = expr
@@ -310,6 +373,135 @@ BINOPS = {'add': '+', 'sub': '-', 'mul': '*', 'div': '/', 'rem': '%',
           'ne': '!=', 'and': '&', 'or': '|'}
 CMPS = ['lt', 'le', 'gt', 'ge', 'eq', 'ne']
 REDS = ['sum', 'mean', 'max', 'min']
+ARGREDS = ['argmax', 'argmin']
+# Views that move values without computing: their results (and error
+# bounds) are their operand's, rearranged. 'vslice' is slice(v, ...),
+# 'window' a window of a ref read (x.slice(...)[_]).
+VIEWS = ['permute_dims', 'reshape', 'vslice', 'window']
+
+
+# --------------------------------------------------------------------------
+# Integer scalar expressions: window and slice bounds, reshape extents.
+# ('c', v) a constant, ('ext', ref, axis) ref.extent(axis), ('sp', param)
+# an int64_t scalar parameter, ('vext', i, axis) the extent of the op's
+# argument i (a local, a helper parameter or a ref read: printed
+# t.extent(axis)), ('+' | '-', a, b), ('/', a, constant).
+# --------------------------------------------------------------------------
+
+def bx_text(b, args=None):
+    k = b[0]
+    if k == 'c':
+        return str(b[1])
+    if k == 'ext':
+        return '%s.extent(%d)' % (b[1], b[2])
+    if k == 'sp':
+        return b[1]
+    if k == 'vext':
+        t = args[b[1]]
+        if t.endswith('[_]') and t[:-3].isidentifier():
+            t = t[:-3]
+        elif not t.isidentifier():
+            t = '(%s)' % t
+        return '%s.extent(%d)' % (t, b[2])
+    if k in ('+', '-'):
+        rhs = bx_text(b[2], args)
+        if b[2][0] in ('+', '-'):
+            rhs = '(%s)' % rhs
+        return '%s %s %s' % (bx_text(b[1], args), k, rhs)
+    if k == '/':
+        lhs = bx_text(b[1], args)
+        if b[1][0] in ('+', '-'):
+            lhs = '(%s)' % lhs
+        return '%s / %d' % (lhs, b[2])
+    raise AssertionError(b)
+
+
+def bx_add(a, c):
+    """a + c for a constant c (a - |c| when negative)."""
+    if c == 0:
+        return a
+    if a[0] == 'c':
+        return ('c', a[1] + c)
+    return ('+', a, ('c', c)) if c > 0 else ('-', a, ('c', -c))
+
+
+def with_dim(shape, ax, d):
+    s = list(shape)
+    s[ax] = d
+    return tuple(s)
+
+
+def holds(n, ops):
+    """Whether an op of `ops` is in n's cone."""
+    seen = set()
+    todo = [n]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.op in ops:
+            return True
+        todo.extend(x.args)
+    return False
+
+
+# What pkc keeps in a buffer of its own (KNOWN_BUGS['concat-temp-cycle'])
+BUFFERED = set(REDS) | set(ARGREDS) | {'matmul', 'vslice', 'reshape', 'concat',
+                                       'permute_dims', 'take'}
+
+
+def holds_window(n, name):
+    """Whether a window of ref `name` is read in n's cone."""
+    seen = set()
+    todo = [n]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.op == 'window' and x.attrs.get('param') == name:
+            return True
+        todo.extend(x.args)
+    return False
+
+
+def concat_conflict(nodes):
+    """(KNOWN_BUGS['concat-temp-cycle']) a kernel with a concat that also
+    has something else pkc buffers: a reduction, product, reshape or
+    permutation, or a slice of a computed value, other than the slices a
+    concat takes apart and the reductions or slices of a concat itself."""
+    if not any(n.op == 'concat' for n in nodes):
+        return False
+    parts = set()
+    for n in nodes:
+        if n.op == 'concat':
+            parts.update(id(a) for a in n.args)
+    for n in nodes:
+        if n.op in REDS or n.op in ARGREDS or n.op == 'vslice':
+            if n.args[0].op == 'concat' or id(n) in parts:
+                continue
+            return True
+        if n.op in ('matmul', 'reshape', 'permute_dims'):
+            return True
+    return False
+
+
+def reads_ref(n, name):
+    """Whether ref `name`'s memory is read anywhere in n's cone (a window
+    store whose value reads the ref it writes is pk-not-supported-yet)."""
+    seen = set()
+    todo = [n]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.op in ('load', 'refread', 'window', 'wstore') and \
+                x.attrs.get('param') == name:
+            return True
+        todo.extend(x.args)
+    return False
 
 
 # The signature of a value combining values of several signatures (pkc keeps
@@ -703,6 +895,95 @@ def make_node(op, args, attrs=None, strict=True):
             raise Invalid('index axis')
         return Node(op, args, I64, False, a.shape, 0, NMAX, False, True,
                     a.sig, dict(attrs))
+    if op in ARGREDS:
+        # The first position of the extreme: only of exact values (which
+        # eager and compiled code compute bit for bit), so that a near-tie
+        # cannot pick another position (docs/fuzzing.md).
+        (a,) = args
+        if a.weak or a.rank == 0:
+            raise Invalid('arg-reduction of a scalar')
+        if not a.exact:
+            raise Invalid('arg-reduction of an inexact value')
+        axis, keep = attrs['axis'], attrs.get('keep', False)
+        if not (-a.rank <= axis < a.rank):
+            raise Invalid('axis')
+        ax = axis % a.rank
+        shape = list(a.shape)
+        if keep:
+            shape[ax] = 1
+        else:
+            del shape[ax]
+        base_sig = (a.shape, ax)
+        want = attrs.get('sig')
+        if want is None or tuple(want) != base_sig:
+            raise Invalid('reduction signature')
+        if strict and a.sig is not None and a.sig != base_sig:
+            raise Invalid('nested reduction of another signature')
+        return Node(op, args, I64, False, shape, 0, NMAX, False, True,
+                    base_sig, dict(attrs))
+    if op in VIEWS or op == 'concat':
+        # Views move values: range, NaN, exactness and signature are their
+        # value operand's (args[0]; further args only give extents,
+        # 'vext'). 'concat' joins its parts (all of them values).
+        parts = args if op == 'concat' else args[:1]
+        a = parts[0]
+        if any(x.weak for x in parts):
+            raise Invalid('view of a scalar')
+        if op == 'permute_dims':
+            perm = attrs['perm']
+            if sorted(perm) != list(range(a.rank)):
+                raise Invalid('permutation')
+            shape = tuple(a.shape[p] for p in perm)
+        elif op == 'reshape':
+            shape = tuple(attrs['shape'])
+        elif op == 'vslice':
+            if not 0 <= attrs['axis'] < a.rank:
+                raise Invalid('slice axis')
+            shape = with_dim(a.shape, attrs['axis'], attrs['dim'])
+        elif op == 'window':
+            shape = tuple(a.shape)
+            for (ax, _, _, dim) in attrs['wins']:
+                if not 0 <= ax < len(shape):
+                    raise Invalid('window axis')
+                shape = with_dim(shape, ax, dim)
+        else:  # concat
+            ax = attrs['axis']
+            if a.rank == 0 or not 0 <= ax < a.rank:
+                raise Invalid('concat axis')
+            for x in parts[1:]:
+                if x.dtype != a.dtype:
+                    raise Invalid('concat of two element types')
+                if x.rank != a.rank or any(
+                        d != e for i, (d, e) in enumerate(zip(x.shape, a.shape))
+                        if i != ax):
+                    raise Invalid('concat extents')
+            shape = with_dim(a.shape, ax, attrs['dim'])
+        return Node(op, args, a.dtype, False, shape,
+                    min(x.lo for x in parts), max(x.hi for x in parts),
+                    any(x.nan for x in parts), all(x.exact for x in parts),
+                    union_sig(parts, strict), dict(attrs))
+    if op == 'take':
+        # take(table, idx, axis): a gathered load of a table ref by indices
+        # from an In ref or an int64_t scalar parameter (what pkc compiles).
+        t, i = args
+        if t.weak or t.op != 'load' or i.dtype not in INTS or \
+                i.op not in ('load', 'sparam'):
+            raise Invalid('take operands')
+        ax = attrs['axis']
+        if not 0 <= ax < t.rank:
+            raise Invalid('take axis')
+        ishape = () if i.weak else tuple(i.shape)
+        shape = tuple(t.shape[:ax]) + ishape + tuple(t.shape[ax + 1:])
+        return Node(op, args, t.dtype, False, shape, t.lo, t.hi, t.nan,
+                    t.exact, t.sig, dict(attrs))
+    if op == 'wstore':
+        # (Interp) a ref's contents after a store into a window of it:
+        # args (the contents before, the value stored, converted)
+        cur, v = args
+        lo, hi = conv_range(v, cur.dtype)
+        return Node(op, args, cur.dtype, False, cur.shape, min(lo, cur.lo),
+                    max(hi, cur.hi), cur.nan or v.nan, cur.exact and v.exact,
+                    cur.sig, dict(attrs))
     raise AssertionError(op)
 
 
@@ -735,7 +1016,7 @@ def print_op(op, args, attrs):
         return '!%s' % atomic(args[0])
     if op == 'cast':
         return 'cast<%s>(%s)' % (CTYPE[attrs['to']], args[0])
-    if op in REDS:
+    if op in REDS or op in ARGREDS:
         if attrs.get('axis') is None:
             return '%s(%s)' % (op, args[0])
         ax = attrs.get('axis_text', attrs['axis'])
@@ -744,6 +1025,22 @@ def print_op(op, args, attrs):
         return '%s(%s, %s)' % (op, args[0], ax)
     if op in ('expand_dims', 'squeeze', 'index'):
         return '%s(%s, %d)' % (op, args[0], attrs['axis'])
+    if op == 'permute_dims':
+        return 'permute_dims(%s, {%s})' % (
+            args[0], ', '.join(str(x) for x in attrs['axes']))
+    if op == 'reshape':
+        return 'reshape(%s, {%s})' % (
+            args[0], ', '.join(bx_text(d, args) for d in attrs['dims']))
+    if op == 'vslice':
+        return 'slice(%s, %s, %s, %s)' % (
+            args[0], attrs.get('axis_text', attrs['axis']),
+            bx_text(attrs['b'], args), bx_text(attrs['e'], args))
+    if op == 'concat':
+        return 'concat({%s}, %s)' % (', '.join(args),
+                                     attrs.get('axis_text', attrs['axis']))
+    if op == 'take':
+        return 'take(%s, %s, %s)' % (args[0], args[1],
+                                     attrs.get('axis_text', attrs['axis']))
     return '%s(%s)' % (op, ', '.join(args))
 
 
@@ -861,6 +1158,11 @@ class Interp:
             return self.add(n)
         if e.kind == 'load':
             return self.load(self.param(e.a))
+        if e.kind == 'wload':
+            # a window of a ref, read: x.slice(ax, b, e)...[_]
+            cur = self.load(self.param(e.a))
+            return self.add(make_node('window', [cur], dict(
+                e.attrs, param=e.a), self.strict))
         if e.kind == 'sparam':
             return self.load(self.param(e.a))
         if e.kind == 'reftarget':
@@ -916,6 +1218,28 @@ class Interp:
             check_store(n, p)
             self.refval[p.name] = n
             self.stores.append((p, n))
+        elif s.kind == 'wstore':
+            # p.slice(ax, b, e)[_] = v (or += v): the window's part of the
+            # ref becomes v, broadcast and converted; the rest keeps what
+            # the ref held (an Out must have been written whole before)
+            p = self.param(s.param)
+            cur = self.load(p)
+            n = self.inst(s.expr)
+            if reads_ref(n, p.name):
+                raise Invalid('a window store whose value reads its ref')
+            wattrs = {'param': p.name, 'wins': s.wins}
+            if s.compound:
+                w = self.add(make_node('window', [cur], dict(wattrs),
+                                       self.strict))
+                n = self.add(make_node('add', [w, n], None, self.strict))
+            wshape = make_node('window', [cur], dict(wattrs)).shape
+            # (the value itself never reads p: reads_ref above)
+            check_store(n, Param(p.name, p.kind, p.dtype, wshape), True)
+            ((ax, b, e, _),) = s.wins
+            self.refval[p.name] = self.add(make_node(
+                'wstore', [cur, n], {'param': p.name, 'axis': ax, 'b': b,
+                                     'e': e}))
+            self.stores.append((p, n))
         elif s.kind == 'sdecl':
             if s.name in self.locals:
                 raise Invalid('redeclared')
@@ -945,9 +1269,12 @@ def conv_range(n, to):
     return lo, hi
 
 
-def check_store(n, p):
+def check_store(n, p, window_update=False):
     if p.kind not in ('out', 'inout'):
         raise Invalid('store to an In')
+    if 'store-reads-own-window' in AVOID and not window_update and \
+            holds_window(n, p.name):
+        raise Invalid('a store reading a window of its ref (KNOWN_BUGS)')
     if n.rank > p.rank or not fits(n.shape, p.shape):
         raise Invalid('stored value does not fit the ref')
     f, t = n.dtype, p.dtype
@@ -1202,6 +1529,12 @@ class Gen:
             cats.append(('reduce', 30 if ctx.level == 0 else 10))
         if ctx.scope == 'kernel' and depth >= 2:
             cats.append(('helper', 4))
+        if depth >= 2 and (ctx.scope == 'kernel' or ctx.shape):
+            cats.append(('view', VIEW_WEIGHTS['view']))
+        if ctx.scope == 'kernel':
+            cats.append(('take', VIEW_WEIGHTS['take']))
+            if ctx.shape:
+                cats.append(('window', VIEW_WEIGHTS['window']))
         if self.mg and ctx.scope == 'kernel':
             # multi-group kernels: reductions of other signatures than the
             # context's, and matmuls, anywhere a value goes
@@ -1520,6 +1853,485 @@ class Gen:
         f = self.op('cast', i, to=F32)
         return self.op('mul', f, self.mk('lit', tlit(f32round(0.01), '0.01f')))
 
+    # -- views, gathers, windows ------------------------------------------------
+    # Values keep shapes made of symbols and 1s. A construct may make
+    # values of other extents inside it (a slice of 1 to k, a concat of two
+    # parts, a flattened value: each such extent is a token of its own,
+    # '~<n>' or 2, which nothing outside the construct matches), but what
+    # it returns has an ordinary shape that fits the context. Extents are
+    # those of the operand itself where it has a name (a local, a helper
+    # parameter, a ref read: t.extent(i)); otherwise those of a ref that
+    # has the symbol and is never broadcast at run time (when the operand
+    # is narrower at run time, eager and compiled code both raise). A value
+    # slice's bound is never a run-time value that can be negative (pkc
+    # rejects those at entry, eager code counts them from the end): E - 1
+    # only of the operand's own extent E (negative only when E = 0, an
+    # error for both).
+
+    def token(self):
+        return '~' + self.fresh('~')
+
+    def is_read(self, n):
+        """n is a ref read, or a view of one: pkc makes a slice of it a
+        window, whose bounds are linear (no quotient; pkc says
+        pk-not-supported-yet)."""
+        while n.op in VIEWS:
+            n = n.args[0]
+        return n.op in ('load', 'refread')
+
+    def nameable(self, e):
+        return e.kind in ('local', 'hparam') or (
+            e.kind == 'load' and self.it.param(e.a).kind != 'scalar')
+
+    def sym_ext(self, sym, scope):
+        """ref.extent(i) of a ref whose axis i is `sym` at run time (a new
+        shape-only input when no ref has it)."""
+        if scope != 'kernel':
+            raise Invalid('no refs inside a helper')
+        if sym == 1:
+            return ('c', 1)
+        for p in self.k.params:
+            if p.kind == 'scalar' or (p.kind == 'in' and p.bcast_ok):
+                continue
+            if sym in p.shape:
+                return ('ext', p.name, p.shape.index(sym))
+        p = self.add_param('in', F32, (sym,), bcast_ok=False, role='shape')
+        return ('ext', p.name, 0)
+
+    def extent(self, e, ax, argi, scope):
+        """The extent of value e along ax, for an op whose argument argi
+        is e: its own where it has a name, else its symbol's."""
+        d = e.node.shape[ax]
+        if d == 1:
+            return ('c', 1)
+        if self.nameable(e):
+            if not self.is_read(e.node):
+                return ('vext', argi, ax)
+            # t.extent(i) of a local or helper parameter that holds a ref
+            # read is pk-not-supported-yet (a slice of it is a window, whose
+            # bounds take ref extents): the ref's own extent
+            if e.node.op in ('load', 'refread') and scope == 'kernel':
+                return ('ext', e.node.attrs['param'], ax)
+            raise Invalid('the extent of a read of a ref')
+        return self.sym_ext(d, scope)
+
+    def bound_param(self, hi):
+        """An int64_t scalar parameter in [0, hi] (window and slice bounds,
+        take's scalar index)."""
+        for p in self.k.params:
+            if p.kind == 'scalar' and p.role == 'bound' and p.hi == hi and \
+                    self.chance(0.6):
+                return p
+        return self.add_param('scalar', I64, (), lo=0.0, hi=float(hi),
+                              role='bound')
+
+    def view_operand(self, ctx, depth, shape=None):
+        """A value of ctx's shape (or `shape`) for a view to rearrange: no
+        reduction in it in single-group kernels (pkc keeps a view of a
+        computed value in a buffer of its own anyway)."""
+        sig = None
+        s = tuple(shape if shape is not None else ctx.shape)
+        if self.mg and s and self.chance(0.3):
+            sig = self.other_sig(s, None)
+        return self.gen(ctx.but(shape=s, sig=sig), depth)
+
+    def in_helper(self, args, build):
+        """A call of a new `auto` helper of `args` whose body is
+        build(its parameters): a construct that uses its operand twice or
+        needs its extents takes it as a parameter (a.extent(i))."""
+        name = '%s_h%d' % (self.k.name, len(self.k.helpers))
+        saved = self.it.hparams
+        self.it.hparams = [a.node for a in args]
+        try:
+            ps = [self.mk('hparam', i) for i in range(len(args))]
+            ret = build(ps)
+        finally:
+            self.it.hparams = saved
+        self.k.helpers.append(Helper(name, len(args), [], ret))
+        e = Expr('call', name, args)
+        e.node = ret.node
+        return e
+
+    def g_view(self, ctx, depth):
+        kind = self.wchoice([('permute', 3), ('reshape', 2), ('merge', 2),
+                             ('pick', 2), ('roll', 2), ('shift', 1),
+                             ('stack', 1), ('part', 1)])
+        return getattr(self, 'v_' + kind)(ctx, depth)
+
+    def v_permute(self, ctx, depth):
+        """permute_dims(a, {...}) of a value made for the permuted shape."""
+        r = len(ctx.shape)
+        if r < 2:
+            raise Invalid('permute of rank < 2')
+        perm = list(range(r))
+        while perm == list(range(r)):
+            self.rng.shuffle(perm)
+        oshape = [None] * r
+        for i, p in enumerate(perm):
+            oshape[p] = ctx.shape[i]
+        octx = ctx.but(shape=tuple(oshape), sig=None)
+        a = self.gen(octx, depth - 1)
+        if a.node.rank != r:
+            if ctx.scope != 'kernel':
+                raise Invalid('permute rank')
+            a = self.widen(a, octx)
+        axes = [p - r if self.chance(0.3) else p for p in perm]
+        return self.op('permute_dims', a, perm=perm, axes=axes)
+
+    def reshape_dims(self, e, shape, argi, scope, neg=True):
+        """reshape's extents for `shape` (the same symbols and 1s as e's):
+        1s, e's extents, one of them -1 sometimes."""
+        syms = [i for i, d in enumerate(shape) if d != 1]
+        m1 = self.choice(syms) if syms and neg and self.chance(0.6) else None
+        dims = []
+        for i, d in enumerate(shape):
+            if d == 1:
+                dims.append(('c', 1))
+            elif i == m1:
+                dims.append(('c', -1))
+            else:
+                ax = list(e.node.shape).index(d)
+                dims.append(self.extent(e, ax, argi, scope))
+        return dims
+
+    def v_reshape(self, ctx, depth):
+        """reshape(reshape(a, {-1}), {...}): a flattened and put back (or
+        with a leading 1 more or less): pkc aliases a ref read, keeps a
+        computed value in a buffer first."""
+        a = self.view_operand(ctx, depth - 1)
+        S = tuple(a.node.shape)
+        if not S:
+            raise Invalid('reshape of a scalar')
+        extra = [a] if self.nameable(a) else []
+        T = S
+        if len(S) < len(ctx.shape) and self.chance(0.3):
+            T = (1,) + S
+        elif S[0] == 1 and len(S) > 1 and self.chance(0.5):
+            T = S[1:]
+        if self.chance(0.3) and T != S:
+            # one reshape: only 1s move
+            dims = self.reshape_dims(a, T, 1, ctx.scope)
+            return self.op('reshape', a, *extra, dims=dims, shape=T)
+        flat = self.op('reshape', a, dims=[('c', -1)], shape=(self.token(),))
+        dims = self.reshape_dims(a, T, 1, ctx.scope)
+        return self.op('reshape', flat, *extra, dims=dims, shape=T)
+
+    def flat_red(self, ctx, exact_ok, dtype):
+        """A reduction for a construct's internal axis: exact contexts keep
+        exactness; argmax/argmin of exact values; bools are summed."""
+        if exact_ok and self.chance(0.25):
+            return self.choice(ARGREDS)
+        if dtype == BOOL:
+            return 'sum'
+        if ctx.exact:
+            return 'sum' if dtype in INTS else self.choice(['max', 'min'])
+        return self.wchoice([('sum', 3), ('max', 3), ('mean', 2), ('min', 2)])
+
+    def v_merge(self, ctx, depth):
+        """A reduction over several trailing axes at once: the value
+        reshaped with those axes merged into one (reshape(a, {E0, -1})),
+        reduced over it, and reshaped back to keepdims' shape (reshape(r,
+        {E0, 1, 1})); or over everything (sum(reshape(a, {-1}))). argmax of
+        the merged axis is a flat position."""
+        a = self.view_operand(ctx, depth - 1)
+        S = tuple(a.node.shape)
+        r = len(S)
+        if r == 0:
+            raise Invalid('merge of a scalar')
+        k = self.rng.randint(0, max(r - 2, 0))
+        extra = [a] if self.nameable(a) else []
+        dims = [self.extent(a, i, 1, ctx.scope) for i in range(k)] + \
+            [('c', -1)]
+        inner = self.op('reshape', a, *extra, dims=dims,
+                        shape=tuple(S[:k]) + (self.token(),))
+        red = self.flat_red(ctx, a.node.exact, a.node.dtype)
+        if k == 0 and red in REDS and self.chance(0.5):
+            res = self.op(red, inner, axis=None, sig=(inner.node.shape, 'all'))
+        else:
+            res = self.op(red, inner, axis=k, keep=False,
+                          axis_text=k - (k + 1) if self.chance(0.5) else k,
+                          sig=(inner.node.shape, k))
+        if k > 0:
+            T = tuple(S[:k]) + (1,) * (r - k)
+            dims = self.reshape_dims(a, T, 1, ctx.scope)
+            res = self.op('reshape', res, *extra, dims=dims, shape=T)
+        res.node.sig = None  # (a reshape of a reduction: a buffer)
+        return res
+
+    def slice_axis(self, a, any_axis=False):
+        S = a.node.shape
+        axes = [i for i, d in enumerate(S) if d != 1]
+        if any_axis or not axes:
+            axes = list(range(len(S)))
+        if not axes:
+            raise Invalid('slice of a scalar')
+        return self.choice(axes)
+
+    def vslice(self, a, ax, b, e, dim, extra=()):
+        r = a.node.rank
+        return self.op('vslice', a, *extra, axis=ax, b=b, e=e, dim=dim,
+                       axis_text=ax - r if self.chance(0.3) else ax)
+
+    def v_pick(self, ctx, depth):
+        """slice(a, ax, b, b + 1): one element along an axis (first, last,
+        middle or at a scalar parameter), broadcast back."""
+        a = self.view_operand(ctx, depth - 1)
+        ax = self.slice_axis(a)
+        E = self.extent(a, ax, 0, ctx.scope)
+        forms = [('first', 2), ('last', 3)]
+        if not self.is_read(a.node):
+            forms.append(('mid', 2))
+        if ctx.scope == 'kernel':
+            forms.append(('param', 2))
+        form = self.wchoice(forms)
+        if form == 'first':
+            b, e = ('c', 0), ('c', 1)
+        elif form == 'last':
+            if self.nameable(a) and self.chance(0.5):  # its own extent
+                b, e = bx_add(E, -1), E
+            else:
+                b, e = ('c', -1), E  # a negative constant counts from the end
+        elif form == 'mid':
+            b = ('/', E, 2)
+            e = bx_add(b, 1)
+        else:
+            s = self.bound_param(self.choice([1, 2]))
+            b, e = ('sp', s.name), ('+', ('sp', s.name), ('c', 1))
+        return self.vslice(a, ax, b, e, 1)
+
+    def twice(self, ctx, depth, build):
+        """build(a) for a construct that reads its operand a twice and
+        needs its own extents: a named value, or a helper's parameter."""
+        a = self.view_operand(ctx, depth - 1)
+        if self.nameable(a):
+            return build(a, ctx.scope)
+        if ctx.scope != 'kernel':
+            raise Invalid('helper inside a helper')
+        return self.in_helper([a], lambda ps: build(ps[0], 'helper'))
+
+    def v_roll(self, ctx, depth):
+        """np.roll: concat({slice(a, ax, k, E), slice(a, ax, 0, k)}, ax), k
+        1, E / 2 or a scalar parameter."""
+        def build(a, scope):
+            ax = self.slice_axis(a)
+            E = self.extent(a, ax, 0, scope)
+            ks = [(('c', 1), 3)]
+            if not self.is_read(a.node):
+                ks.append((('/', E, 2), 2))
+            if scope == 'kernel':
+                ks.append(('param', 2))
+            k = self.wchoice(ks)
+            if k == 'param':
+                k = ('sp', self.bound_param(self.choice([1, 2, 3])).name)
+            p1 = self.vslice(a, ax, k, E, self.token())
+            p2 = self.vslice(a, ax, ('c', 0), k, self.token())
+            return self.op('concat', p1, p2, axis=ax, dim=a.node.shape[ax],
+                           axis_text=ax - a.node.rank if self.chance(0.3)
+                           else ax)
+        return self.twice(ctx, depth, build)
+
+    def v_shift(self, ctx, depth):
+        """A shift by one along an axis, the edge repeated:
+        concat({slice(a, ax, 0, 1), slice(a, ax, 0, E - 1)}, ax) or
+        concat({slice(a, ax, 1, E), slice(a, ax, E - 1, E)}, ax)."""
+        def build(a, scope):
+            ax = self.slice_axis(a)
+            if a.node.shape[ax] == 1 or not self.nameable(a):
+                raise Invalid('shift')
+            E = self.extent(a, ax, 0, scope)  # its own
+            if self.chance(0.5):
+                p1 = self.vslice(a, ax, ('c', 0), ('c', 1), 1)
+                p2 = self.vslice(a, ax, ('c', 0), bx_add(E, -1), self.token())
+            else:
+                p1 = self.vslice(a, ax, ('c', 1), E, self.token())
+                p2 = self.vslice(a, ax, bx_add(E, -1), E, 1)
+            return self.op('concat', p1, p2, axis=ax, dim=a.node.shape[ax])
+        return self.twice(ctx, depth, build)
+
+    def two_parts(self, ctx, depth):
+        """Two values of one shape and element type (concat's parts)."""
+        a = self.view_operand(ctx, depth - 1)
+        bctx = ctx.but(shape=a.node.shape, sig=None)
+        b = self.view_operand(bctx, depth - 1)
+        if b.node.shape != a.node.shape and ctx.scope == 'kernel':
+            b = self.widen(b, bctx)
+        if b.node.shape != a.node.shape:
+            raise Invalid('parts of two shapes')
+        if b.node.dtype != a.node.dtype:
+            b = self.op('cast', b, to=a.node.dtype)
+        if 'concat-temp-cycle' in AVOID and (holds(a.node, BUFFERED) or
+                                             holds(b.node, BUFFERED)):
+            raise Invalid('a concat part pkc buffers (KNOWN_BUGS)')
+        return a, b
+
+    def v_stack(self, ctx, depth):
+        """red(concat({expand_dims(a, ax), expand_dims(b, ax)}, ax), ax):
+        two values stacked along a new axis and reduced over it (argmax:
+        which of the two is larger)."""
+        a, b = self.two_parts(ctx, depth)
+        r = a.node.rank
+        ax = self.rng.randint(0, r)
+        ea = self.op('expand_dims', a, axis=ax)
+        eb = self.op('expand_dims', b, axis=ax)
+        c = self.op('concat', ea, eb, axis=ax, dim=2)
+        red = self.flat_red(ctx, c.node.exact, c.node.dtype)
+        res = self.op(red, c, axis=ax, keep=False, sig=(c.node.shape, ax),
+                      axis_text=ax - (r + 1) if self.chance(0.3) else ax)
+        res.node.sig = None  # (a reduction of a concat: of a buffer)
+        return res
+
+    def v_part(self, ctx, depth):
+        """slice(concat({a, b}, ax), ax, Ea, Ea + Eb) is b (or slice(...,
+        0, Ea) is a): a concatenation taken apart again."""
+        a, b = self.two_parts(ctx, depth)
+        if a.node.rank == 0:
+            raise Invalid('concat of scalars')
+        ax = self.slice_axis(a, any_axis=True)
+        c = self.op('concat', a, b, axis=ax, dim=self.token())
+        ea = self.extent(a, ax, 1, ctx.scope)
+        if self.chance(0.5):
+            return self.vslice(c, ax, ('c', 0), ea, a.node.shape[ax], [a])
+        eb = self.extent(b, ax, 2, ctx.scope)
+        return self.vslice(c, ax, ea, ('+', ea, eb), b.node.shape[ax], [a, b])
+
+    def g_take(self, ctx, depth):
+        """take(table[_], ids[_], axis) or take(table[_], s, axis): a table
+        ref (never broadcast) gathered along one axis by indices from an In
+        ref of int32_t or int64_t (of rank 0 to 2, broadcast at run time
+        like any input) or from an int64_t scalar parameter; the indices'
+        data lie in [0, hi] (TAKE_INDEX_HI)."""
+        if ctx.scope != 'kernel':
+            raise Invalid('no refs inside a helper')
+        S = tuple(ctx.shape)
+        m = len(S) if self.chance(0.7) else self.rng.randint(0, len(S))
+        R = [1 if (x != 1 and self.chance(0.08)) else x
+             for x in S[len(S) - m:]]
+        q = min(self.wchoice([(0, 3), (1, 5), (2, 2)]), m)
+        j = self.rng.randint(0, m - q)
+        P, I, Q = R[:j], R[j:j + q], R[j + q:]
+        if len(P) + 1 + len(Q) > 4:
+            raise Invalid('table rank')
+        # the gathered axis: a symbol the table has once (the driver bounds
+        # the product of the symbols' extents, which bounds every ref's size
+        # only while no ref repeats a symbol)
+        syms = [x for x in list(self.k.universe) + list(self.k.extra_syms)
+                if x not in P and x not in Q]
+        if not syms:
+            raise Invalid('no symbol for the gathered axis')
+        T = self.choice(syms)
+        tshape = tuple(P) + (T,) + tuple(Q)
+        tdt = self.wchoice([(F32, 60), (F64, 8), (I32, 12), (I64, 5),
+                            (BOOL, 8)])
+        if ctx.exact and tdt in FLOATS and self.chance(0.5):
+            tdt = I32
+        tabs = [p for p in self.k.params if p.role == 'table' and
+                p.shape == tshape]
+        if tabs and self.chance(0.4):
+            tab = self.choice(tabs)
+        else:
+            tab = self.add_param('in', tdt, tshape, bcast_ok=False,
+                                 role='table')
+        hi = self.wchoice(TAKE_INDEX_HI)
+        if q == 0 and self.chance(0.6):
+            idx = self.mk('sparam', self.bound_param(hi).name)
+        else:
+            idt = self.choice([I32, I64])
+            ids = [p for p in self.k.params if p.role == 'ids' and
+                   p.shape == tuple(I) and p.dtype == idt]
+            if ids and self.chance(0.4):
+                ip = self.choice(ids)
+            else:
+                ip = self.add_param('in', idt, tuple(I), lo=0.0, hi=float(hi),
+                                    role='ids')
+            idx = self.mk('load', ip.name)
+        ax = len(P)
+        return self.op('take', self.mk('load', tab.name), idx, axis=ax,
+                       axis_text=ax - len(tshape) if self.chance(0.4) else ax)
+
+    def window_ref(self, ctx):
+        """A ref to read a window of: one whose value fits ctx (an In, an
+        InOut, an Out already written), or a new In of a suffix of ctx's
+        shape."""
+        cands = []
+        for p in self.k.params:
+            if p.kind == 'scalar' or p.rank == 0 or p.role == 'shape' or \
+                    not fits(p.shape, ctx.shape):
+                continue
+            v = self.it.refval.get(p.name, 'unset')
+            if v == 'unset' and p.kind == 'out':
+                continue
+            if v not in (None, 'unset') and not self.fits_ctx(v, ctx):
+                continue
+            cands.append(p)
+        if cands and self.chance(0.6):
+            return self.choice(cands)
+        r = len(ctx.shape)
+        k = r if self.chance(0.7) else self.rng.randint(1, r)
+        dt = self.wchoice([(F32, 70), (F64, 8), (I32, 10), (I64, 4),
+                           (BOOL, 8)])
+        return self.add_param('in', dt, tuple(ctx.shape[r - k:]),
+                              bcast_ok=self.chance(0.5))
+
+    def one_window(self, p, ax, form):
+        """(axis, begin, end, extent) of a window of ref p along ax."""
+        E = ('ext', p.name, ax)
+        d = p.shape[ax]
+        if form == 'full':
+            return (ax, ('c', 0), E, d)
+        if form == 'first':
+            return (ax, ('c', 0), ('c', 1), 1)
+        if form == 'last':
+            return (ax, bx_add(E, -1), E, 1)
+        if form == 'param':
+            s = ('sp', self.bound_param(self.choice([1, 2])).name)
+            return (ax, s, ('+', s, ('c', 1)), 1)
+        raise AssertionError(form)
+
+    def wload(self, p, wins):
+        return self.mk('wload', p.name, attrs={'wins': wins})
+
+    def g_window(self, ctx, depth):
+        """x.slice(ax, b, e)[_]: a window of a ref read (one element along
+        an axis: the first, the last, at a scalar parameter; or all of it),
+        sometimes a window of a window; or the differences of neighbours
+        along an axis, reduced over it: red(x.slice(ax, 1, E)[_] -
+        x.slice(ax, 0, E - 1)[_], ax, keepdims)."""
+        if ctx.scope != 'kernel':
+            raise Invalid('no refs inside a helper')
+        p = self.window_ref(ctx)
+        r = p.rank
+        kind = self.wchoice([('one', 5), ('two', 2), ('diff', 2)])
+        forms = [('first', 2), ('last', 3), ('param', 2), ('full', 1)]
+        axes = [i for i in range(r) if p.shape[i] != 1] or list(range(r))
+        if kind == 'one' or (kind == 'two' and len(axes) < 2):
+            ax = self.choice(axes)
+            return self.wload(p, [self.one_window(p, ax, self.wchoice(forms))])
+        if kind == 'two':
+            a1, a2 = self.rng.sample(axes, 2)
+            w1 = self.one_window(p, a1, self.wchoice(forms))
+            w2 = self.one_window(p, a2, self.wchoice(forms[:3]))
+            return self.wload(p, [w1, w2])
+        # neighbours' differences along ax (a token extent E - k, both
+        # windows), reduced over it with keepdims
+        ax = self.choice(axes)
+        E = ('ext', p.name, ax)
+        k = ('c', 1) if self.chance(0.6) else \
+            ('sp', self.bound_param(self.choice([1, 2])).name)
+        tok = self.token()
+        hi = self.wload(p, [(ax, k, E, tok)])
+        lo = self.wload(p, [(ax, ('c', 0), ('-', E, k), tok)])
+        if p.dtype == BOOL:
+            d = self.op('ne', hi, lo)
+            red = 'sum'
+        else:
+            d = self.op('sub', hi, lo)
+            red = self.flat_red(ctx, False, d.node.dtype)
+        sig = (d.node.shape, ax)
+        res = self.op(red, d, axis=ax, keep=True, sig=sig,
+                      axis_text=ax - r if self.chance(0.3) else ax)
+        res.node.sig = None  # (the windows' extents are the group's own)
+        return res
+
     # -- reductions -----------------------------------------------------------
     def reduce_of(self, x, red, ctx, keep):
         sig = ctx.sig
@@ -1533,6 +2345,10 @@ class Gen:
     def g_reduce(self, ctx, depth):
         base, ax = ctx.sig
         octx = ctx.but(shape=base, level=ctx.level + 1)
+        # argmax/argmin (one axis): of an exact operand only (make_node)
+        arg = ax != 'all' and self.chance(P_ARGRED)
+        if arg:
+            octx.exact = True
         if self.mg and self.chance(0.3):
             # multi-group: the operand's own reductions are over other axes
             # of it (sum(x - max(x, 0, keepdims), 1)): two signatures, the
@@ -1555,6 +2371,8 @@ class Gen:
                 red = self.choice(['max', 'min'])
             elif red == 'mean':
                 red = 'sum'
+        if arg:
+            red = self.choice(ARGREDS)
         if ax == 'all':
             return self.reduce_of(x, red, ctx, False)
         # keepdims, or not, or the other with squeeze/expand_dims: whatever
@@ -1931,6 +2749,10 @@ class Builder(Gen):
                 self.emit_store(p, ctx, 2, need_red)
         if self.chance(0.1):
             self.try_stmt(self.emit_loop)
+        pw = P_WINDOW_STORE * (2 if k.policy == 'inout' else 1)
+        for _ in range(2):
+            if self.chance(pw):
+                self.try_stmt(self.emit_window_store)
         self.it.loopvars.clear()
         return k
 
@@ -2211,7 +3033,15 @@ class Builder(Gen):
             if self.chance(0.7):
                 outs.append((row_shape, red(self.op('abs', c), 'sum', False)
                              if ax != 'all' else red(self.op('abs', c), 'sum')))
+        if ax != 'all' and x.node.exact and self.chance(P_CLASSIC_ARG):
+            # the position of the row's extreme too (greedy decoding's
+            # argmax next to its softmax: pkc shares the max)
+            outs.append((None, self.reduce_of(x, self.choice(ARGREDS), full,
+                                              self.chance(0.3))))
         for shape, e in outs:
+            if shape is None:
+                self.store(self.out(e.node.shape, dtype=I64), e)
+                continue
             p = self.out(shape, dtype=e.node.dtype if e.node.dtype in FLOATS
                          else F32)
             self.store(p, e)
@@ -2746,6 +3576,115 @@ class Builder(Gen):
         self.store(hb, self.contract(self.mk('load', hb.name), rb))
         self.k.notes.append('cycle')
 
+    def emit_window_store(self):
+        """p.slice(ax, b, e)[_] = v; (or += v): a store into a window of
+        an InOut, or of an Out written whole before: one element along an
+        axis (the first, the last, at a scalar parameter), all of it, or
+        all but k at one end (p.slice(ax, k, E) or (ax, 0, E - k), k 1 or
+        a scalar parameter), whose value is made of windows of inputs of
+        that extent (x.slice(ax, 1, E)[_] - x.slice(ax, 0, E - 1)[_]) and
+        values broadcast along the axis. The value never reads p (but +=
+        reads the same window), which pkc does not support yet."""
+        cands = [p for p in self.k.params if p.kind in ('out', 'inout') and
+                 p.rank >= 1 and (p.kind == 'inout' or self.it.refval.get(
+                     p.name) not in (None, 'unset'))]
+        if 'concat-temp-cycle' in AVOID and any(
+                n.op == 'concat' for n in self.it.nodes):
+            raise Invalid('a window store in a kernel with a concat '
+                          '(KNOWN_BUGS)')
+        if not cands:
+            raise Invalid('no ref to store a window of')
+        p = self.choice(cands)
+        axes = [i for i in range(p.rank) if p.shape[i] != 1] or \
+            list(range(p.rank))
+        ax = self.choice(axes)
+        form = self.wchoice([('one', 5), ('full', 1), ('tail', 4)])
+        E = ('ext', p.name, ax)
+        bctx = Ctx(with_dim(p.shape, ax, 1), None, exact=p.dtype not in
+                   FLOATS, dtype=p.dtype)
+        mark = len(self.it.nodes)
+        if form == 'tail':
+            k = ('c', 1) if self.chance(0.6) else \
+                ('sp', self.bound_param(self.choice([1, 2])).name)
+            tok = self.token()
+            win = (ax, k, E, tok) if self.chance(0.5) else \
+                (ax, ('c', 0), ('-', E, k), tok)
+            v = self.tail_value(p, ax, k, tok, bctx)
+        else:
+            win = self.one_window(p, ax, self.wchoice(
+                [('first', 2), ('last', 3), ('param', 2)]) if form == 'one'
+                else 'full')
+            v = self.gen(bctx.but(shape=with_dim(p.shape, ax, win[3])),
+                         self.rng.randint(2, 3))
+        if v.node.dtype != p.dtype and (self.chance(0.6) or (
+                p.dtype in INTS and v.node.dtype in FLOATS)):
+            v = self.convert(v, p.dtype)
+        # += reads the window it writes (regressions/
+        # window_update_after_store: after an earlier store to the ref)
+        compound = p.dtype in FLOATS and v.node.dtype == p.dtype and \
+            self.chance(0.3) and ('window-update-cycle' not in AVOID or (
+                self.stores_into(p.name) == 0 or (
+                    self.stores_into(p.name) == 1 and not holds(
+                        self.it.refval[p.name], set(REDS) | set(ARGREDS) |
+                        {'matmul'}))))
+        st = Stmt('wstore', param=p.name, expr=v, wins=[win],
+                  compound='+' if compound else None)
+        del self.it.nodes[mark:]
+        self.it.stmt(st)
+        self.k.stmts.append(st)
+
+    def stores_into(self, name):
+        """How many stores into ref `name` the kernel has so far (a loop's
+        count twice)."""
+        def count(ss):
+            n = 0
+            for s in ss:
+                if s.kind in ('store', 'wstore') and s.param == name:
+                    n += 1
+                n += count(s.body) * (2 if s.kind == 'loop' else 1)
+            return n
+        return count(self.k.stmts)
+
+    def tail_value(self, p, ax, k, tok, bctx):
+        """A value for the window of p along ax of extent E - k (token
+        tok): windows of inputs of that extent (their axis is p's symbol;
+        the inputs are never broadcast), their differences, combined with a
+        value broadcast along the axis."""
+        S = p.shape[ax]
+        wshape = with_dim(p.shape, ax, tok)
+
+        def win_of():
+            r = self.rng.randint(p.rank - ax, p.rank)
+            qs = tuple(p.shape[p.rank - r:])
+            cands = [q for q in self.k.params if q.kind == 'in' and
+                     q.shape == qs and not q.bcast_ok and q.role != 'shape']
+            if cands and self.chance(0.5):
+                q = self.choice(cands)
+            else:
+                dt = p.dtype if self.chance(0.7) else F32
+                q = self.add_param('in', dt, qs, bcast_ok=False)
+            qa = ax - (p.rank - r)
+            Eq = ('ext', q.name, qa)
+            w = (qa, k, Eq, tok) if self.chance(0.5) else \
+                (qa, ('c', 0), ('-', Eq, k), tok)
+            return self.wload(q, [w])
+        v = win_of()
+        if self.chance(0.5):
+            w2 = win_of()
+            if v.node.dtype == BOOL or w2.node.dtype == BOOL:
+                v = self.op('ne', v, w2) if v.node.dtype == w2.node.dtype \
+                    else v
+            else:
+                v = self.op(self.choice(['sub', 'sub', 'add', 'mul']), v, w2)
+        if self.chance(0.5) and v.node.dtype != BOOL:
+            g = self.gen(bctx.but(shape=with_dim(p.shape, ax, 1)), 2)
+            if g.node.dtype != BOOL:
+                v = self.op(self.choice(['add', 'mul']), v, g) if \
+                    self.chance(0.5) else self.op('add', g, v)
+        if not fits(v.node.shape, wshape):
+            raise Invalid('window value shape')
+        return v
+
     def emit_scalar_local(self):
         e = self.scalar_expr(Ctx((), None))
         if not e.node.weak:
@@ -2834,6 +3773,8 @@ def expr_text(e, hnames=None):
         return loopconst_text(*e.a)
     if k == 'load':
         return '%s[_]' % e.a
+    if k == 'wload':
+        return window_text(e.a, e.attrs['wins']) + '[_]'
     if k in ('sparam', 'reftarget', 'local'):
         return e.a
     if k == 'hparam':
@@ -2844,6 +3785,12 @@ def expr_text(e, hnames=None):
         return '%s(%s)' % (e.a, ', '.join(expr_text(x, hnames)
                                           for x in e.args))
     raise AssertionError(k)
+
+
+def window_text(param, wins):
+    """x.slice(ax, b, e).slice(...)"""
+    return param + ''.join('.slice(%d, %s, %s)' % (ax, bx_text(b), bx_text(e))
+                           for (ax, b, e, _) in wins)
 
 
 def helper_text(h):
@@ -2894,6 +3841,9 @@ def stmt_lines(s, indent):
             return [pad + '%s(%s, %s);' % (s.helper, s.param,
                                            expr_text(s.expr))]
         return [pad + '%s[_] = %s;' % (s.param, expr_text(s.expr))]
+    if s.kind == 'wstore':
+        return [pad + '%s[_] %s= %s;' % (window_text(s.param, s.wins),
+                                         s.compound or '', expr_text(s.expr))]
     if s.kind == 'sdecl':
         return [pad + '%s %s = %s;' % (SCALAR_CTYPE[s.expr.node.dtype]
                                        if s.expr.node is not None else 'auto',
@@ -3064,6 +4014,35 @@ def err_text(n):
         b = n.args[1]
         return 'fzs::matmul_err(%s, %s, %s, %s, %s)' % (
             vref(a), vref(b), eref(a), eref(b), u)
+    if op in VIEWS or op == 'concat':
+        # the operands' bounds, rearranged the same way
+        def eb(x):
+            return 'pk::broadcast_to(%s, %s)' % (eref(x), vref(x))
+        args = [vref(x) for x in n.args]
+        if op == 'permute_dims':
+            return 'pk::permute_dims(%s, {%s})' % (
+                eb(a), ', '.join(str(x) for x in n.attrs['axes']))
+        if op == 'reshape':
+            return 'pk::reshape(%s, {%s})' % (eb(a), ', '.join(
+                bx_text(d, args) for d in n.attrs['dims']))
+        if op == 'vslice':
+            return 'pk::slice(%s, %d, %s, %s)' % (
+                eb(a), n.attrs['axis'], bx_text(n.attrs['b'], args),
+                bx_text(n.attrs['e'], args))
+        if op == 'window':
+            return slice_chain(eb(a), n.attrs['wins'])
+        return 'pk::concat({%s}, %d)' % (', '.join(eb(x) for x in n.args),
+                                         n.attrs['axis'])
+    if op == 'wstore':
+        c, v = n.args
+        ev = eref(v)
+        if v.dtype == F64 and n.dtype == F32:
+            ev = '%s + fzs::U32 * fzs::mag(%s)' % (ev, vref(v))
+        win = 'pk::slice(%s, %d, %s, %s)' % (vref(c), n.attrs['axis'],
+                                             bx_text(n.attrs['b']),
+                                             bx_text(n.attrs['e']))
+        ec = 'pk::broadcast_to(%s, %s)' % (eref(c), vref(c))
+        return wstore_text(n, ec, 'pk::broadcast_to(%s, %s)' % (ev, win))
     if op == 'expand_dims':
         return 'fzs::expand_err(%s, %s, %d)' % (vref(a), eref(a),
                                                 n.attrs['axis'])
@@ -3073,9 +4052,35 @@ def err_text(n):
     raise AssertionError('no error rule for ' + op)
 
 
+def slice_chain(v, wins):
+    """The shadow's window of value v: slices, innermost first."""
+    for (ax, b, e, _) in wins:
+        v = 'pk::slice(%s, %d, %s, %s)' % (v, ax, bx_text(b), bx_text(e))
+    return v
+
+
+def wstore_text(n, cur, val):
+    """The shadow's contents of a ref after a window store: the parts
+    before and after the window, and val broadcast into it."""
+    ax, b, e = n.attrs['axis'], n.attrs['b'], n.attrs['e']
+    c = vref(n.args[0])
+    return ('pk::concat({pk::slice(%s, %d, 0, %s), %s, '
+            'pk::slice(%s, %d, %s, %s.extent(%d))}, %d)' % (
+                cur, ax, bx_text(b), val, cur, ax, bx_text(e), c, ax, ax))
+
+
 def value_text(n):
     if n.op == 'load':
         return '%s[_]' % n.attrs['param']
+    if n.op == 'window':
+        return slice_chain(vref(n.args[0]), n.attrs['wins'])
+    if n.op == 'wstore':
+        c, v = n.args
+        win = 'pk::slice(%s, %d, %s, %s)' % (vref(c), n.attrs['axis'],
+                                             bx_text(n.attrs['b']),
+                                             bx_text(n.attrs['e']))
+        return wstore_text(n, vref(c), 'fzs::refread<%s>(%s, %s)' % (
+            CTYPE[n.dtype], vref(v), win))
     if n.op == 'refread':
         return 'fzs::refread<%s>(%s, %s)' % (CTYPE[n.dtype], vref(n.args[0]),
                                              n.attrs['param'])
@@ -3306,6 +4311,8 @@ def generate(seed, index, prefix='k'):
             for p in k.params:
                 if p.kind == 'out' and it.refval.get(p.name) in (None, 'unset'):
                     raise Invalid('unwritten Out')
+            if 'concat-temp-cycle' in AVOID and concat_conflict(it.nodes):
+                raise Invalid('a concat next to other buffers (KNOWN_BUGS)')
             return k
         except Invalid:
             continue

@@ -17,6 +17,9 @@ sys.path.insert(0, os.path.dirname(here))
 import gen  # noqa: E402
 from gen import Expr, F32, I64, Kernel, Param, Stmt  # noqa: E402
 
+# The reproducers show the bugs the generator steers around.
+gen.AVOID.clear()
+
 
 def write(k):
     d = os.path.join(here, k.name)
@@ -216,9 +219,164 @@ def temp_cycle_two_forms():
     return k
 
 
+def window_update_after_store():
+    # A store into a window whose value reads that window (`+=`), of an Out
+    # stored into whole before (fuzz findings in CI seeds 102 and 103 once
+    # gen.py generated window stores, minimised by hand):
+    #   o[_] = x[_] * 2.0f;
+    #   o.slice(0, 0, 1)[_] += y[_];
+    # pkc kept the window's old contents in a temporary that it loaded
+    # before the first store (the load lost its `after=1`), so o[0] was the
+    # contents of o before the kernel (the driver's sentinel) plus y[0], on
+    # the CPU and on CUDA (`o.slice(0, 0, 1)[_] = o.slice(0, 0, 1)[_] +
+    # y[_]` the same). Fixed: Materialize's snapshotRef keeps the load's
+    # version.
+    k = Kernel('window_update_after_store', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A',)
+    k.params = [Param('x', 'in', F32, ('A',), bcast_ok=False),
+                Param('y', 'in', F32, (1,), bcast_ok=False),
+                Param('o', 'out', F32, ('A',))]
+    k.stmts = [
+        Stmt('store', param='o', expr=Expr('op', 'mul', [
+            Expr('load', 'x'), Expr('lit', gen.tlit(2.0, '2.0f'))])),
+        Stmt('wstore', param='o', expr=Expr('load', 'y'),
+             wins=[(0, ('c', 0), ('c', 1), 1)], compound='+')]
+    return k
+
+
+def store_reads_own_window():
+    # A store into a ref whose value reads a window of that ref (found in
+    # seed 108, kernel k9, once gen.py read windows of InOut refs;
+    # minimised by hand):
+    #   h[_] = x[_] + h.slice(0, 0, 1)[_];
+    # Eager code reads h[0] before the store (a value is computed whole,
+    # then stored); the compiled loop (CPU and CUDA) reads h[0] in the same
+    # pass that writes h, so elements after the first get x + the new h[0]
+    # (on CUDA, whichever thread wrote first). pkc neither copies the
+    # window first nor rejects it (it rejects a window store reading
+    # another part of its ref, pk-not-supported-yet).
+    k = Kernel('store_reads_own_window', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A',)
+    k.params = [Param('x', 'in', F32, ('A',), bcast_ok=False),
+                Param('h', 'inout', F32, ('A',))]
+    k.stmts = [Stmt('store', param='h', expr=Expr('op', 'add', [
+        Expr('load', 'x'),
+        Expr('wload', 'h', attrs={'wins': [(0, ('c', 0), ('c', 1), 1)]})]))]
+    return k
+
+
+def window_update_cycle():
+    # pkc aborts, "internal error: temporaries in a cycle" (compile-only),
+    # on a window update (+=) after stores to the ref (seeds 104, 124, 147,
+    # 150, 162, 190 of gen.py; minimised by hand; seen with the
+    # window_update_after_store fix, Materialize's snapshotRef):
+    #   u1: h[_] = h[_] * 2.0f; h[_] = h[_] - x[_];
+    #       h.slice(0, 0, 1)[_] += y[_];          (an InOut stored twice)
+    #   u2: o[_] = sum(x[_]); o.slice(0, 0, 1)[_] += y[_];
+    #                                           (after a reduction's store)
+    # With one elementwise store before, with `=` in place of `+=`, or
+    # with o[_] = x[_] + sum(x[_]), they compile.
+    ks = []
+    k = Kernel('u1', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A',)
+    k.params = [Param('h', 'inout', F32, ('A',)),
+                Param('x', 'in', F32, ('A',)), Param('y', 'in', F32, (1,))]
+    k.stmts = [
+        Stmt('store', param='h', expr=Expr('op', 'mul', [
+            Expr('load', 'h'), Expr('lit', gen.tlit(2.0, '2.0f'))])),
+        Stmt('store', param='h', expr=Expr('op', 'sub', [
+            Expr('load', 'h'), Expr('load', 'x')])),
+        Stmt('wstore', param='h', expr=Expr('load', 'y'),
+             wins=[(0, ('c', 0), ('c', 1), 1)], compound='+')]
+    ks.append(k)
+    k = Kernel('u2', 1, 'regression')
+    k.policy, k.universe = 'regression', ('A',)
+    k.params = [Param('o', 'out', F32, ('A',)),
+                Param('x', 'in', F32, ('A',)), Param('y', 'in', F32, (1,))]
+    k.stmts = [
+        Stmt('store', param='o', expr=Expr('op', 'sum', [Expr('load', 'x')], {
+            'axis': None, 'sig': (('A',), 'all')})),
+        Stmt('wstore', param='o', expr=Expr('load', 'y'),
+             wins=[(0, ('c', 0), ('c', 1), 1)], compound='+')]
+    ks.append(k)
+    d = os.path.join(here, 'window_update_cycle')
+    os.makedirs(d, exist_ok=True)
+    gen.emit_batch(ks, d, 'window_update_cycle', 'regression')
+
+
+def concat_temp_cycle():
+    # pkc aborts, "internal error: temporaries in a cycle" (compile-only;
+    # gen.py:KNOWN_BUGS['concat-temp-cycle']), on three kernels found by
+    # the fuzzer's views (seeds 110, 113, 141, minimised by hand):
+    #   c1: o[_] = concat({slice(y[_] * 2.0f, 0, 0, 1), y[_]}, 0);
+    #       (a slice of a computed value first, then a part not buffered;
+    #       the other order, or two slices, compile)
+    #   c2: o[_] = sum(concat({expand_dims(min(x[_], 0), 1),
+    #                          expand_dims(y[_], 1)}, 1), 1) + 1.0f;
+    #       (a reduction as the first part, the result stored into a ref
+    #       of rank 2; with the reduction second, or o of rank 1, it
+    #       compiles)
+    #   c3: o[_] = r(x[_] * 2.0f) - mean(y[_]); o1[_] = y[_];
+    #       o1.slice(0, 0, 1)[_] = 1.0f;
+    #       with r(a) = concat({slice(a, 1, 1, n), slice(a, 1, 0, 1)}, 1)
+    #       (np.roll; without the window store, or without the mean, it
+    #       compiles)
+    ks = []
+    c = lambda v, t: Expr('lit', gen.tlit(v, t))
+    k = Kernel('c1', 0, 'regression')
+    k.policy, k.universe = 'regression', ('A',)
+    k.params = [Param('y', 'in', F32, ('A',)), Param('o', 'out', F32, ('A',))]
+    sl = Expr('op', 'vslice', [Expr('op', 'mul', [Expr('load', 'y'),
+                                                  c(2.0, '2.0f')])],
+              {'axis': 0, 'b': ('c', 0), 'e': ('c', 1), 'dim': 1})
+    k.stmts = [Stmt('store', param='o', expr=Expr(
+        'op', 'concat', [sl, Expr('load', 'y')], {'axis': 0, 'dim': 'A'}))]
+    ks.append(k)
+    k = Kernel('c2', 1, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    k.params = [Param('x', 'in', F32, ('A', 'B')), Param('y', 'in', F32, ('B',)),
+                Param('o', 'out', F32, ('A', 'B'))]
+    parts = [Expr('op', 'expand_dims', [red('min', Expr('load', 'x'), 0,
+                                            ('A', 'B'))], {'axis': 1}),
+             Expr('op', 'expand_dims', [Expr('load', 'y')], {'axis': 1})]
+    cat = Expr('op', 'concat', parts, {'axis': 1, 'dim': 2})
+    k.stmts = [Stmt('store', param='o', expr=Expr('op', 'add', [
+        red('sum', cat, 1, ('B', 2)), c(1.0, '1.0f')]))]
+    ks.append(k)
+    k = Kernel('c3', 2, 'regression')
+    k.policy, k.universe = 'regression', ('A', 'B')
+    k.params = [Param('x', 'in', F32, ('A', 'B')), Param('y', 'in', F32, ('A', 'B')),
+                Param('o', 'out', F32, ('A', 'B')),
+                Param('o1', 'out', F32, ('A', 'B'))]
+    a = Expr('hparam', 0)
+    n = ('vext', 0, 1)
+    roll = Expr('op', 'concat', [
+        Expr('op', 'vslice', [a], {'axis': 1, 'b': ('c', 1), 'e': n,
+                                   'dim': '~0'}),
+        Expr('op', 'vslice', [a], {'axis': 1, 'b': ('c', 0), 'e': ('c', 1),
+                                   'dim': 1})], {'axis': 1, 'dim': 'B'})
+    k.helpers = [gen.Helper('c3_roll', 1, [], roll)]
+    call = Expr('call', 'c3_roll', [Expr('op', 'mul', [Expr('load', 'x'),
+                                                       c(2.0, '2.0f')])])
+    k.stmts = [
+        Stmt('store', param='o', expr=Expr('op', 'sub', [
+            call, Expr('op', 'mean', [Expr('load', 'y')],
+                       {'axis': None, 'sig': (('A', 'B'), 'all')})])),
+        Stmt('store', param='o1', expr=Expr('load', 'y')),
+        Stmt('wstore', param='o1', expr=c(1.0, '1.0f'),
+             wins=[(0, ('c', 0), ('c', 1), 1)])]
+    ks.append(k)
+    d = os.path.join(here, 'concat_temp_cycle')
+    os.makedirs(d, exist_ok=True)
+    gen.emit_batch(ks, d, 'concat_temp_cycle', 'regression')
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch,
               inout_reduce_buffer, inout_cycle_nested_buffer,
-              inout_cycle_local_order, temp_cycle_two_forms):
+              inout_cycle_local_order, temp_cycle_two_forms,
+              window_update_after_store, store_reads_own_window):
         write(f())
+    concat_temp_cycle()
+    window_update_cycle()
