@@ -41,6 +41,9 @@ void logAfter(const PipelineOptions &Opts, const ir::Function &F,
     return;
   *Opts.Log << "// ----- Graph IR after " << Pass << " -----\n";
   ir::print(F, *Opts.Log);
+  // An internal error aborts without flushing: the last IR printed is what
+  // shows the bug.
+  Opts.Log->flush();
 }
 
 /// The layers below Graph IR: check the program a pass made (a failure is a
@@ -146,6 +149,13 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
       snapshotRef(F, *Plan.Snapshot);
       checkGraph(F, "snapshotRef");
       logAfter(Opts, F, "snapshotRef");
+      continue;
+    }
+    if (Plan.Buffer) {
+      // A store reads what it overwrites: buffer that value first.
+      materializeValue(F, *Plan.Buffer, Plan.BufferStores, Plan.BufferWhy);
+      checkGraph(F, "materializeValue");
+      logAfter(Opts, F, "materializeValue");
       continue;
     }
     std::optional<LoopRetry> Retry;

@@ -283,9 +283,6 @@ private:
   /// differences, products and quotients of integer constants, scalar
   /// parameters and extents), or nullopt.
   std::optional<ir::ExtentId> boundExtent(NodeId V) const;
-  /// A store to window `W` must not read its ref's memory through another
-  /// window, or from before an earlier store, in the same loop: reports it.
-  bool checkWindowStore(unsigned W, NodeId V, const Expr *At);
   /// Builds `Op` over already evaluated operands cast to \p ComputeIn; the
   /// result has dtype \p Result.
   NodeId buildOp(ir::OpCode Op, llvm::ArrayRef<NodeId> Operands,

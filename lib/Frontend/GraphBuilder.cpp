@@ -44,6 +44,8 @@ std::string ASTToGraph::dependenceOf(NodeId Id, bool &OnData) const {
       continue;
     Seen[N] = true;
     const ir::Node &Nd = F.node(N);
+    if (Nd.Kind == ir::NodeKind::Extent)
+      continue; // an extent depends on a shape, not on the data
     if (Nd.Kind == ir::NodeKind::Load)
       OnData = true;
     if (Nd.Kind == ir::NodeKind::ScalarParam && !Scalar)

@@ -259,8 +259,6 @@ void ASTToGraph::storeRef(unsigned P, NodeId V, const Expr *At) {
   const DType T = param(P).Type;
   NodeId Stored = castTo(V, ir::computeType(T), At);
   RefState &RS = Refs[ir::rootOf(F, P)];
-  if (param(P).isWindow() && !checkWindowStore(P, Stored, At))
-    return;
   B.store(P, Stored, makeSrcLoc(At->getBeginLoc(), SM));
   ++RS.Stores;
   RS.WindowStores += param(P).isWindow();
@@ -1152,33 +1150,6 @@ Val ASTToGraph::evalTake(const CallExpr *E, llvm::ArrayRef<const Expr *> Args) {
   if (!Axis)
     return Val::invalid();
   return Val::value(B.take(*Table, *Indices, *Axis, loc(E)));
-}
-
-bool ASTToGraph::checkWindowStore(unsigned W, NodeId V, const Expr *At) {
-  const unsigned Root = ir::rootOf(F, W);
-  const unsigned Index = Refs[Root].Stores; // this store's
-  std::optional<NodeId> Bad;
-  ir::walkCone(F, {V}, [&](NodeId Id, const ir::Node &N) {
-    if (N.Kind == ir::NodeKind::Load && ir::rootOf(F, N.Param) == Root &&
-        (N.Param != W || N.Version != Index)) {
-      Bad = Id;
-      return ir::Walk::Stop;
-    }
-    return ir::Walk::Operands;
-  });
-  if (!Bad)
-    return true;
-  const ir::Node &L = F.node(*Bad);
-  error(rule::NotSupportedYet, At,
-        "this store to a window of '" + param(Root).Name + "' reads '" +
-            L.Label + "', " +
-            (L.Version != Index ? "its contents from before an earlier store"
-                                : "another part of it") +
-            "; pkc cannot order that in one loop yet",
-        "compute the value from other refs, or store it to an Out ref in one "
-        "kernel and copy it into the window in a second");
-  Refs[Root].Written = true; // not "never written" as well
-  return false;
 }
 
 Val ASTToGraph::evalConstruct(const CXXConstructExpr *E) {

@@ -875,10 +875,22 @@ std::optional<ExtentId> pk::ir::scalarExtent(const Function &F, NodeId Id) {
     return X.constant(N.IntValue);
   case NodeKind::ScalarParam:
     return X.scalar(N.Param);
-  case NodeKind::Extent:
-    if (!N.Operands.empty())
-      return std::nullopt; // not resolved yet
-    return N.Ext;
+  case NodeKind::Extent: {
+    if (N.Operands.empty())
+      return N.Ext;
+    // The extent of a ref read (`auto t = x[_]; t.extent(0)`, a helper's
+    // parameter bound to one) is the ref's, known before shape inference;
+    // a computed value's waits for inferShapes.
+    const Node &V = F.Nodes[N.Operands[0]];
+    if (V.Kind != NodeKind::Load || N.Axes.empty())
+      return std::nullopt;
+    const Param &P = F.Params[V.Param];
+    const int Rank = static_cast<int>(P.Rank);
+    const int A = N.Axes[0] < 0 ? N.Axes[0] + Rank : N.Axes[0];
+    if (A < 0 || A >= Rank)
+      return std::nullopt;
+    return refExtent(F, V.Param, A);
+  }
   case NodeKind::Cast:
     return scalarExtent(F, N.Operands[0]);
   case NodeKind::Elementwise: {
@@ -1107,6 +1119,8 @@ static std::string nodeBody(const Function &F, const Node &N) {
     std::string Text = fmt::format("view.{} {}", viewKindName(N.View), Ops());
     if (N.View == ViewKind::Permute)
       Text += fmt::format(" axes=[{}]", fmt::join(N.Axes, ", "));
+    else if (N.View == ViewKind::Slice && N.ViewExtents.size() < 2)
+      Text += fmt::format(" axis={}", N.Axes[0]); // bounds: inferShapes
     else if (N.View == ViewKind::Slice)
       Text += fmt::format(" axis={} [{}, {})", N.Axes[0],
                           extentToString(F, N.ViewExtents[0]),
@@ -1352,4 +1366,13 @@ std::string pk::ir::verify(const Function &F) {
       return Err;
   }
   return "";
+}
+
+std::string pk::ir::paramSpelling(const Function &F, unsigned Param) {
+  const ir::Param &P = F.Params[Param];
+  if (!P.isWindow())
+    return P.Name;
+  return fmt::format("{}.slice({}, {}, {})", paramSpelling(F, P.Parent),
+                     P.WindowAxis, extentToString(F, P.Begin),
+                     extentToString(F, P.End));
 }

@@ -606,6 +606,10 @@ bool isContiguous(const Function &F, unsigned Param);
 
 /// `[x.0, x.1]`.
 std::string shapeToString(const Function &F, llvm::ArrayRef<ExtentId> S);
+
+/// How the source spells a parameter: its name, or for a window
+/// `h.slice(0, pos, pos + 1)` (through its parents).
+std::string paramSpelling(const Function &F, unsigned Param);
 /// The readable text form used by `--emit=graph`. `GroupOf`, when given,
 /// maps node ids to fusion group ids printed beside each node.
 void print(const Function &F, llvm::raw_ostream &OS,

@@ -70,24 +70,38 @@ void eliminateCommonSubexpressions(Function &F) {
 }
 
 void eliminateDeadCode(Function &F) {
-  // A store followed by another store to the same ref is never observed:
-  // reads of the ref in between see the stored SSA value, not memory --
-  // unless the ref's memory is read after stores (windows, language.md
-  // §2): then every store to it stays.
-  std::set<unsigned> ReadFromMemory; // roots with loads of a version > 0
-  for (const Node &N : F.Nodes)
-    if (!N.Dead && N.Kind == NodeKind::Load && N.Version > 0)
-      ReadFromMemory.insert(rootOf(F, N.Param));
-  std::map<unsigned, NodeId> LastStore;
+  // A store is never observed when a later store to the same ref (or to
+  // the whole of its root) overwrites everything it wrote before any load
+  // reads the root's memory: reads in between see the stored SSA value, not
+  // memory. Memory is read after stores only through windows (language.md
+  // §2): a load of version v sees the first v stores to its root, so a store
+  // at position i overwritten at j is observed by loads of version i < v <= j.
+  std::map<unsigned, std::vector<NodeId>> StoresTo; // root -> stores, in order
+  std::map<unsigned, std::vector<unsigned>> LoadVersions;
+  for (NodeId I = 0; I < F.Nodes.size(); ++I) {
+    const Node &N = F.Nodes[I];
+    if (N.isStore())
+      StoresTo[rootOf(F, N.Param)].push_back(I);
+    else if (!N.Dead && N.Kind == NodeKind::Load && N.Version > 0)
+      LoadVersions[rootOf(F, N.Param)].push_back(N.Version);
+  }
   std::vector<bool> Live(F.Nodes.size(), false);
-  for (NodeId I = 0; I < F.Nodes.size(); ++I)
-    if (!F.Nodes[I].Dead && F.Nodes[I].isStore()) {
-      LastStore[F.Nodes[I].Param] = I;
-      if (ReadFromMemory.count(rootOf(F, F.Nodes[I].Param)))
-        Live[I] = true;
+  for (const auto &[Root, Stores] : StoresTo)
+    for (unsigned At = 0; At < Stores.size(); ++At) {
+      const Node &S = F.Nodes[Stores[At]];
+      if (S.Dead)
+        continue;
+      Live[Stores[At]] = true;
+      for (unsigned Later = At + 1; Later < Stores.size(); ++Later) {
+        const Node &T = F.Nodes[Stores[Later]];
+        if (T.Dead || (T.Param != S.Param && T.Param != Root))
+          continue;
+        Live[Stores[At]] = llvm::any_of(LoadVersions[Root], [&](unsigned V) {
+          return At < V && V <= Later;
+        });
+        break;
+      }
     }
-  for (auto &[Param, Store] : LastStore)
-    Live[Store] = true;
   for (NodeId I = F.Nodes.size(); I-- > 0;) {
     if (!Live[I])
       continue;
@@ -97,6 +111,17 @@ void eliminateDeadCode(Function &F) {
   for (NodeId I = 0; I < F.Nodes.size(); ++I)
     if (!Live[I])
       F.Nodes[I].Dead = true;
+  // Versions count the live stores only (Fusion orders by them): a load
+  // that saw v stores sees those of them that are left.
+  for (Node &N : F.Nodes) {
+    if (N.Dead || N.Kind != NodeKind::Load || N.Version == 0)
+      continue;
+    const std::vector<NodeId> &Stores = StoresTo[rootOf(F, N.Param)];
+    unsigned Seen = 0;
+    for (unsigned At = 0; At < N.Version && At < Stores.size(); ++At)
+      Seen += !F.Nodes[Stores[At]].Dead;
+    N.Version = Seen;
+  }
 }
 
 /// A reduction of a rank-0 value reduces one element: sum, mean, max and

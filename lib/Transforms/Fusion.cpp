@@ -25,6 +25,8 @@
 //    IR/AttentionPattern.h) is a group of its own: one nest over the query
 //    rows that runs an online softmax over the keys; no [T, S] buffer.
 //  * A group never reads a temporary it writes.
+//  * A store never reads its own ref's memory other than where it writes:
+//    what it reads elsewhere is buffered first (FusionPlan::Buffer).
 //  * Groups run in an order where a group that reads a ref's old value runs
 //    before the group that overwrites it, and a temporary's writer before
 //    its readers. A cycle is broken by copying the old contents of one ref
@@ -78,7 +80,8 @@ FusionPlan pk::fuse(const Function &F) {
   {
     std::map<unsigned, unsigned> Count;
     for (NodeId I = 0; I < F.Nodes.size(); ++I)
-      if (F.Nodes[I].isStore() && Windowed.count(rootOf(F, F.Nodes[I].Param)))
+      if (!F.Nodes[I].Dead && F.Nodes[I].isStore() &&
+          Windowed.count(rootOf(F, F.Nodes[I].Param)))
         StoreIndex[I] = Count[rootOf(F, F.Nodes[I].Param)]++;
   }
   auto NoteLoad = [&](NodeId S, const Node &N) {
@@ -147,6 +150,35 @@ FusionPlan pk::fuse(const Function &F) {
     if (Sig)
       Signature[I] = {*Sig, HasMatMul};
   }
+  // A store that reads its own ref's memory other than exactly where it
+  // writes (`h[_] = x[_] + h.slice(0, 0, 1)[_]`, a shifted window of the
+  // ref, a window of it read after an earlier store) would read elements
+  // its own loop has already overwritten: the value it reads is buffered
+  // first, in a group that runs before it (fuzz regression
+  // store_reads_own_window).
+  for (NodeId S : Stores) {
+    std::optional<unsigned> Root = WindowedRoot(S);
+    if (!Root)
+      continue;
+    std::optional<NodeId> Hazard;
+    walkCone(F, {F.Nodes[S].Operands[0]}, [&](NodeId V, const Node &N) {
+      if (!Hazard && N.Kind == NodeKind::Load && rootOf(F, N.Param) == *Root &&
+          (N.Param != F.Nodes[S].Param || N.Version != StoreIndex[S]))
+        Hazard = V;
+      return Hazard ? Walk::Skip : Walk::Operands;
+    });
+    if (!Hazard)
+      continue;
+    FusionPlan Retry;
+    Retry.Buffer = *Hazard;
+    Retry.BufferStores = {S};
+    Retry.BufferWhy = fmt::format(
+        "{} as read at line {}, before the store to {} at line {} overwrites "
+        "it",
+        paramSpelling(F, F.Nodes[*Hazard].Param), F.Nodes[*Hazard].Loc.Line,
+        paramSpelling(F, F.Nodes[S].Param), F.Nodes[S].Loc.Line);
+    return Retry;
+  }
   // Reduction groups first (source order), then elementwise stores join a
   // reduction group of their rank or group by rank.
   std::vector<FusionPlan::Group> Groups;
@@ -210,38 +242,53 @@ FusionPlan pk::fuse(const Function &F) {
   // either: G's stores may need a temporary that another group writes
   // beside a store that needs S (found by the fuzzer:
   // regressions/temp_cycle_two_forms), or a window of the KV cache that a
-  // group writes from a temporary S would write. Groups that must follow,
-  // through temporaries and windowed memory, a group that must follow them
-  // could not be ordered.
+  // group writes from a temporary S would write. The stores not in a group
+  // yet count as groups of their own: they will be in some group, and a
+  // chain through them is as real (regressions/concat_temp_cycle: a
+  // concatenation buffer written from a temporary, read by a store that
+  // would join the temporary's writer).
+  const size_t NS = Stores.size();
+  std::map<NodeId, size_t> StoreAt;
+  for (size_t I = 0; I < NS; ++I)
+    StoreAt[Stores[I]] = I;
+  std::vector<std::vector<size_t>> Successors(NS);
+  for (size_t I = 0; I < NS; ++I)
+    for (size_t J = 0; J < NS; ++J)
+      if (I != J && MustPrecede(Stores[I], Stores[J]))
+        Successors[I].push_back(J);
   auto ClosesCycle = [&](const FusionPlan::Group &G, NodeId S) {
-    auto Members = [&](const FusionPlan::Group *H) {
-      std::vector<NodeId> M = H->Stores;
-      if (H == &G)
-        M.push_back(S);
-      return M;
-    };
-    auto Precedes = [&](const FusionPlan::Group *W,
-                        const FusionPlan::Group *R) {
-      for (NodeId A : Members(W))
-        for (NodeId B : Members(R))
-          if (MustPrecede(A, B))
-            return true;
-      return false;
-    };
-    // The groups that must run before G (with S), transitively.
-    std::set<const FusionPlan::Group *> Seen;
-    std::vector<const FusionPlan::Group *> Work = {&G};
+    // Classes: Groups[K] is class K, G with S; store I alone is NG + I.
+    const size_t NG = Groups.size();
+    std::vector<size_t> ClassOf(NS);
+    for (size_t I = 0; I < NS; ++I)
+      ClassOf[I] = NG + I;
+    for (size_t K = 0; K < NG; ++K)
+      for (NodeId M : Groups[K].Stores)
+        ClassOf[StoreAt[M]] = K;
+    const size_t Start = &G - Groups.data();
+    ClassOf[StoreAt[S]] = Start;
+    std::vector<std::vector<size_t>> Members(NG + NS);
+    for (size_t I = 0; I < NS; ++I)
+      Members[ClassOf[I]].push_back(I);
+    // From G's class along the edges that leave it: back into it closes
+    // a cycle.
+    std::vector<bool> Seen(NG + NS, false);
+    std::vector<size_t> Work = {Start};
     while (!Work.empty()) {
-      const FusionPlan::Group *H = Work.back();
+      const size_t C = Work.back();
       Work.pop_back();
-      for (const FusionPlan::Group &W : Groups) {
-        if (&W == H || !Precedes(&W, H))
-          continue;
-        if (&W == &G)
-          return true;
-        if (Seen.insert(&W).second)
-          Work.push_back(&W);
-      }
+      for (size_t I : Members[C])
+        for (size_t J : Successors[I]) {
+          const size_t D = ClassOf[J];
+          if (D == C)
+            continue;
+          if (D == Start)
+            return true;
+          if (!Seen[D]) {
+            Seen[D] = true;
+            Work.push_back(D);
+          }
+        }
     }
     return false;
   };

@@ -561,14 +561,24 @@ unsigned pk::snapshotRef(Function &F, unsigned Ref) {
   unsigned TP = F.Params.size();
   F.Params.push_back(T);
 
-  // At the front: copy = load(ref); store temp, copy; old = load(temp). The
-  // copy reads the contents the loads it replaces read: a window read after
-  // an earlier store to its ref keeps that load's version, so it still runs
-  // after the store (fuzz regression window_update_after_store).
+  // copy = load(ref); store temp, copy; old = load(temp), right before the
+  // first load it replaces. The copy reads the contents those loads read: a
+  // window read after an earlier store to its ref keeps that load's version
+  // (fuzz regression window_update_after_store), and sits after the store,
+  // so fusion places the store's group first (window_update_cycle). Loads
+  // of an older version (a window read before and after a store) keep
+  // reading memory; if they conflict too, the driver asks again.
   unsigned Version = 0;
   for (const Node &N : F.Nodes)
     if (!N.Dead && N.Kind == NodeKind::Load && N.Param == Ref)
       Version = std::max(Version, N.Version);
+  auto Replaced = [&](const Node &N) {
+    return !N.Dead && N.Kind == NodeKind::Load && N.Param == Ref &&
+           N.Version == Version;
+  };
+  NodeId At = 0;
+  while (At < F.Nodes.size() && !Replaced(F.Nodes[At]))
+    ++At;
   Node Copy(NodeKind::Load);
   Copy.Version = Version;
   Copy.Type = T.Type;
@@ -580,30 +590,33 @@ unsigned pk::snapshotRef(Function &F, unsigned Ref) {
   Node St(NodeKind::Store);
   St.Type = T.Type;
   St.Param = TP;
-  St.Operands = {0};
+  St.Operands = {At};
   St.Loc = P.Loc;
   Node Ld = Copy;
   Ld.Param = TP;
   Ld.Version = 0;
 
-  std::vector<Node> Old = std::move(F.Nodes);
-  F.Nodes = {Copy, St, Ld};
   const NodeId Shift = 3;
-  for (Node N : Old) {
+  std::vector<Node> Old = std::move(F.Nodes);
+  F.Nodes.clear();
+  auto Renumber = [&](NodeId O) { return O >= At ? O + Shift : O; };
+  for (NodeId I = 0; I < Old.size(); ++I) {
+    if (I == At) {
+      F.Nodes.push_back(Copy);
+      F.Nodes.push_back(St);
+      F.Nodes.push_back(Ld);
+    }
+    Node N = Old[I];
     for (NodeId &O : N.Operands)
-      O += Shift;
+      O = Replaced(Old[O]) ? At + 2 : Renumber(O);
     F.Nodes.push_back(std::move(N));
   }
-  for (NodeId I = Shift; I < F.Nodes.size(); ++I) {
-    Node &N = F.Nodes[I];
-    for (NodeId &O : N.Operands)
-      if (F.Nodes[O].Kind == NodeKind::Load && F.Nodes[O].Param == Ref &&
-          O != 0)
-        O = 2;
-  }
+  if (At == Old.size())
+    llvm::report_fatal_error(llvm::Twine("pkc internal error: no load of ") +
+                             P.Name + " to copy in " + F.Name);
   for (Guard &G : F.Guards) {
-    G.NodeA += Shift;
-    G.NodeB += Shift;
+    G.NodeA = Renumber(G.NodeA);
+    G.NodeB = Renumber(G.NodeB);
   }
   return TP;
 }

@@ -92,6 +92,12 @@ struct FusionPlan {
   /// to copy first (snapshotRef) before partitioning again. Groups is then
   /// empty.
   std::optional<unsigned> Snapshot;
+  /// Set when a store reads its own ref's memory where another element
+  /// writes it: the value to keep in a buffer first (materializeValue), and
+  /// why. Groups is then empty.
+  std::optional<ir::NodeId> Buffer;
+  std::vector<ir::NodeId> BufferStores; ///< stores that read the buffer too
+  std::string BufferWhy;
 };
 
 /// Partitions the graph into groups, each one loop nest (CPU) or kernel

@@ -102,6 +102,32 @@ TEST(WindowsShim, WritesAndReadsAfterThem) {
   expectSame(C, DC.host(), "append_sum past the end: cache untouched");
 }
 
+TEST(WindowsShim, StoresThatReadWhatTheyOverwrite) {
+  for (int64_t R : {2, 17, 64})
+    for (int64_t C : {1, 33}) {
+      auto E = grid(R * C, 20);
+      Dev<float> DX(E);
+      eager::shift_rows({E.data(), {R, C}}, R - 1);
+      pk::cuda::shift_rows({DX.get(), {R, C}}, R - 1);
+      expectSame(E, DX.host(), "shift_rows " + dims({R, C}));
+
+      auto H = grid(R * C, 21), X = grid(R * C, 22);
+      Dev<float> DH(H), DXs(X);
+      eager::add_first_row({H.data(), {R, C}}, {X.data(), {R, C}});
+      pk::cuda::add_first_row({DH.get(), {R, C}}, {DXs.get(), {R, C}});
+      expectSame(H, DH.host(), "add_first_row " + dims({R, C}));
+    }
+  for (int64_t N : {1, 9, 300}) {
+    auto H = grid(N, 23), X = grid(N, 24), Y = grid(1, 25);
+    Dev<float> DH(H), DX(X), DY(Y);
+    eager::update_after_stores({H.data(), {N}}, {X.data(), {N}},
+                               {Y.data(), {1}});
+    pk::cuda::update_after_stores({DH.get(), {N}}, {DX.get(), {N}},
+                                  {DY.get(), {1}});
+    expectSame(H, DH.host(), "update_after_stores " + dims({N}));
+  }
+}
+
 TEST(WindowsShim, AttentionOverAKvCache) {
   const int64_t S = 24, D = 16;
   auto EK = grid(S * D, 10), EV = grid(S * D, 11);

@@ -39,6 +39,12 @@ void slices_of_reads(pk::In<float, 2> x, pk::Out<float, 2> rest,
 void cached_attention(pk::In<float, 2> q, pk::In<float, 2> k,
                       pk::In<float, 2> v, pk::InOut<float, 2> kc,
                       pk::InOut<float, 2> vc, pk::Out<float, 2> o, int64_t pos);
+void extents_of_reads(pk::In<float, 2> x, pk::Out<float, 2> back,
+                      pk::Out<float, 2> rest);
+void shift_rows(pk::InOut<float, 2> x, int64_t n);
+void add_first_row(pk::InOut<float, 2> h, pk::In<float, 2> x);
+void update_after_stores(pk::InOut<float, 1> h, pk::In<float, 1> x,
+                         pk::In<float, 1> y);
 
 namespace {
 
@@ -142,6 +148,50 @@ TEST(CompiledWindows, WindowOfAWindowUpdatedInPlace) {
           }
 }
 
+TEST(CompiledWindows, StoresThatReadWhatTheyOverwrite) {
+  // A window shifted onto itself: every row but the first is the old row
+  // above it (checked against the data, not only eager).
+  for (int64_t R : {1, 2, 3, 17, 64})
+    for (int64_t C : {1, 7, 33})
+      for (int64_t Nn : {int64_t(0), int64_t(1), R - 1}) {
+        if (Nn < 0 || Nn + 1 > R)
+          continue;
+        auto E = grid(R * C, 14), O = E;
+        const auto Old = E;
+        eager::shift_rows({E.data(), {R, C}}, Nn);
+        shift_rows({O.data(), {R, C}}, Nn);
+        const std::string What = "shift_rows " + dims({R, C, Nn});
+        expectSame(E, O, What);
+        for (int64_t I = 1; I <= Nn; ++I)
+          for (int64_t J = 0; J < C; ++J)
+            ASSERT_EQ(O[I * C + J], Old[(I - 1) * C + J]) << What;
+      }
+  // Every row plus the old first row (which the loop overwrites first).
+  for (int64_t R : {1, 2, 5, 33})
+    for (int64_t C : {1, 8, 19}) {
+      auto E = grid(R * C, 15), O = E;
+      const auto Old = E;
+      auto X = grid(R * C, 16);
+      eager::add_first_row({E.data(), {R, C}}, {X.data(), {R, C}});
+      add_first_row({O.data(), {R, C}}, {X.data(), {R, C}});
+      expectSame(E, O, "add_first_row " + dims({R, C}));
+      for (int64_t I = 0; I < R; ++I)
+        for (int64_t J = 0; J < C; ++J)
+          ASSERT_EQ(O[I * C + J], X[I * C + J] + Old[J]);
+    }
+  // Two whole stores, then a window update of the second's result.
+  for (int64_t N : {1, 2, 9, 64}) {
+    auto E = grid(N, 17), O = E;
+    const auto Old = E;
+    auto X = grid(N, 18), Y = grid(1, 19);
+    eager::update_after_stores({E.data(), {N}}, {X.data(), {N}},
+                               {Y.data(), {1}});
+    update_after_stores({O.data(), {N}}, {X.data(), {N}}, {Y.data(), {1}});
+    expectSame(E, O, "update_after_stores " + dims({N}));
+    ASSERT_EQ(O[0], Old[0] * 2 - X[0] + Y[0]);
+  }
+}
+
 TEST(CompiledWindows, ReadAfterWriteSeesTheWrite) {
   for (int64_t H : {1, 3})
     for (int64_t S : {1, 8, 33})
@@ -210,6 +260,27 @@ TEST(CompiledWindows, SlicesOfRefReadsCountNegativeConstantsFromTheEnd) {
                                {L.data(), {3, 2}}),
                pk::ShapeError);
   EXPECT_TRUE(sameBits(R, poisoned(2)));
+}
+
+TEST(CompiledWindows, ExtentsOfReadsHeldByLocalsAndHelpers) {
+  for (int64_t T : {1, 2, 3, 17})
+    for (int64_t D : {1, 2, 33}) {
+      const int64_t H = T - T / 2;
+      auto X = grid(T * D, 22);
+      std::vector<float> EB(H * D), ER(T * (D - 1)), OB = poisoned(H * D),
+                                                     OR = poisoned(T * (D - 1));
+      eager::extents_of_reads({X.data(), {T, D}}, {EB.data(), {H, D}},
+                              {ER.data(), {T, D - 1}});
+      extents_of_reads({X.data(), {T, D}}, {OB.data(), {H, D}},
+                       {OR.data(), {T, D - 1}});
+      const std::string What = "extents_of_reads " + dims({T, D});
+      expectSame(EB, OB, What + " back");
+      expectSame(ER, OR, What + " rest");
+      for (int64_t I = 0; I < H; ++I)
+        ASSERT_EQ(OB[I * D], X[(T / 2 + I) * D]) << What;
+      for (int64_t I = 0; I < T && D > 1; ++I)
+        ASSERT_EQ(OR[I * (D - 1)], X[I * D + 1]) << What;
+    }
 }
 
 TEST(CompiledWindows, AttentionOverAKvCacheWrittenInTheSameKernel) {

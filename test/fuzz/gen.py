@@ -62,41 +62,7 @@ KNOWN_BUGS = {
     # WILL_FAIL regression it replaces passed on a crash too); steered
     # around: attention kernels get no NaN or inf data (special_ok).
     'attention-masked-key-inf': 'test/e2e/AttentionMaskedTest.cpp',
-    #
-    # pkc aborts, "internal error: temporaries in a cycle", on concat in
-    # three forms (regressions/concat_temp_cycle, compile-only): a part
-    # that is a slice of a computed value before a part it does not buffer
-    # (`o[_] = concat({slice(y[_] * 2.0f, 0, 0, 1), y[_]}, 0);`); a
-    # reduction as the first part, reduced again and stored into a ref of
-    # rank 2 (`o[_] = sum(concat({expand_dims(min(x[_], 0), 1),
-    # expand_dims(y[_], 1)}, 1), 1) + 1.0f;`); a concat of
-    # two slices of one computed value, combined with a reduction, in a
-    # kernel that also stores into a window of another ref (`o[_] =
-    # concat({slice(t, 1, 1, n), slice(t, 1, 0, 1)}, 1) - mean(y[_]); o1[_]
-    # = y[_]; o1.slice(0, 0, 1)[_] = 1.0f;`); and more kernels with a
-    # concat next to other buffered values (np.roll of a computed value in
-    # one store, a reduction of a reshape in another). Steered around: the
-    # parts of the stack and part constructs (Gen.v_stack, v_part) hold
-    # nothing pkc buffers (BUFFERED), a kernel with a concat gets no window
-    # store (emit_window_store, the kernel's last statements), and a kernel
-    # with a concat and anything else pkc buffers is generated again
-    # (concat_conflict, in generate()).
-    'concat-temp-cycle': 'test/fuzz/regressions/concat_temp_cycle',
-    #
-    # A store into a ref whose value reads a window of that ref (`h[_] =
-    # x[_] + h.slice(0, 0, 1)[_];`): the compiled loop reads h[0] in the
-    # pass that writes it, so later elements see the new h[0] (eager code
-    # reads it first), CPU and CUDA. Steered around: check_store rejects
-    # a stored value that reads a window of its ref.
-    'store-reads-own-window': 'test/fuzz/regressions/store_reads_own_window',
-    #
-    # pkc aborts ("temporaries in a cycle") on a window update (+=) after
-    # stores to the ref: an InOut stored into twice (`h[_] = h[_] * 2.0f;
-    # h[_] = h[_] - x[_]; h.slice(0, 0, 1)[_] += y[_];`), or after a
-    # store of a reduction (`o[_] = sum(x[_]); o.slice(0, 0, 1)[_] +=
-    # y[_];`). Steered around: += only into a ref stored into at most once
-    # before, and not with a reduction or a product (emit_window_store).
-    'window-update-cycle': 'test/fuzz/regressions/window_update_cycle',
+
     # Fixed (the generator no longer steers around them; the reproducers
     # are regression tests): 'inout-reduce-buffer' and 'temp-cycle-two-forms'
     # (pkc aborted on a cycle between groups through their temporaries:
@@ -105,7 +71,15 @@ KNOWN_BUGS = {
     # 'window-update-after-store' (regressions/window_update_after_store:
     # `o[_] = x[_] * 2.0f; o.slice(0, 0, 1)[_] += y[_];` read the window's
     # old contents from before the first store; Materialize's snapshotRef
-    # now keeps the load's version).
+    # now keeps the load's version), 'concat-temp-cycle' (pkc aborted,
+    # "temporaries in a cycle", on concat buffers written from temporaries
+    # next to other groups: fusion's cycle check now counts the stores not in
+    # a group yet), 'store-reads-own-window' (`h[_] = x[_] + h.slice(0, 0,
+    # 1)[_];` read h[0] after writing it: fusion buffers the window first)
+    # and 'window-update-cycle' (`h[_] = h[_] * 2.0f; h[_] = h[_] - x[_];
+    # h.slice(0, 0, 1)[_] += y[_];` aborted: DCE drops the overwritten
+    # store, snapshotRef copies after the stores). A window store may read
+    # its own ref again (it was pk-not-supported-yet).
 }
 AVOID = set(KNOWN_BUGS)
 # Size limits of the multi-group kernels, kept from when they steered
@@ -446,73 +420,13 @@ def holds(n, ops):
     return False
 
 
-# What pkc keeps in a buffer of its own (KNOWN_BUGS['concat-temp-cycle'])
-BUFFERED = set(REDS) | set(ARGREDS) | {'matmul', 'vslice', 'reshape', 'concat',
-                                       'permute_dims', 'take'}
-
-
-def holds_window(n, name):
-    """Whether a window of ref `name` is read in n's cone."""
-    seen = set()
-    todo = [n]
-    while todo:
-        x = todo.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if x.op == 'window' and x.attrs.get('param') == name:
-            return True
-        todo.extend(x.args)
-    return False
-
-
-def concat_conflict(nodes):
-    """(KNOWN_BUGS['concat-temp-cycle']) a kernel with a concat that also
-    has something else pkc buffers: a reduction, product, reshape or
-    permutation, or a slice of a computed value, other than the slices a
-    concat takes apart and the reductions or slices of a concat itself."""
-    if not any(n.op == 'concat' for n in nodes):
-        return False
-    parts = set()
-    for n in nodes:
-        if n.op == 'concat':
-            parts.update(id(a) for a in n.args)
-    for n in nodes:
-        if n.op in REDS or n.op in ARGREDS or n.op == 'vslice':
-            if n.args[0].op == 'concat' or id(n) in parts:
-                continue
-            return True
-        if n.op in ('matmul', 'reshape', 'permute_dims'):
-            return True
-    return False
-
-
-def reads_ref(n, name):
-    """Whether ref `name`'s memory is read anywhere in n's cone (a window
-    store whose value reads the ref it writes is pk-not-supported-yet)."""
-    seen = set()
-    todo = [n]
-    while todo:
-        x = todo.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if x.op in ('load', 'refread', 'window', 'wstore') and \
-                x.attrs.get('param') == name:
-            return True
-        todo.extend(x.args)
-    return False
-
-
-# The signature of a value combining values of several signatures (pkc keeps
-# some of them in buffers: docs/design.md, "Materialisation").
-MIXED = ('mixed',)
-
-
 def red_sig(sig):
     """Whether sig is a reduction signature (base shape, axis), the kind a
     context can generate reductions of (not a matmul's or a mixed one)."""
     return sig is not None and sig[0] not in ('matmul', 'mixed')
+
+
+MIXED = ('mixed',)
 
 
 def union_sig(nodes, strict=True):
@@ -1225,16 +1139,13 @@ class Interp:
             p = self.param(s.param)
             cur = self.load(p)
             n = self.inst(s.expr)
-            if reads_ref(n, p.name):
-                raise Invalid('a window store whose value reads its ref')
             wattrs = {'param': p.name, 'wins': s.wins}
             if s.compound:
                 w = self.add(make_node('window', [cur], dict(wattrs),
                                        self.strict))
                 n = self.add(make_node('add', [w, n], None, self.strict))
             wshape = make_node('window', [cur], dict(wattrs)).shape
-            # (the value itself never reads p: reads_ref above)
-            check_store(n, Param(p.name, p.kind, p.dtype, wshape), True)
+            check_store(n, Param(p.name, p.kind, p.dtype, wshape))
             ((ax, b, e, _),) = s.wins
             self.refval[p.name] = self.add(make_node(
                 'wstore', [cur, n], {'param': p.name, 'axis': ax, 'b': b,
@@ -1269,12 +1180,9 @@ def conv_range(n, to):
     return lo, hi
 
 
-def check_store(n, p, window_update=False):
+def check_store(n, p):
     if p.kind not in ('out', 'inout'):
         raise Invalid('store to an In')
-    if 'store-reads-own-window' in AVOID and not window_update and \
-            holds_window(n, p.name):
-        raise Invalid('a store reading a window of its ref (KNOWN_BUGS)')
     if n.rank > p.rank or not fits(n.shape, p.shape):
         raise Invalid('stored value does not fit the ref')
     f, t = n.dtype, p.dtype
@@ -2159,9 +2067,6 @@ class Gen:
             raise Invalid('parts of two shapes')
         if b.node.dtype != a.node.dtype:
             b = self.op('cast', b, to=a.node.dtype)
-        if 'concat-temp-cycle' in AVOID and (holds(a.node, BUFFERED) or
-                                             holds(b.node, BUFFERED)):
-            raise Invalid('a concat part pkc buffers (KNOWN_BUGS)')
         return a, b
 
     def v_stack(self, ctx, depth):
@@ -3588,10 +3493,6 @@ class Builder(Gen):
         cands = [p for p in self.k.params if p.kind in ('out', 'inout') and
                  p.rank >= 1 and (p.kind == 'inout' or self.it.refval.get(
                      p.name) not in (None, 'unset'))]
-        if 'concat-temp-cycle' in AVOID and any(
-                n.op == 'concat' for n in self.it.nodes):
-            raise Invalid('a window store in a kernel with a concat '
-                          '(KNOWN_BUGS)')
         if not cands:
             raise Invalid('no ref to store a window of')
         p = self.choice(cands)
@@ -3622,11 +3523,7 @@ class Builder(Gen):
         # += reads the window it writes (regressions/
         # window_update_after_store: after an earlier store to the ref)
         compound = p.dtype in FLOATS and v.node.dtype == p.dtype and \
-            self.chance(0.3) and ('window-update-cycle' not in AVOID or (
-                self.stores_into(p.name) == 0 or (
-                    self.stores_into(p.name) == 1 and not holds(
-                        self.it.refval[p.name], set(REDS) | set(ARGREDS) |
-                        {'matmul'}))))
+            self.chance(0.3)
         st = Stmt('wstore', param=p.name, expr=v, wins=[win],
                   compound='+' if compound else None)
         del self.it.nodes[mark:]
@@ -4311,8 +4208,6 @@ def generate(seed, index, prefix='k'):
             for p in k.params:
                 if p.kind == 'out' and it.refval.get(p.name) in (None, 'unset'):
                     raise Invalid('unwritten Out')
-            if 'concat-temp-cycle' in AVOID and concat_conflict(it.nodes):
-                raise Invalid('a concat next to other buffers (KNOWN_BUGS)')
             return k
         except Invalid:
             continue

@@ -64,3 +64,36 @@ PK_KERNEL void slices_of_reads(In<float, 2> x, Out<float, 2> rest,
   rest[_] = slice(x[_], 0, 1, x.extent(0)) - slice(x[_], 0, 0, -1);
   last2[_] = slice(x[_], -1, -2, x.extent(1)) * 2.0f;
 }
+
+/// Extents of ref reads held by a local or a helper's parameter bound
+/// window slices of them: the back half of x's rows, and x without its
+/// first column.
+auto drop_first_column(auto a) { return slice(a, 1, 1, a.extent(1)); }
+PK_KERNEL void extents_of_reads(In<float, 2> x, Out<float, 2> back,
+                                Out<float, 2> rest) {
+  auto t = x[_];
+  back[_] = slice(t, 0, t.extent(0) / 2, t.extent(0));
+  rest[_] = drop_first_column(x[_]);
+}
+
+/// Rows [0, n) moved down one row, in place: the window written overlaps
+/// the one read, which eager reads whole first (pkc copies it first).
+PK_KERNEL void shift_rows(InOut<float, 2> x, int64_t n) {
+  x.slice(0, 1, n + 1)[_] = x.slice(0, 0, n)[_];
+}
+
+/// Every row of h plus h's old first row: the store reads a window of the
+/// ref it overwrites (fuzz regression store_reads_own_window).
+PK_KERNEL void add_first_row(InOut<float, 2> h, In<float, 2> x) {
+  h[_] = x[_] + h.slice(0, 0, 1)[_];
+}
+
+/// Two whole stores, then a window update that reads the second: the
+/// first store is dead, the window sees the second (fuzz regression
+/// window_update_cycle).
+PK_KERNEL void update_after_stores(InOut<float, 1> h, In<float, 1> x,
+                                   In<float, 1> y) {
+  h[_] = h[_] * 2.0f;
+  h[_] = h[_] - x[_];
+  h.slice(0, 0, 1)[_] += y[_];
+}

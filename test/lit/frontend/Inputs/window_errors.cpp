@@ -13,9 +13,6 @@ PK_KERNEL void halved(In<float, 2> x, Out<float, 2> y, int64_t n) {
 PK_KERNEL void axis(In<float, 2> x, Out<float, 2> y) {
   y[_] = x.slice(2, 0, 1)[_];
 }
-PK_KERNEL void shift(InOut<float, 2> x, int64_t n) {
-  x.slice(0, 1, n + 1)[_] = x.slice(0, 0, n)[_];
-}
 PK_KERNEL void unwritten(Out<float, 2> y, Out<float, 2> z) {
   z[_] = y.slice(0, 0, 1)[_];
 }
