@@ -426,6 +426,30 @@ def red_sig(sig):
     return sig is not None and sig[0] not in ('matmul', 'mixed')
 
 
+def reduced_over(a, axis, keep):
+    """The shape of a reduction of value a over one axis (kept as 1 with
+    keepdims), and its signature (a's shape, the normalised axis)."""
+    if not (-a.rank <= axis < a.rank):
+        raise Invalid('axis')
+    ax = axis % a.rank
+    shape = list(a.shape)
+    if keep:
+        shape[ax] = 1
+    else:
+        del shape[ax]
+    return shape, (a.shape, ax)
+
+
+def check_signature(a, attrs, base_sig, strict):
+    """A reduction's recorded signature must be the one of its operand, and
+    (strict) not nest in a reduction of another signature."""
+    want = attrs.get('sig')
+    if want is None or tuple(want) != base_sig:
+        raise Invalid('reduction signature')
+    if strict and a.sig is not None and a.sig != base_sig:
+        raise Invalid('nested reduction of another signature')
+
+
 MIXED = ('mixed',)
 
 
@@ -692,20 +716,8 @@ def make_node(op, args, attrs=None, strict=True):
             shape = ()
             base_sig = (a.shape, 'all')
         else:
-            if not (-a.rank <= axis < a.rank):
-                raise Invalid('axis')
-            ax = axis % a.rank
-            shape = list(a.shape)
-            if keep:
-                shape[ax] = 1
-            else:
-                del shape[ax]
-            base_sig = (a.shape, ax)
-        want = attrs.get('sig')
-        if want is None or tuple(want) != base_sig:
-            raise Invalid('reduction signature')
-        if strict and a.sig is not None and a.sig != base_sig:
-            raise Invalid('nested reduction of another signature')
+            shape, base_sig = reduced_over(a, axis, keep)
+        check_signature(a, attrs, base_sig, strict)
         t = a.dtype
         ex = exact
         lo, hi = a.lo, a.hi
@@ -818,21 +830,9 @@ def make_node(op, args, attrs=None, strict=True):
             raise Invalid('arg-reduction of a scalar')
         if not a.exact:
             raise Invalid('arg-reduction of an inexact value')
-        axis, keep = attrs['axis'], attrs.get('keep', False)
-        if not (-a.rank <= axis < a.rank):
-            raise Invalid('axis')
-        ax = axis % a.rank
-        shape = list(a.shape)
-        if keep:
-            shape[ax] = 1
-        else:
-            del shape[ax]
-        base_sig = (a.shape, ax)
-        want = attrs.get('sig')
-        if want is None or tuple(want) != base_sig:
-            raise Invalid('reduction signature')
-        if strict and a.sig is not None and a.sig != base_sig:
-            raise Invalid('nested reduction of another signature')
+        shape, base_sig = reduced_over(a, attrs['axis'],
+                                       attrs.get('keep', False))
+        check_signature(a, attrs, base_sig, strict)
         return Node(op, args, I64, False, shape, 0, NMAX, False, True,
                     base_sig, dict(attrs))
     if op in VIEWS or op == 'concat':
