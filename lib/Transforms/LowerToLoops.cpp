@@ -78,15 +78,8 @@ public:
       St.Nest = G;
       Alternatives.emplace_back();
       P.Nests.push_back(NestBuilder(*this, G, Grp.Stores, St).run());
-      if (St.isConditional()) {
-        if (Grp.ReduceAxes.empty())
-          buildUnfused(G, Grp.Stores, St, Alternatives.back());
-        else
-          St.OtherwiseError = fmt::format(
-              "{}: the outputs of one fused group must have the same extents "
-              "along the rows (pkc does not split such a group yet)",
-              F.Name);
-      }
+      if (St.isConditional())
+        buildUnfused(G, Grp.Stores, St, Alternatives.back());
       P.Steps.push_back(std::move(St));
     }
     // The alternatives' nests follow the steps' own.
@@ -107,8 +100,14 @@ private:
   public:
     NestBuilder(GroupsToNests &L, unsigned G, std::vector<NodeId> Stores,
                 loop::Step &St)
-        : L(L), F(L.F), Grp(L.Plan.Groups[G]), Stores(std::move(Stores)),
-          GroupId(G), St(St) {}
+        : NestBuilder(L, G, L.Plan.Groups[G], std::move(Stores), St) {}
+    /// A nest of group G's stores lowered as the group `As` describes (an
+    /// alternative of a reduction group's store that reduces nothing runs
+    /// as an elementwise nest).
+    NestBuilder(GroupsToNests &L, unsigned G, const FusionPlan::Group &As,
+                std::vector<NodeId> Stores, loop::Step &St)
+        : L(L), F(L.F), Grp(As), Stores(std::move(Stores)), GroupId(G),
+          St(St) {}
 
     Nest run() {
       N.Group = GroupId;
@@ -818,7 +817,7 @@ private:
 
     GroupsToNests &L;
     const Function &F;
-    const FusionPlan::Group &Grp;
+    const FusionPlan::Group Grp;
     std::vector<NodeId> Stores;
     unsigned GroupId;
     loop::Step &St;
@@ -855,7 +854,18 @@ private:
     }
     for (NodeId S : Order) {
       loop::Step Own; // one store: no condition
-      Otherwise.push_back(NestBuilder(*this, G, {S}, Own).run());
+      Nest Alone = NestBuilder(*this, G, {S}, Own).run();
+      // In a reduction group, a store whose value reduces nothing (an
+      // elementwise output fused with the reduction's rows) runs alone as
+      // the elementwise nest it would have been in a group of its own.
+      if (Alone.isReduction() && llvm::none_of(Alone.Body, [](const Stmt &X) {
+            return X.K == Stmt::Reduce;
+          })) {
+        FusionPlan::Group Elementwise;
+        Elementwise.Stores = {S};
+        Alone = NestBuilder(*this, G, Elementwise, {S}, Own).run();
+      }
+      Otherwise.push_back(std::move(Alone));
     }
   }
 

@@ -112,27 +112,40 @@ TEST(ProgramShim, TheCallersWorkspace) {
 }
 
 TEST(ProgramShim, AStepThatCannotRunFailsBeforeAnyLaunch) {
-  // The statistics group needs mean_out's and max_out's rows equal; the
-  // launcher checks that with the guards, before the product's launch.
+  // x's two rows cannot broadcast into mean_out's three; the launcher checks
+  // that with the guards, before the product's launch.
+  auto X = grid(8, 23), W = grid(4 * 5, 24);
+  Dev<float> DX(X), DW(W), DY(10, std::nanf("")), DMean(3, std::nanf("")),
+      DMax(2, std::nanf(""));
+  EXPECT_THROW(pk::cuda::product_then_stats(
+                   {DX.get(), {2, 4}}, {DW.get(), {4, 5}}, {DY.get(), {2, 5}},
+                   {DMean.get(), {3}}, {DMax.get(), {2}}),
+               pk::ShapeError);
+  for (float V : DY.host())
+    ASSERT_TRUE(std::isnan(V)) << "the product ran before the check";
+}
+
+TEST(ProgramShim, AReductionGroupWhoseOutputsDifferRunsUnfused) {
+  // x's one row broadcast into mean_out's three: the statistics group runs
+  // one kernel per output; with equal rows, one kernel for both.
   auto X = grid(4, 23), W = grid(4 * 5, 24);
   Dev<float> DX(X), DW(W), DY(5, std::nanf("")), DMean(3, std::nanf("")),
       DMax(1, std::nanf(""));
   pk::In<float, 2> RX(DX.get(), {1, 4}), RW(DW.get(), {4, 5});
   pk::Out<float, 2> RY(DY.get(), {1, 5});
-  EXPECT_THROW(pk::cuda::product_then_stats(RX, RW, RY, {DMean.get(), {3}},
-                                            {DMax.get(), {1}}),
-               pk::ShapeError);
-  for (float V : DY.host())
-    ASSERT_TRUE(std::isnan(V)) << "the product ran before the check";
+  std::vector<float> EY(5), EMean(3), EMax(1);
+  eager::product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
+                            {EY.data(), {1, 5}}, {EMean.data(), {3}},
+                            {EMax.data(), {1}});
+  pk::cuda::product_then_stats(RX, RW, RY, {DMean.get(), {3}},
+                               {DMax.get(), {1}});
+  expectClose(EY, DY.host(), 0, "product_then_stats y");
+  expectClose(EMean, DMean.host(), 0, "product_then_stats mean, 3 rows");
+  expectClose(EMax, DMax.host(), 0, "product_then_stats max");
   Dev<float> DMean1(1, std::nanf(""));
   pk::cuda::product_then_stats(RX, RW, RY, {DMean1.get(), {1}},
                                {DMax.get(), {1}});
-  std::vector<float> EY(5), EMean(1), EMax(1);
-  eager::product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
-                            {EY.data(), {1, 5}}, {EMean.data(), {1}},
-                            {EMax.data(), {1}});
-  expectClose(EY, DY.host(), 0, "product_then_stats y");
-  expectClose(EMean, DMean1.host(), 0, "product_then_stats mean");
+  expectClose({EMean[0]}, DMean1.host(), 0, "product_then_stats mean");
   expectClose(EMax, DMax.host(), 0, "product_then_stats max");
 }
 

@@ -354,35 +354,49 @@ TEST(Program, ShapeErrorsComeBeforeAnyWrite) {
     EXPECT_EQ(V, 7.0f);
 }
 
-TEST(Program, AStepThatCannotRunFailsBeforeEarlierStepsWrite) {
+TEST(Program, AReductionGroupWhoseOutputsDifferRunsUnfused) {
   auto X = grid(4, 29), W = grid(4 * 5, 30);
   // Eager broadcasts x's one row into mean_out's three; the compiled
-  // statistics group needs its outputs' rows equal. Its check is at entry,
-  // so the product (the step before it) writes nothing.
+  // statistics group fuses its two outputs when their rows are equal and
+  // otherwise runs one loop per output (the step's alternative).
   std::vector<float> Y(5, 7.0f), Mean(3, 7.0f), Max(1, 7.0f);
+  std::vector<float> EagerY(5), EagerMean(3), EagerMax(1);
+  product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
+                     {Y.data(), {1, 5}}, {Mean.data(), {3}}, {Max.data(), {1}});
+  eager::product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
+                            {EagerY.data(), {1, 5}}, {EagerMean.data(), {3}},
+                            {EagerMax.data(), {1}});
+  EXPECT_EQ(Y, EagerY);
+  EXPECT_EQ(Mean, EagerMean);
+  EXPECT_EQ(Max, EagerMax);
+  EXPECT_EQ(Mean[0], Mean[2]);
+  // Equal rows run fused, with the same results.
+  std::vector<float> Mean1(1);
+  product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}}, {Y.data(), {1, 5}},
+                     {Mean1.data(), {1}}, {Max.data(), {1}});
+  EXPECT_EQ(Mean1[0], EagerMean[0]);
+  EXPECT_EQ(Max, EagerMax);
+}
+
+TEST(Program, AStepThatCannotRunFailsBeforeEarlierStepsWrite) {
+  auto X = grid(8, 29), W = grid(4 * 5, 30);
+  // x has two rows, mean_out three: NumPy cannot broadcast 2 into 3. The
+  // statistics step's check is at entry, so the product (the step before
+  // it) writes nothing.
+  std::vector<float> Y(10, 7.0f), Mean(3, 7.0f), Max(2, 7.0f);
   try {
-    product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
-                       {Y.data(), {1, 5}}, {Mean.data(), {3}},
-                       {Max.data(), {1}});
+    product_then_stats({X.data(), {2, 4}}, {W.data(), {4, 5}},
+                       {Y.data(), {2, 5}}, {Mean.data(), {3}},
+                       {Max.data(), {2}});
     ADD_FAILURE() << "no pk::ShapeError";
   } catch (const pk::ShapeError &E) {
-    EXPECT_NE(std::string(E.what()).find("the same extents along the rows"),
+    EXPECT_NE(std::string(E.what()).find("product_then_stats"),
               std::string::npos)
         << E.what();
   }
   for (const std::vector<float> *V : {&Y, &Mean, &Max})
     for (float E : *V)
       EXPECT_EQ(E, 7.0f);
-  // Equal rows run.
-  std::vector<float> Mean1(1), EagerY(5), EagerMean(1), EagerMax(1);
-  product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}}, {Y.data(), {1, 5}},
-                     {Mean1.data(), {1}}, {Max.data(), {1}});
-  eager::product_then_stats({X.data(), {1, 4}}, {W.data(), {4, 5}},
-                            {EagerY.data(), {1, 5}}, {EagerMean.data(), {1}},
-                            {EagerMax.data(), {1}});
-  EXPECT_EQ(Y, EagerY);
-  EXPECT_EQ(Mean1, EagerMean);
-  EXPECT_EQ(Max, EagerMax);
 }
 
 TEST(Program, RepeatedCallsAllocateNothing) {

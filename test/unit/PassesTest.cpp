@@ -421,12 +421,23 @@ TEST(LowerToLoops, InOutUpdatedInAReductionGroupIsWrittenLast) {
   NodeId Sum = B.reduce(ReduceKind::Sum, NewH, {-1}, true, DType::F32);
   B.store(Y, B.elementwise(OpCode::Mul, {NewH, Sum}, DType::F32));
   loop::Program P = lower(F);
-  ASSERT_EQ(P.Nests.size(), 1u);
+  ASSERT_EQ(P.Steps.size(), 1u);
   unsigned HPhase = 0, YPhase = 0;
   for (const loop::Stmt &St : P.Nests[0].Body)
     if (St.K == loop::Stmt::Store)
       (St.Param == H ? HPhase : YPhase) = St.Phase;
   EXPECT_GT(HPhase, YPhase);
+  // When h's and y's extents differ at run time: one nest per store, y's
+  // (which reads the old h) first.
+  ASSERT_EQ(P.Steps[0].Otherwise.size(), 2u);
+  auto Stored = [&](unsigned Nest) {
+    for (const loop::Stmt &St : P.Nests[Nest].Body)
+      if (St.K == loop::Stmt::Store)
+        return St.Param;
+    return ~0u;
+  };
+  EXPECT_EQ(Stored(P.Steps[0].Otherwise[0]), Y);
+  EXPECT_EQ(Stored(P.Steps[0].Otherwise[1]), H);
 }
 
 TEST(ScheduleCpu, PicksTheLoopStructurePerNest) {

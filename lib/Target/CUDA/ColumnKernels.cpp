@@ -124,9 +124,20 @@ void NestsToKernels::columnSlices(
   Tile.push_back(
       KStmt::let("int64_t", "pk_row", "pk_active ? pk_row_raw : pk_rows - 1"));
   unravelRow(N, "pk_row", Tile);
+  // The row values the reductions' operands use (a row value that only
+  // the stage-2 epilogue needs, like an accumulated output's old contents,
+  // is read there).
+  std::vector<bool> Needed(N.Body.size(), false);
+  for (unsigned R : Rs)
+    Needed[R] = true;
+  for (unsigned I = N.Body.size(); I-- > 0;)
+    if (Needed[I])
+      for (unsigned A : N.Body[I].Args)
+        Needed[A] = true;
   for (unsigned I = 0; I < N.Body.size(); ++I) {
     const LStmt &S = N.Body[I];
-    if (!S.Inner && S.K != LStmt::Reduce && S.K != LStmt::Store && S.Phase == 0)
+    if (!S.Inner && S.K != LStmt::Reduce && S.K != LStmt::Store &&
+        S.Phase == 0 && Needed[I])
       Tile.push_back(KStmt::compute(I, IndexMode::Indexed));
   }
   for (unsigned R : Rs)

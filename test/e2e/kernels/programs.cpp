@@ -90,9 +90,10 @@ PK_KERNEL void llama_layer(In<float, 2> x, In<float, 1> g1, In<float, 2> wq,
   auto up = matmul(h2, transpose(wu[_]));
   y[_] = r + matmul(gt * sigmoid(gt) * up, transpose(wd[_]));
 }
-// A product, then a row-statistics group with two outputs whose rows must
-// agree (pkc cannot split such a group yet): a call where they do not raises
-// at entry, before the product is written.
+// A product, then a row-statistics group with two outputs: fused when their
+// rows agree at run time, one loop per output when they do not (NumPy
+// broadcasts x's rows); shapes NumPy rejects raise at entry, before the
+// product is written.
 PK_KERNEL void product_then_stats(In<float, 2> x, In<float, 2> w,
                                   Out<float, 2> y, Out<float, 1> mean_out,
                                   Out<float, 1> max_out) {
