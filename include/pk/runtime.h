@@ -18,6 +18,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifdef _OPENMP
@@ -175,15 +176,24 @@ inline std::string shape_str(std::initializer_list<int64_t> Shape) {
 /// Checks a window `parent.slice(axis, begin, end)` of a compiled kernel at
 /// entry, before any write (language.md §2): 0 <= begin <= end <= the
 /// parent's extent along `axis`. The message reads like the eager one.
-inline void check_window(const char *Kernel, const char *Parent, int Axis,
+/// `Parent` names the parent: a ref's name, or, for a window of a window,
+/// a callable that spells it with its run-time bounds
+/// (`x.slice(0, 1, 4)`), called only to report.
+template <class Name>
+inline void check_window(const char *Kernel, const Name &Parent, int Axis,
                          int64_t Begin, int64_t End,
                          std::initializer_list<int64_t> ParentShape) {
   const int64_t Extent = ParentShape.begin()[Axis];
   if (Begin >= 0 && Begin <= End && End <= Extent)
     return;
+  std::string ParentName;
+  if constexpr (std::is_invocable_v<const Name &>)
+    ParentName = Parent();
+  else
+    ParentName = Parent;
   std::string Msg = std::string(Kernel) + ": slice: the window [" +
                     std::to_string(Begin) + ", " + std::to_string(End) +
-                    ") of axis " + std::to_string(Axis) + " of " + Parent +
+                    ") of axis " + std::to_string(Axis) + " of " + ParentName +
                     shape_str(ParentShape);
   if (Begin < 0 || End < 0)
     Msg += " has a negative bound (a window's bounds are never negative)";

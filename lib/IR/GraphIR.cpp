@@ -1185,8 +1185,9 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
       OS << "  temp " << P.Name << ": " << dtypeName(P.Type)
          << shapeToString(F, P.TempShape) << "  ; " << P.Why << "\n";
   for (const Guard &G : F.Guards) {
-    static const char *const Kinds[] = {"fits",    "equal",  "nonzero",
-                                        "reshape", "concat", "indices"};
+    static const char *const Kinds[] = {"fits",   "equal",   "nonzero",
+                                        "reshape", "concat", "indices",
+                                        "slice"};
     OS << "  guard " << Kinds[G.K] << " " << extentToString(F, G.A);
     if (G.K != Guard::NonZero && G.K != Guard::Indices)
       OS << ", " << extentToString(F, G.B);

@@ -425,6 +425,11 @@ struct Guard {
     /// by a pass over the indices (pk::rt::check_take), not a condition on
     /// extents.
     Indices,
+    /// slice of a value along `Axis`: 0 <= A <= B <= List[0] (A, B the
+    /// bounds, List[0] the operand NodeA's extent). Derived before dead
+    /// values are dropped, so a slice whose value no store uses is checked
+    /// as eager code checks it.
+    Slice,
   };
   Kind K;
   ExtentId A, B;

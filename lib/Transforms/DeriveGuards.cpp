@@ -91,8 +91,22 @@ private:
         fitShape(N.Operands[0], N.Sh, N.Operands[1], N.Loc);
         return;
       }
-      if (N.View == ViewKind::Slice)
-        return; // the window's entry check (check_window)
+      if (N.View == ViewKind::Slice) {
+        // The bounds within the operand's extent (the window BufferViews
+        // makes of a live slice checks them again).
+        const Shape &In = F.Nodes[N.Operands[0]].Sh;
+        const int K = N.Axes[0];
+        if (N.ViewExtents.size() != 2 || K < 0 ||
+            K >= static_cast<int>(In.size()))
+          return;
+        Guard G{Guard::Slice,     N.ViewExtents[0],
+                N.ViewExtents[1], N.Operands[0],
+                Id,               K - static_cast<int>(In.size()),
+                N.Loc};
+        G.List = {In[K]};
+        F.Guards.push_back(std::move(G));
+        return;
+      }
       if (N.View == ViewKind::Reshape) {
         // As many elements as the operand (no extent negative; with a -1,
         // the others' product divides the size).

@@ -77,6 +77,23 @@ TEST(WindowsShim, WritesAndReadsAfterThem) {
         pk::cuda::bump_block({DX.get(), {R, C}}, R - Nn, 1, Nn);
         expectSame(E, DX.host(), "bump_block " + dims({R, C, Nn}));
       }
+  {
+    // A window of a window outside its parent: the launcher names the
+    // parent as the kernel spells it, and launches nothing.
+    auto X = grid(4 * 4, 5);
+    Dev<float> DX(X);
+    try {
+      pk::cuda::bump_block({DX.get(), {4, 4}}, 1, 2, 3);
+      ADD_FAILURE() << "no ShapeError";
+    } catch (const pk::ShapeError &E) {
+      EXPECT_NE(std::string(E.what()).find(
+                    "bump_block: slice: the window [2, 5) of axis 1 of "
+                    "x.slice(0, 1, 4)[3, 4] is outside it"),
+                std::string::npos)
+          << E.what();
+    }
+    expectSame(X, DX.host(), "bump_block out of bounds");
+  }
   for (int64_t S : {8, 33})
     for (int64_t Pos : {int64_t(0), S / 2})
       for (int64_t T : {1, 3}) {

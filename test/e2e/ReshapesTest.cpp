@@ -30,6 +30,7 @@ void pair_mix(pk::In<float, 2> x, pk::Out<float, 2> y);
 void merge_project(pk::In<float, 3> o, pk::In<float, 2> w, pk::Out<float, 2> y);
 void stack_rows(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> y);
 void flatten(pk::In<float, 3> x, pk::Out<float> y);
+void window_of_sum(pk::In<float, 2> x, pk::Out<float, 2> y, int64_t n);
 void last_logits(pk::In<float, 2> x, pk::In<float> g, pk::In<float, 2> w,
                  pk::Out<float> logits, float eps);
 void rope_projection(pk::In<float, 2> x, pk::In<float, 2> w,
@@ -258,6 +259,32 @@ TEST(CompiledReshapes, SizesThatDoNotFitRaiseBeforeAnyWrite) {
       stack_rows({A.data(), {2, 3}}, {B.data(), {2, 4}}, {C.data(), {4, 3}}),
       pk::ShapeError);
   EXPECT_TRUE(sameBits(C, poisoned(12)));
+}
+
+TEST(CompiledReshapes, SliceBoundsAreCheckedEvenWhereTheValueIsUnused) {
+  auto X = grid(2 * 7, 12);
+  // n = 2: [2, 4) is stored, the unused [4, 6) fits 7 columns.
+  std::vector<float> Y = poisoned(2 * 2), E(2 * 2);
+  eager::window_of_sum({X.data(), {2, 7}}, {E.data(), {2, 2}}, 2);
+  window_of_sum({X.data(), {2, 7}}, {Y.data(), {2, 2}}, 2);
+  EXPECT_TRUE(sameBits(Y, E));
+  // n = 3: the stored [3, 6) fits, the unused [6, 9) does not: eager
+  // raises, and so does the compiled kernel, before writing y.
+  Y = poisoned(2 * 3);
+  EXPECT_THROW(eager::window_of_sum({X.data(), {2, 7}}, {E.data(), {2, 3}}, 3),
+               pk::ShapeError);
+  try {
+    window_of_sum({X.data(), {2, 7}}, {Y.data(), {2, 3}}, 3);
+    ADD_FAILURE() << "no ShapeError";
+  } catch (const pk::ShapeError &Err) {
+    EXPECT_NE(std::string(Err.what())
+                  .find("window_of_sum: slice: the bounds are outside axis -1 "
+                        "of twice[2, 7] ([6, 9): it needs 0 <= begin <= end "
+                        "<= 7)"),
+              std::string::npos)
+        << Err.what();
+  }
+  EXPECT_TRUE(sameBits(Y, poisoned(6)));
 }
 
 } // namespace

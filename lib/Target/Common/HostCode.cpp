@@ -192,6 +192,21 @@ target::hostLocalCandidates(const Function &F) {
   };
 }
 
+/// A C++ expression of type std::string that spells window or ref `P` as
+/// the kernel wrote it, with the window bounds' run-time values
+/// (`x.slice(0, 1, 4)`), as eager code labels a window.
+static std::string runtimeSpelling(const Function &F, unsigned P) {
+  using target::extentExpr;
+  using target::stringLiteral;
+  const Param &W = F.Params[P];
+  if (!W.isWindow())
+    return fmt::format("std::string({})", stringLiteral(W.Name));
+  return fmt::format("{} + \".slice({}, \" + std::to_string({}) + \", \" + "
+                     "std::to_string({}) + \")\"",
+                     runtimeSpelling(F, W.Parent), W.WindowAxis,
+                     extentExpr(F, W.Begin), extentExpr(F, W.End));
+}
+
 void target::emitWindowChecks(const Function &F, std::string &Out,
                               llvm::StringRef Indent) {
   for (unsigned P = 0; P < F.Params.size(); ++P) {
@@ -201,11 +216,18 @@ void target::emitWindowChecks(const Function &F, std::string &Out,
     std::vector<std::string> Parent;
     for (unsigned A = 0; A < W.Rank; ++A)
       Parent.push_back(extentVar(F, W.Parent, A));
+    // A window of a window names its parent as the kernel spells it, built
+    // only when the check fails.
+    const std::string Name =
+        F.Params[W.Parent].isWindow()
+            ? fmt::format("[&] {{ return {}; }}",
+                          runtimeSpelling(F, W.Parent))
+            : stringLiteral(F.Params[W.Parent].Name);
     Out += fmt::format(
         "{}pk::rt::check_window({}, {}, {}, {}, {}, {{{}}}); // line {}\n",
-        Indent, stringLiteral(F.Name), stringLiteral(F.Params[W.Parent].Name),
-        W.WindowAxis, extentExpr(F, W.Begin), extentExpr(F, W.End),
-        fmt::join(Parent, ", "), W.Loc.Line);
+        Indent, stringLiteral(F.Name), Name, W.WindowAxis,
+        extentExpr(F, W.Begin), extentExpr(F, W.End), fmt::join(Parent, ", "),
+        W.Loc.Line);
   }
 }
 
@@ -456,6 +478,10 @@ void target::emitGuards(const Function &F, std::string &Out,
       break;
     case Guard::Indices:
       break;
+    case Guard::Slice:
+      Cond = fmt::format("0 <= {0} && {0} <= {1} && {1} <= {2}", A, B,
+                         extentExpr(F, G.List[0]));
+      break;
     case Guard::Reshape: {
       std::vector<std::string> Parts, Known;
       for (size_t I = 0; I < G.List.size(); ++I) {
@@ -499,6 +525,9 @@ void target::emitGuards(const Function &F, std::string &Out,
     } else if (G.K == Guard::Concat) {
       What = "concat:";
       Rel = "does not fit";
+    } else if (G.K == Guard::Slice) {
+      What = fmt::format("slice: the bounds are outside axis {} of", G.Axis);
+      Rel = "";
     } else if (G.K == Guard::Equal && G.NodeA == G.NodeB) {
       What = fmt::format("cannot squeeze axis {} of", G.Axis);
       Rel = "";
@@ -518,6 +547,12 @@ void target::emitGuards(const Function &F, std::string &Out,
     std::string TailArg = stringLiteral(Tail);
     // A matmul: both shapes may print alike when a label is a computed
     // value whose inner extent comes from another ref; name the two extents.
+    if (G.K == Guard::Slice)
+      TailArg = fmt::format(
+          "(\" ([\" + std::to_string({0}) + \", \" + std::to_string({1}) + "
+          "\"): it needs 0 <= begin <= end <= \" + std::to_string({2}) + "
+          "\")\").c_str()",
+          A, B, extentExpr(F, G.List[0]));
     if (G.K == Guard::Equal && G.NodeA != G.NodeB)
       TailArg = fmt::format("(\" (inner extents \" + std::to_string({}) + "
                             "\" and \" + std::to_string({}) + \")\").c_str()",

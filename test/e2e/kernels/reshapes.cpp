@@ -37,6 +37,16 @@ PK_KERNEL void stack_rows(In<float, 2> a, In<float, 2> b, Out<float, 2> y) {
   y[_] = concat({a[_], b[_] * 2.0f}, 0);
 }
 
+/// The columns [n, 2n) of x twice, plus x's: the slice of a computed value
+/// whose bounds the caller gives, once stored and once never used. Both
+/// are checked as eager code checks them (fuzz finding
+/// accepted-bad-shapes-105-k27: the unused one was dropped with its check).
+PK_KERNEL void window_of_sum(In<float, 2> x, Out<float, 2> y, int64_t n) {
+  auto twice = x[_] + x[_];
+  auto unused = slice(twice, 1, 2 * n, 3 * n) * 3.0f;
+  y[_] = slice(twice, 1, n, 2 * n) + 1.0f;
+}
+
 /// Every element of x [A, B, C] in one row, plus one.
 PK_KERNEL void flatten(In<float, 3> x, Out<float> y) {
   y[_] = reshape(x[_], {-1}) + 1.0f;
