@@ -210,10 +210,13 @@ class Fuzzer:
                       'kernels_run': 0, 'unsupported': 0, 'cases': 0,
                       'failures': 0, 'both_raised': 0, 'limitations': 0,
                       'vacuous': 0, 'suspicious': 0, 'elements': 0,
-                      'exact_elements': 0,
+                      'exact_elements': 0, 'bounded_elements': 0,
+                      'loose': 0, 'float_checks': 0, 'loose_checks': 0,
+                      'capped_batches': 0,
                       'seconds_build': 0.0, 'seconds_run': 0.0}
         self.unsupported = {}
         self.warnings = []
+        self.capped = []  # FZ-CAP lines: batches whose checks could not fail
         self.known = set()  # (kind, what) already reported: skip duplicates
 
     # -- one batch --------------------------------------------------------
@@ -348,8 +351,15 @@ class Fuzzer:
             self.stats['kernels_run'] += int(kv['kernels'])
             self.stats['cases'] += int(kv['cases'])
             for key in ('both_raised', 'limitations', 'vacuous', 'elements',
-                        'exact_elements', 'suspicious'):
+                        'exact_elements', 'suspicious', 'bounded_elements',
+                        'loose', 'float_checks', 'loose_checks'):
                 self.stats[key] += int(kv.get(key, 0))
+            caps = re.findall(r'^FZ-CAP .*$', out, re.M)
+            if caps:
+                self.stats['capped_batches'] += 1
+                self.capped += caps
+                for c in caps:
+                    log(c)
             for w in re.findall(r'^FZ-WARN .*$', out, re.M)[:5]:
                 self.warnings.append(w)
         for blk in re.finditer(r'^FZ-FAIL (.*)\n((?:  .*\n?)*)', out, re.M):
@@ -421,7 +431,7 @@ class Fuzzer:
             self.save_stats(time.time() - t0, seed)
         self.save_stats(time.time() - t0, seed)
         log('done: %s' % json.dumps(self.stats))
-        return 1 if self.findings.items else 0
+        return 1 if self.findings.items or self.capped else 0
 
     def save_stats(self, secs, next_seed):
         s = dict(self.stats)
@@ -429,6 +439,7 @@ class Fuzzer:
         s['next_seed'] = next_seed
         s['unsupported_kinds'] = self.unsupported
         s['warnings'] = self.warnings[-50:]
+        s['capped'] = self.capped[-50:]
         s['findings'] = [f['id'] for f in self.findings.items]
         with open(os.path.join(self.a.work, 'stats.json'), 'w') as f:
             json.dump(s, f, indent=1, sort_keys=True)
@@ -655,7 +666,7 @@ def main(argv):
     ap.add_argument('--hours', type=float, default=0)
     ap.add_argument('--kernels', type=int, default=40,
                     help='kernels per batch')
-    ap.add_argument('--cases', type=int, default=10,
+    ap.add_argument('--cases', type=int, default=11,
                     help='shape cases per kernel')
     ap.add_argument('--seed-start', type=int, default=1000)
     ap.add_argument('--jobs', type=int, default=2)

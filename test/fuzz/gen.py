@@ -38,6 +38,9 @@ UNIT = {F32: 2.0 ** -24, F64: 2.0 ** -53}
 # Largest magnitude a float value may reach (no overflow by construction).
 FMAX = {F32: 1e30, F64: 1e290}
 IMAX = {I32: float(2 ** 30), I64: float(2 ** 62), BOOL: 1.0}
+# The types' own ranges: where a saturating float -> integer conversion
+# (language.md §3: NaN 0, beyond the range its end) may land.
+TYPE_RANGE = {I32: (-2.0 ** 31, 2.0 ** 31 - 1), I64: (-2.0 ** 63, 2.0 ** 63 - 1)}
 # Largest number of elements any reduction may see (the harness keeps the
 # product of all extents of a kernel at or below this).
 NMAX = float(2 ** 21)
@@ -544,6 +547,11 @@ def make_node(op, args, attrs=None, strict=True):
                 # (pk::scalar::div), so any divisor will do.
                 m = a.mag()
                 lo, hi = -m, m
+                if a.attrs.get('sat') and a.dtype == t:
+                    # a saturated dividend (INT_MIN / -1 wraps): the type's
+                    # range, like the dividend's
+                    return Node(op, args, t, weak, shape_of(args), a.lo,
+                                a.hi, nan, exact, sig, {'sat': True})
             elif b.lo <= 0 <= b.hi:
                 raise Invalid('denominator may be 0')
             elif min(abs(b.lo), abs(b.hi)) < 1e-3:
@@ -691,11 +699,21 @@ def make_node(op, args, attrs=None, strict=True):
             raise Invalid('cast of a scalar')
         lo, hi = a.lo, a.hi
         if to in INTS and a.dtype in FLOATS:
-            if not a.exact or a.nan:
-                raise Invalid('float to int needs an exact, NaN-free value')
-            if max(abs(lo), abs(hi)) > IMAX[to] / 2:
-                raise Invalid('float to int range')
-            lo, hi = float(math.trunc(lo)), float(math.trunc(hi))
+            if not a.exact:
+                raise Invalid('float to int needs an exact value')
+            if a.nan or max(abs(lo), abs(hi)) > IMAX[to] / 2:
+                # saturating (NaN 0, the type's ends beyond it): the range
+                # is the type's, so no integer arithmetic can take it
+                # (check_range), only selections, comparisons, stores and
+                # divisions (INT_MIN / -1 wraps)
+                tlo, thi = TYPE_RANGE[to]
+                lo = max(tlo, float(math.trunc(max(lo, -1e300))))
+                hi = min(thi, float(math.trunc(min(hi, 1e300))))
+                if a.nan:
+                    lo, hi = min(lo, 0.0), max(hi, 0.0)
+                attrs = dict(attrs, sat=True)
+            else:
+                lo, hi = float(math.trunc(lo)), float(math.trunc(hi))
         elif to == BOOL:
             if a.dtype in FLOATS and not a.exact:
                 raise Invalid('float to bool needs an exact value')
@@ -1701,7 +1719,11 @@ class Gen:
             to = self.wchoice([(F32, 4), (I32, 3), (F64, 1)])
         if to in INTS and t in FLOATS and (not a.node.exact or a.node.nan or
                                            a.node.mag() > 1e6):
-            if not a.node.exact or a.node.nan:
+            if not a.node.exact:
+                to = F64 if t == F32 else F32
+            elif self.chance(0.5):
+                pass  # saturating: NaN 0, the type's ends beyond its range
+            elif a.node.nan:
                 to = F64 if t == F32 else F32
             else:
                 a = self.op('clamp', a, self.mk('lit', tlit(-1000.0, '(-1000.0f)')),
@@ -4083,20 +4105,32 @@ def table_entry(k, line, cuda):
                 k.name, 'FZ_CUDA(fz_gen::cuda_%s)' % k.name, k.name))
 
 
+# Integer arithmetic that may overflow (signed overflow is undefined in
+# eager C++): a value converted from a float must not reach it when the data
+# may hold infinities, which the interval model does not see.
+OVERFLOWING = ('add', 'sub', 'mul', 'neg', 'abs', 'sum', 'matmul', 'rem')
+
+
 def special_ok(k):
     """Whether NaN and infinities in the float inputs keep the kernel
-    well-defined: no float value is ever converted to an integer (and, while
-    KNOWN_BUGS has 'attention-masked-key-inf', no fused attention)."""
+    well-defined: a float converted to an integer (NaN 0, saturated beyond
+    the range: defined) never reaches integer arithmetic that may overflow
+    (and, while KNOWN_BUGS has 'attention-masked-key-inf', no fused
+    attention)."""
     it = Interp(k)
     it.run(k.stmts)
+    converted = set()  # ids of integer values computed from a float's
     for n in it.nodes:
-        if n.op == 'cast' and n.dtype in INTS and n.args[0].dtype in FLOATS:
-            return False
+        # a cast, or a float stored into an integer ref and read back
+        if n.op in ('cast', 'refread', 'wstore') and n.dtype in INTS and \
+                n.args[-1].dtype in FLOATS:
+            converted.add(n.id)
+        elif n.dtype in INTS and any(a.id in converted for a in n.args):
+            if n.op in OVERFLOWING:
+                return False
+            converted.add(n.id)
         if n.op == 'matmul' and n.attrs.get('attn') and \
                 'attention-masked-key-inf' in AVOID:
-            return False
-    for p, n in it.stores:
-        if p.dtype in INTS and n.dtype in FLOATS:
             return False
     return True
 

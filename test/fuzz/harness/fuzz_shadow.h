@@ -130,27 +130,86 @@ template <class A> E red_max(const A &X, int Axis, bool Keep) {
   return Keep ? pk::max(X, Axis, pk::keepdims) : pk::max(X, Axis);
 }
 
+/// The precision (significand bits) of the type whose unit roundoff is U.
+inline int bits(double U) { return U == U32 ? 24 : 53; }
+
+/// 2^g for the largest g such that every element of X is an integer
+/// multiple of 2^g (its grain), elementwise; +inf for 0, NaN for a value
+/// that is not finite.
+template <class A> E grain(const A &X) {
+  E G = pk::cast<double>(X);
+  double *P = G.data();
+  for (int64_t I = 0; I < G.size(); ++I) {
+    const double V = P[I];
+    if (!std::isfinite(V)) {
+      P[I] = NAN;
+    } else if (V == 0) {
+      P[I] = INFINITY;
+    } else {
+      int Exp = 0;
+      const double M = std::frexp(V, &Exp); // V = M 2^Exp, 1/2 <= |M| < 1
+      const auto Sig = static_cast<uint64_t>(std::fabs(std::ldexp(M, 53)));
+      P[I] = std::ldexp(1.0, Exp - 53 + __builtin_ctzll(Sig));
+    }
+  }
+  return G;
+}
+
+/// Where a float sum of the terms X (reduced as red_sum) is exact in any
+/// order, in precision P bits: every term and every partial sum is an
+/// integer multiple of the terms' smallest grain 2^g and at most sum|t| in
+/// magnitude, which P bits hold exactly while sum|t| < 2^(P + g). Then
+/// eager (in double) and compiled code (in the operands' type, in any
+/// order, in lanes or threads) compute the same value: 0 where true, 1
+/// where not (NaN and infinite terms are never exact).
+template <class A>
+E inexact_sum(const A &X, int Axis, bool Keep, int P) {
+  const E S = red_sum(mag(X), Axis, Keep);
+  if (pk::cast<double>(X).size() == 0)
+    return S * 0.0; // no terms: 0, exactly
+  // the smallest grain: -max(-g); NaN propagates
+  const E Gmin = -red_max(-grain(X), Axis, Keep);
+  const E Ok = pk::where(S < Gmin * std::ldexp(1.0, P), 1.0, 0.0);
+  return 1.0 - pk::where(S == S, Ok, 0.0);
+}
+
 /// v = sum(a): a float sum of n terms, in any order and in the operand's
 /// precision, is within (n - 1) u sum|t| of the exact sum of the terms
 /// (Higham, ch. 4); plus the terms' own errors and the final rounding.
+/// Exact terms whose sum is exact in any order (inexact_sum) leave no
+/// rounding at all: the bound is 0 there, and the harness then requires
+/// eager and compiled code to agree bit for bit (the "grid" data profiles
+/// make most sums so, docs/fuzzing.md).
 template <class A, class V>
 E sum_err(const A &X, const E &Ea, int Axis, bool Keep, double U, const V &) {
   const E Ma = mag(X);
   const E Cnt = red_sum(pk::broadcast_to(1.0, X), Axis, Keep);
-  return red_sum(pk::broadcast_to(Ea, X), Axis, Keep) +
-         (Cnt * 1.2 + 1.0) * U * red_sum(Ma, Axis, Keep);
+  const E Se = red_sum(pk::broadcast_to(Ea, X), Axis, Keep);
+  const E Round = (Cnt * 1.2 + 1.0) * U * red_sum(Ma, Axis, Keep);
+  const E Rounds = pk::where(Se > 0.0, 1.0, inexact_sum(X, Axis, Keep, bits(U)));
+  return Se + Rounds * Round;
 }
 
-/// v = mean(a) = sum(a) / n.
+/// v = mean(a) = sum(a) / n. Exact where the sum is (above) and the
+/// quotient is representable (v n is the sum): eager divides a double sum
+/// and rounds to the type, compiled code divides in the type, and both
+/// then give the quotient itself.
 template <class A, class V>
 E mean_err(const A &X, const E &Ea, int Axis, bool Keep, double U,
            const V &Val) {
   const E Ma = mag(X);
   const E Cnt = red_sum(pk::broadcast_to(1.0, X), Axis, Keep);
-  return (red_sum(pk::broadcast_to(Ea, X), Axis, Keep) +
-          Cnt * 1.2 * U * red_sum(Ma, Axis, Keep)) /
-             Cnt +
-         2 * U * mag(Val);
+  const E Se = red_sum(pk::broadcast_to(Ea, X), Axis, Keep);
+  const E SumRounds =
+      pk::where(Se > 0.0, 1.0, inexact_sum(X, Axis, Keep, bits(U)));
+  // An exact sum divided: one rounding in compiled code, two in eager's
+  // (double, then the type), none where the quotient is representable.
+  const E Divided = pk::where(pk::cast<double>(Val) * Cnt ==
+                                  red_sum(pk::cast<double>(X), Axis, Keep),
+                              0.0, 1.0);
+  const E Quotient = pk::where(SumRounds == 0.0, Divided, 1.0);
+  return (Se + SumRounds * Cnt * 1.2 * U * red_sum(Ma, Axis, Keep)) / Cnt +
+         Quotient * 2 * U * mag(Val);
 }
 
 /// v = max(a) or min(a): the largest error of a term.
@@ -177,11 +236,23 @@ template <class A> E transpose_err(const A &X, const E &Ea) {
 /// computed operands (K - 1 for the sum, 1 for the products, 1 for the final
 /// rounding, 1 spare), plus what the operands' own errors contribute:
 /// sum_k ea|b| + (|a| + ea) eb.
+///
+/// Exact operands on a grid (every product an integer multiple of 2^g, the
+/// least grain of a times b's, and sum_k |a||b| < 2^(P + g)) make every
+/// product and partial sum exact in any order, with or without FMA: 0
+/// there.
 template <class A, class B>
 E matmul_err(const A &X, const B &Y, const E &Ea, const E &Eb, double U) {
   const E Ma = mag(X), Mb = mag(Y);
   const double K = static_cast<double>(Ma.extent(Ma.rank() - 1));
-  E R = pk::matmul(Ma, Mb) * ((K + 2.0) * U);
+  const E Abs = pk::matmul(Ma, Mb);
+  const E Ga = grain(X), Gb = grain(Y);
+  const double G = Ga.size() == 0 || Gb.size() == 0
+                       ? INFINITY // no products
+                       : -pk::max(-Ga).data()[0] * -pk::max(-Gb).data()[0];
+  const double Limit = G * std::ldexp(1.0, bits(U));
+  const E Rounds = pk::where(Abs < Limit, 0.0, 1.0); // NaN: inexact
+  E R = Rounds * Abs * ((K + 2.0) * U);
   if (Ea.rank() != 0 || (Ea.size() == 1 && Ea.data()[0] != 0.0))
     R = R + pk::matmul(pk::broadcast_to(Ea, X), Mb);
   if (Eb.rank() != 0 || (Eb.size() == 1 && Eb.data()[0] != 0.0))
