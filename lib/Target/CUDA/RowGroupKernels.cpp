@@ -113,12 +113,21 @@ void NestsToKernels::rowGroups(const Nest &N, const NestPlan &P,
   kernel::LaunchStep Step;
   Step.Kernel = Name;
   Step.Args = Args;
-  std::vector<std::string> RowLen;
-  for (unsigned A : N.ReduceAxes)
-    RowLen.push_back(extentExpr(F, N.Domain[A]));
+  // The launch picks threads per row by the longest inner loop: the reduce
+  // axes' extents in the domain are nominal (a matrix product's K is in its
+  // Reduce statement only, Nest::Domain).
+  std::vector<std::string> RowLens;
+  for (unsigned R : reduces(N)) {
+    std::string Len = lenOf(N.Body[R].LoopExtents);
+    if (!llvm::is_contained(RowLens, Len))
+      RowLens.push_back(Len);
+  }
   if (P.Rows.size() > 1)
-    Out.Launch.Setup.push_back(
-        fmt::format("const int64_t pk_row_len = {};", product(RowLen)));
+    Out.Launch.Setup.push_back(fmt::format(
+        "const int64_t pk_row_len = {};",
+        RowLens.size() == 1 ? RowLens.front()
+                            : fmt::format("std::max<int64_t>({{{}}})",
+                                          fmt::join(RowLens, ", "))));
   if (!C.Shared.empty())
     Out.Launch.Setup.push_back(fmt::format(
         "const int64_t pk_shared_row_bytes = {}{} * sizeof({});", SharedLen,
