@@ -10,6 +10,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ python3   # build tools; python3 runs lit
+  python3-numpy                   # the fuzz batches' independent oracle (test/fuzz)
   clang-19 libclang-19-dev llvm-19-dev   # Clang LibTooling (pkc)
   libclang-rt-19-dev              # libFuzzer, ASan, UBSan for clang (libfuzzer preset)
   llvm-19-tools                   # lit, FileCheck, not, count

@@ -191,6 +191,44 @@ TEST_F(Shim, BlockReductionWithShufflesAndSharedMemory) {
   }
 }
 
+TEST_F(Shim, ASwitchBudgetStopsALaunchBetweenBlocksTheSameWayEveryRun) {
+  // The fuzz driver's cap on a run's cost (set_switch_budget): once spent,
+  // the blocks not started yet are counted, not run, and the next launch
+  // after the budget is lifted runs whole again.
+  if (pk::shim::mode() == pk::shim::Mode::ThreadSanitizer)
+    GTEST_SKIP() << "several workers: where the launch stops may vary";
+  const auto X = small_ints(100003);
+  const int G = 37;
+  std::vector<uint64_t> Skipped;
+  for (int Run = 0; Run < 2; ++Run) {
+    DeviceBuffer<float> DX(X), DP(std::vector<float>(G, -1.0f));
+    const pk::shim::Stats S0 = pk::shim::stats();
+    pk::shim::set_switch_budget(3000); // a block of 256 threads: ~1500
+    PK_LAUNCH(block_sum, G, 256, 0, nullptr, DX.get(), int64_t(X.size()),
+              DP.get());
+    pk::shim::set_switch_budget(0);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    const pk::shim::Stats S1 = pk::shim::stats();
+    const uint64_t Over = S1.BlocksOverBudget - S0.BlocksOverBudget;
+    const uint64_t Ran = S1.Blocks - S0.Blocks;
+    EXPECT_GT(Over, 0u);
+    EXPECT_EQ(Ran + Over, uint64_t(G));
+    auto P = DP.host();
+    EXPECT_EQ(uint64_t(std::count(P.begin(), P.end(), -1.0f)), Over)
+        << "the blocks over the budget wrote nothing";
+    Skipped.push_back(Over);
+  }
+  EXPECT_EQ(Skipped[0], Skipped[1]);
+  DeviceBuffer<float> DX(X), DP(G);
+  const pk::shim::Stats S0 = pk::shim::stats();
+  PK_LAUNCH(block_sum, G, 256, 0, nullptr, DX.get(), int64_t(X.size()),
+            DP.get());
+  EXPECT_EQ(pk::shim::stats().BlocksOverBudget, S0.BlocksOverBudget);
+  auto P = DP.host();
+  EXPECT_EQ(std::accumulate(P.begin(), P.end(), 0.0f),
+            std::accumulate(X.begin(), X.end(), 0.0f));
+}
+
 TEST_F(Shim, MissingSyncthreadsIsCaught) {
   if (pk::shim::mode() == pk::shim::Mode::ThreadSanitizer)
     GTEST_SKIP() << "a planted race, which TSan reports as one (see "

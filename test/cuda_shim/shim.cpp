@@ -205,7 +205,7 @@ void read_schedule_env() {
 struct AtomicStats {
   std::atomic<uint64_t> Launches{0}, RefusedLaunches{0}, Blocks{0}, Threads{0},
       FiberSwitches{0}, Barriers{0}, WarpCollectives{0},
-      UndefinedShuffleReads{0}, Errors{0};
+      UndefinedShuffleReads{0}, Errors{0}, BlocksOverBudget{0};
   void add(const Stats &S) {
     Launches += S.Launches;
     RefusedLaunches += S.RefusedLaunches;
@@ -216,9 +216,13 @@ struct AtomicStats {
     WarpCollectives += S.WarpCollectives;
     UndefinedShuffleReads += S.UndefinedShuffleReads;
     Errors += S.Errors;
+    BlocksOverBudget += S.BlocksOverBudget;
   }
 };
 AtomicStats g_stats;
+
+// set_switch_budget(): the cap (0: none) and the switches made since.
+std::atomic<uint64_t> g_switch_budget{0}, g_switches_spent{0};
 
 struct Allocations {
   std::mutex Mu;
@@ -1176,9 +1180,17 @@ void launch_kernel(const LaunchDesc &D) {
     for (uint64_t Bk = First; Bk < NBlocks; Bk += uint64_t(NWorkers)) {
       if (Stop.load())
         break;
+      const uint64_t Budget = g_switch_budget.load();
+      if (Budget && g_switches_spent.load() >= Budget) {
+        W.Local.BlocksOverBudget +=
+            (NBlocks - Bk + uint64_t(NWorkers) - 1) / uint64_t(NWorkers);
+        break;
+      }
       uint3 Idx{unsigned(Bk % G[0]), unsigned((Bk / G[0]) % G[1]),
                 unsigned(Bk / (uint64_t(G[0]) * G[1]))};
+      const uint64_t Before = W.Local.FiberSwitches;
       W.run_block(Idx);
+      g_switches_spent += W.Local.FiberSwitches - Before;
       if (!W.Error.empty()) {
         Stop = true;
         break;
@@ -1197,6 +1209,7 @@ void launch_kernel(const LaunchDesc &D) {
     Total.Barriers += W.Local.Barriers;
     Total.WarpCollectives += W.Local.WarpCollectives;
     Total.UndefinedShuffleReads += W.Local.UndefinedShuffleReads;
+    Total.BlocksOverBudget += W.Local.BlocksOverBudget;
   };
   // Each launch runs on fresh OS threads: a fresh thread's `static
   // thread_local` (__shared__) arrays start zeroed, so a block never reads
@@ -1263,7 +1276,13 @@ Stats stats() {
   S.WarpCollectives = g_stats.WarpCollectives;
   S.UndefinedShuffleReads = g_stats.UndefinedShuffleReads;
   S.Errors = g_stats.Errors;
+  S.BlocksOverBudget = g_stats.BlocksOverBudget;
   return S;
+}
+
+void set_switch_budget(uint64_t Switches) {
+  g_switch_budget = Switches;
+  g_switches_spent = 0;
 }
 
 void reset_stats() {
@@ -1276,6 +1295,7 @@ void reset_stats() {
   g_stats.WarpCollectives = 0;
   g_stats.UndefinedShuffleReads = 0;
   g_stats.Errors = 0;
+  g_stats.BlocksOverBudget = 0;
 }
 
 std::string last_error_message() {

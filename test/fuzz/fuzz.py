@@ -13,6 +13,8 @@ it. Everything that goes wrong is a finding:
   compile-error  the generated .pk.cpp / .pk.cu does not compile
   mismatch, ...  the driver's FZ-FAIL kinds (eager vs compiled, ShapeError
                  disagreements, writes to inputs, shim errors)
+  numpy-...      numpy_oracle.py's kinds: a backend against the kernel's
+                 NumPy twin (not minimised: the driver alone cannot tell)
   crash/timeout  the driver died or hung
 
 Findings are minimised (other kernels dropped, then statements deleted and
@@ -37,6 +39,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen  # noqa: E402
+
+
+def numpy_python():
+    """A Python that imports numpy (numpy_oracle.py), or None."""
+    for py in (sys.executable, '/usr/bin/python3'):
+        if os.path.exists(py) and subprocess.run(
+                [py, '-c', 'import numpy'], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL).returncode == 0:
+            return py
+    return None
 
 
 def log(msg):
@@ -212,8 +224,14 @@ class Fuzzer:
                       'vacuous': 0, 'suspicious': 0, 'elements': 0,
                       'exact_elements': 0, 'bounded_elements': 0,
                       'loose': 0, 'float_checks': 0, 'loose_checks': 0,
-                      'capped_batches': 0,
+                      'capped_batches': 0, 'numpy_cases': 0,
+                      'numpy_elements': 0, 'numpy_findings': 0,
                       'seconds_build': 0.0, 'seconds_run': 0.0}
+        self.numpy = None if args.no_numpy else numpy_python()
+        if not args.no_numpy and not self.numpy:
+            raise SystemExit('fuzz.py: no Python with numpy for the NumPy '
+                             'oracle: install python3-numpy or pass '
+                             '--no-numpy')
         self.unsupported = {}
         self.warnings = []
         self.capped = []  # FZ-CAP lines: batches whose checks could not fail
@@ -344,7 +362,12 @@ class Fuzzer:
         cmd = [exe, '--cases', str(a.cases)]
         if only:
             cmd += ['--kernel', only]
+        dump = os.path.join(d, 'numpy')
+        if self.numpy and only is None:
+            cmd += ['--dump', dump]
         rc, out = self.tc.run(cmd, timeout=a.timeout)
+        if self.numpy and only is None and os.path.isdir(dump):
+            self.run_numpy(seed, kernels, d, name, dump)
         summary = re.search(r'^FZ-SUMMARY .*$', out, re.M)
         if summary and only is None:
             kv = dict(x.split('=') for x in summary.group(0).split()[1:])
@@ -391,6 +414,32 @@ class Fuzzer:
                                 else 'crash', 'driver exit %s' % rc1,
                                 out1[-3000:], case=case)
 
+    def run_numpy(self, seed, kernels, d, name, dump):
+        """The batch's NumPy twins against what the driver dumped."""
+        rc, out = self.tc.run([self.numpy, os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), 'numpy_oracle.py'),
+            '--twin', os.path.join(d, name + '_np.py'), '--dump', dump,
+            '--min-cases', '0', '--max-reports', '1000'],
+            timeout=self.a.timeout)
+        reported = set()
+        summary = re.search(r'^FZ-NUMPY .*$', out, re.M)
+        if summary:
+            kv = dict(x.split('=') for x in summary.group(0).split()[1:])
+            self.stats['numpy_cases'] += int(kv['cases'])
+            self.stats['numpy_elements'] += int(kv['elements'])
+        elif rc != 0:
+            log('numpy_oracle.py failed: %s' % out[-2000:])
+        for m in re.finditer(r'^FZ-NUMPY-FAIL kernel=(\S+) case=(\d+) '
+                             r'profile=.*?: (numpy-[a-z-]+): (.*)\n(  .*)?',
+                             out, re.M):
+            self.stats['numpy_findings'] += 1
+            k = next((x for x in kernels if x.name == m.group(1)), None)
+            if k is not None and k.name not in reported:
+                reported.add(k.name)  # one finding per kernel
+                self.report(seed, k, m.group(3), m.group(4), m.group(0),
+                            case=int(m.group(2)))
+        shutil.rmtree(dump, ignore_errors=True)
+
     # -- findings ---------------------------------------------------------------
     def report(self, seed, k, kind, summary, output, case=None, backend=None):
         # one minimisation per kernel (its first failure)
@@ -402,7 +451,7 @@ class Fuzzer:
         d = self.findings.add(f)
         gen.emit_batch([k], d, 'original', str(seed))
         if self.a.no_minimise or key in self.known or kind in (
-                'generator-error', 'build-error'):
+                'generator-error', 'build-error') or kind.startswith('numpy-'):
             return
         self.known.add(key)
         try:
@@ -673,6 +722,8 @@ def main(argv):
     ap.add_argument('--timeout', type=int, default=600)
     ap.add_argument('--no-cuda', action='store_true')
     ap.add_argument('--no-minimise', action='store_true')
+    ap.add_argument('--no-numpy', action='store_true',
+                    help='skip the NumPy oracle (numpy_oracle.py)')
     ap.add_argument('--keep', action='store_true',
                     help='keep every batch directory')
     ap.add_argument('--with-known-bugs', action='store_true')

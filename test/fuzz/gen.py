@@ -2849,8 +2849,8 @@ class Builder(Gen):
         if self.chance(0.4):
             p = self.add_param('scalar', F32, (), lo=1e-5, hi=1e-3)
             return self.mk('sparam', p.name)
-        return self.mk('lit', tlit(1e-5, self.choice(['1e-5f', '1e-6f',
-                                                      '0.001f'])))
+        text = self.choice(['1e-5f', '1e-6f', '0.001f'])
+        return self.mk('lit', tlit(float(text[:-1]), text))
 
     def emit_classic(self, U):
         pat = self.choice(['softmax', 'logsoftmax', 'logsumexp', 'layernorm',
@@ -4053,6 +4053,147 @@ def shadow_text(k, it):
     return lines
 
 
+# -- the NumPy twin (harness/fz_numpy.py, numpy_oracle.py) ---------------------------
+
+def py_bx(b, args=None):
+    """A window, slice or reshape bound as Python (bx_text's twin)."""
+    k = b[0]
+    if k == 'c':
+        return str(b[1])
+    if k == 'ext':
+        return "a['%s'].shape[%d]" % (b[1], b[2])
+    if k == 'sp':
+        return "int(a['%s'])" % b[1]
+    if k == 'vext':
+        return '%s.shape[%d]' % (args[b[1]], b[2])
+    if k in ('+', '-'):
+        return '(%s %s %s)' % (py_bx(b[1], args), k, py_bx(b[2], args))
+    if k == '/':
+        return 'F.tdiv(%s, %d)' % (py_bx(b[1], args), b[2])
+    raise AssertionError(b)
+
+
+NP_UFUNC = {'add': 'np.add', 'sub': 'np.subtract', 'mul': 'np.multiply',
+            'lt': 'np.less', 'le': 'np.less_equal', 'gt': 'np.greater',
+            'ge': 'np.greater_equal', 'eq': 'np.equal', 'ne': 'np.not_equal',
+            'and': 'np.logical_and', 'or': 'np.logical_or',
+            'maximum': 'np.maximum', 'minimum': 'np.minimum'}
+NP_MATH = {'exp': 'np.exp', 'exp2': 'np.exp2', 'expm1': 'np.expm1',
+           'log': 'np.log', 'log2': 'np.log2', 'log1p': 'np.log1p',
+           'sqrt': 'np.sqrt', 'rsqrt': 'F.rsqrt', 'sin': 'np.sin',
+           'cos': 'np.cos', 'tanh': 'np.tanh', 'erf': 'F.erf',
+           'sigmoid': 'F.sigmoid', 'floor': 'np.floor', 'ceil': 'np.ceil',
+           'neg': 'np.negative', 'abs': 'np.abs', 'not': 'np.logical_not'}
+
+
+def py_ref(n):
+    return 'v%d' % n.id
+
+
+def py_arg(x, dt):
+    """Argument x of an op computed in element type dt: converted as pk
+    converts it (an int or bool to a float, a double literal to float)."""
+    return py_ref(x) if x.dtype == dt else "F.conv(%s, '%s')" % (py_ref(x),
+                                                                  dt)
+
+
+def py_value(n):
+    """The NumPy expression of node n (its operands are v<id> locals)."""
+    op, args, dt = n.op, n.args, n.dtype
+    if op == 'lit':
+        return 'F.lit(%r, %r)' % (n.attrs['value'], dt)
+    if op == 'sparam':
+        return "F.lit(a['%s'], %r)" % (n.attrs['param'], dt)
+    if op == 'load':
+        return "F.load(a['%s'], %r)" % (n.attrs['param'], dt)
+    if op == 'refshape':
+        return "a['%s'].shape" % n.attrs['param']
+    if op in CMPS:
+        t = promote(args)
+        return 'F.binary(%s, %s, %s)' % (NP_UFUNC[op], py_arg(args[0], t),
+                                         py_arg(args[1], t))
+    if op in NP_UFUNC:
+        return 'F.binary(%s, %s, %s)' % (NP_UFUNC[op], py_arg(args[0], dt),
+                                         py_arg(args[1], dt))
+    if op in ('div', 'rem'):
+        return 'F.%s(%s, %s, %r)' % (op, py_arg(args[0], dt),
+                                     py_arg(args[1], dt), dt)
+    if op in NP_MATH:
+        return 'F.arr(%s(%s))' % (NP_MATH[op], py_arg(args[0], dt))
+    if op == 'pow':
+        return 'F.arr(np.power(%s, %s))' % (py_arg(args[0], dt),
+                                            py_arg(args[1], dt))
+    if op == 'clamp':
+        return 'F.clamp(%s)' % ', '.join(py_arg(x, dt) for x in args)
+    if op == 'where':
+        return 'F.where(%s, %s, %s)' % (py_ref(args[0]), py_arg(args[1], dt),
+                                        py_arg(args[2], dt))
+    if op == 'cast':
+        return "F.conv(%s, '%s')" % (py_ref(args[0]), dt)
+    if op in REDS or op in ARGREDS:
+        return 'F.reduce(%r, %s, %r, %r, %r)' % (
+            op, py_ref(args[0]), n.attrs.get('axis'),
+            bool(n.attrs.get('keep')), dt)
+    if op == 'matmul':
+        return 'F.matmul(%s, %s)' % (py_arg(args[0], dt), py_arg(args[1], dt))
+    if op == 'transpose':
+        return 'F.transpose(%s)' % py_ref(args[0])
+    if op == 'broadcast_to':
+        return 'F.broadcast_to(%s, %s)' % (py_ref(args[0]), py_ref(args[1]))
+    if op in ('expand_dims', 'squeeze'):
+        return 'F.%s(%s, %d)' % (op, py_ref(args[0]), n.attrs['axis'])
+    if op == 'index':
+        return 'F.index(%s, %d, %r)' % (py_ref(args[0]), n.attrs['axis'], dt)
+    if op == 'permute_dims':
+        return 'F.permute_dims(%s, %r)' % (py_ref(args[0]),
+                                           list(n.attrs['axes']))
+    refs = [py_ref(x) for x in args]
+    if op == 'reshape':
+        return 'F.reshape(%s, [%s])' % (refs[0], ', '.join(
+            py_bx(d, refs) for d in n.attrs['dims']))
+    if op == 'vslice':
+        return 'F.slice_(%s, %d, %s, %s)' % (
+            refs[0], n.attrs['axis'], py_bx(n.attrs['b'], refs),
+            py_bx(n.attrs['e'], refs))
+    if op == 'concat':
+        return 'F.concat([%s], %d)' % (', '.join(refs), n.attrs['axis'])
+    if op == 'take':
+        return 'F.take(%s, %s, %d)' % (refs[0], refs[1], n.attrs['axis'])
+    if op == 'window':
+        return 'F.window(%s, [%s])' % (refs[0], ', '.join(
+            '(%d, %s, %s)' % (ax, py_bx(b), py_bx(e))
+            for (ax, b, e, _) in n.attrs['wins']))
+    if op == 'wstore':
+        return 'F.window_store(%s, %s, %d, %s, %s, %r)' % (
+            refs[0], refs[1], n.attrs['axis'], py_bx(n.attrs['b']),
+            py_bx(n.attrs['e']), dt)
+    if op == 'refread':
+        return "F.refread(%s, %r, a['%s'].shape)" % (refs[0], dt,
+                                                     n.attrs['param'])
+    raise AssertionError('no NumPy twin for ' + op)
+
+
+def numpy_text(k, it):
+    """The kernel's NumPy twin: a function of the refs' and scalars' values
+    (a dict by name) that returns each output's final contents."""
+    lines = ['def %s(a):' % k.name]
+    for n in it.nodes:
+        lines.append('    v%d = %s' % (n.id, py_value(n)))
+    outs = []
+    for p in k.params:
+        if p.kind not in ('out', 'inout'):
+            continue
+        n = it.refval.get(p.name)
+        if n is None or n == 'unset':
+            outs.append("'%s': F.load(a['%s'], %r)" % (p.name, p.name,
+                                                         p.dtype))
+        else:
+            outs.append("'%s': F.refread(v%d, %r, a['%s'].shape)" % (
+                p.name, n.id, p.dtype, p.name))
+    lines.append('    return {%s}' % ', '.join(outs))
+    return lines
+
+
 # -- harness glue ------------------------------------------------------------------
 
 DT_ENUM = {F32: 'F32', F64: 'F64', I32: 'I32', I64: 'I64', BOOL: 'Bool'}
@@ -4210,6 +4351,16 @@ def emit_batch(kernels, out_dir, name, seed, argv=None):
     calls.append(',\n'.join(entries))
     calls += ['  }};', '  return B;', '}']
     write(os.path.join(out_dir, name + '_calls.cpp'), calls)
+
+    twin = ['# Generated by test/fuzz/gen.py: the NumPy twins of %s.cpp\'s '
+            'kernels' % name, '# (harness/fz_numpy.py). Do not edit: '
+            'regenerate.', '', 'import numpy as np', '',
+            'import fz_numpy as F', '']
+    for k, it in zip(kernels, interps):
+        twin += [''] + numpy_text(k, it) + ['']
+    twin += ['', 'KERNELS = {%s}' % ', '.join(
+        "'%s': %s" % (k.name, k.name) for k in kernels)]
+    write(os.path.join(out_dir, name + '_np.py'), twin)
 
     with open(os.path.join(out_dir, name + '.json'), 'w') as f:
         json.dump(desc, f, indent=1, sort_keys=True)

@@ -29,7 +29,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -105,7 +108,17 @@ struct Options {
   bool Cuda = true;
   int64_t MaxElems = int64_t(1) << 21;
   int64_t CudaMaxElems = int64_t(1) << 20;
+  /// On the shim, a CUDA run stops (and counts as skipped) once it has
+  /// made this many fiber switches (pk::shim::set_switch_budget): the
+  /// shim runs one simulated thread at a time, and a warp per output
+  /// element of a buffered matmul of "mixed" extents took 30 s.
+  int64_t CudaMaxSwitches = int64_t(1) << 24;
   std::string DataSeed;
+  /// --dump DIR: each case of at most DumpMaxElems elements (all refs) is
+  /// written to DIR/<kernel>/<case>/ for numpy_oracle.py: the inputs, each
+  /// backend's outputs and the error bounds as .npy, the rest in case.json.
+  std::string DumpDir;
+  int64_t DumpMaxElems = int64_t(1) << 16;
   bool Verbose = false;
   int MaxReports = 30;
   double Margin = 3.0;
@@ -126,7 +139,7 @@ struct Case {
   uint64_t Seed = 0;
   std::vector<int64_t> Sym;
   std::vector<std::vector<int64_t>> Ext;
-  bool Special = false; ///< NaN, infinities, -0 and denormals in float data
+  bool Special = false;    ///< NaN, infinities, -0 and denormals in float data
   bool Misaligned = false; ///< refs start one element past 16-byte alignment
   /// Float data on a grid (multiples of 1/8, mostly within [-2, 2]): most
   /// sums, means and products are then exact in any order, and the shadows'
@@ -154,8 +167,8 @@ Case drawCase(const fz::Kernel &K, uint64_t Seed, int C, const Options &O) {
   if (Profile == 8 && !K.SpecialOk)
     Profile = 7;
   static const char *Names[kProfiles] = {
-      "small",   "zero", "ones",  "primes",  "tails", "1000s",
-      "large grid", "mixed", "special", "bad", "grid"};
+      "small",      "zero",  "ones",    "primes", "tails", "1000s",
+      "large grid", "mixed", "special", "bad",    "grid"};
   Cs.Profile = Names[Profile];
   Cs.Grid = Profile == 6 || Profile == 10;
   const int NS = std::max(K.NumSyms, 0);
@@ -292,6 +305,52 @@ struct Buf {
   }
 };
 
+/// Writes `N` elements at `Data` as a NumPy .npy file (format 1.0).
+void writeNpy(const std::string &Path, DT T, const std::vector<int64_t> &Shape,
+              const void *Data) {
+  static const char *Descr[] = {"<f4", "<f8", "<i4", "<i8", "|b1"};
+  std::string Dims;
+  for (int64_t E : Shape)
+    Dims += std::to_string(E) + (Shape.size() == 1 ? "," : ", ");
+  if (Shape.size() > 1)
+    Dims.resize(Dims.size() - 2);
+  std::string H = std::string("{'descr': '") + Descr[int(T)] +
+                  "', 'fortran_order': False, 'shape': (" + Dims + "), }";
+  // magic (6), version (2), header length (2), header, '\n': a multiple
+  // of 64 bytes
+  H.append((64 - (10 + H.size() + 1) % 64) % 64, ' ');
+  H += '\n';
+  int64_t N = 1;
+  for (int64_t E : Shape)
+    N *= E;
+  std::ofstream F(Path, std::ios::binary);
+  F.write("\x93NUMPY\x01\x00", 8);
+  const unsigned char Len[2] = {static_cast<unsigned char>(H.size() & 0xFF),
+                                static_cast<unsigned char>(H.size() >> 8)};
+  F.write(reinterpret_cast<const char *>(Len), 2);
+  F.write(H.data(), std::streamsize(H.size()));
+  F.write(static_cast<const char *>(Data), std::streamsize(N * elemSize(T)));
+  if (!F)
+    throw std::runtime_error("cannot write " + Path);
+}
+
+std::string jsonString(const std::string &S) {
+  std::string Out = "\"";
+  for (unsigned char Ch : S) {
+    if (Ch == '"' || Ch == '\\') {
+      Out += '\\';
+      Out += char(Ch);
+    } else if (Ch < 0x20) {
+      char Esc[8];
+      std::snprintf(Esc, sizeof Esc, "\\u%04x", Ch);
+      Out += Esc;
+    } else {
+      Out += char(Ch);
+    }
+  }
+  return Out + "\"";
+}
+
 Buf makeBuf(DT T, int64_t N, bool Misaligned = false) {
   Buf B;
   B.T = T;
@@ -360,7 +419,8 @@ void fillRandom(Buf &B, double Lo, double Hi, std::mt19937_64 &R,
     }
     return;
   }
-  const int64_t ILo = int64_t(std::llround(Lo)), IHi = int64_t(std::llround(Hi));
+  const int64_t ILo = int64_t(std::llround(Lo)),
+                IHi = int64_t(std::llround(Hi));
   std::uniform_int_distribution<int64_t> UI(ILo, IHi);
   for (int64_t I = 0; I < B.N; ++I) {
     switch (B.T) {
@@ -469,6 +529,82 @@ struct Stats {
           Bounded = 0, Loose = 0, FloatChecks = 0, LooseChecks = 0;
 };
 
+/// One case written for the NumPy oracle (Options::DumpDir): the inputs at
+/// construction, each backend's outputs or error as they come, case.json
+/// when the case is done.
+class CaseDump {
+public:
+  CaseDump(const std::string &Root, const fz::Kernel &K, const Case &C,
+           const fz::Args &A0, const std::vector<Buf> &Init)
+      : K(K), C(C), A0(A0),
+        Dir(Root + "/" + K.Name + "/" + std::to_string(C.Index)) {
+    std::filesystem::create_directories(Dir);
+    for (size_t P = 0; P < K.Params.size(); ++P)
+      if (K.Params[P].K == Kind::In || K.Params[P].K == Kind::InOut)
+        writeNpy(Dir + "/in_" + K.Params[P].Name + ".npy", K.Params[P].T,
+                 C.Ext[P], Init[P].data());
+  }
+  CaseDump(const CaseDump &) = delete;
+  CaseDump &operator=(const CaseDump &) = delete;
+  ~CaseDump() {
+    std::ofstream F(Dir + "/case.json");
+    F << "{\"kernel\": " << jsonString(K.Name) << ", \"case\": " << C.Index
+      << ", \"profile\": " << jsonString(C.Profile) << ",\n \"params\": [";
+    for (size_t P = 0; P < K.Params.size(); ++P) {
+      const fz::Param &Pa = K.Params[P];
+      static const char *Kinds[] = {"in", "out", "inout", "scalar"};
+      F << (P ? ",\n  " : "\n  ") << "{\"name\": " << jsonString(Pa.Name)
+        << ", \"kind\": \"" << Kinds[int(Pa.K)] << "\", \"shape\": [";
+      for (size_t D = 0; D < C.Ext[P].size(); ++D)
+        F << (D ? ", " : "") << C.Ext[P][D];
+      F << "]";
+      if (Pa.K == Kind::Scalar) {
+        char V[64];
+        if (Pa.T == DT::F32 || Pa.T == DT::F64)
+          std::snprintf(V, sizeof V, "%.17g", A0.S[P].F);
+        else
+          std::snprintf(V, sizeof V, "%" PRId64, A0.S[P].I);
+        F << ", \"value\": " << V;
+      }
+      F << "}";
+    }
+    F << "],\n \"ran\": [";
+    for (size_t I = 0; I < Ran.size(); ++I)
+      F << (I ? ", " : "") << jsonString(Ran[I]);
+    F << "],\n \"errors\": {";
+    for (size_t I = 0; I < Errors.size(); ++I)
+      F << (I ? ", " : "") << jsonString(Errors[I].first) << ": "
+        << jsonString(Errors[I].second);
+    F << "}}\n";
+  }
+
+  /// A backend returned: its outputs (the Out and InOut refs).
+  void outputs(const char *Backend, const std::vector<Buf> &Bufs) {
+    Ran.push_back(Backend);
+    writeRefs(Backend, Bufs);
+  }
+  void error(const char *Backend, const std::string &Err) {
+    Errors.push_back({Backend, Err});
+  }
+  /// The shadow's error bounds of the outputs.
+  void bounds(const std::vector<Buf> &Tol) { writeRefs("tol", Tol); }
+
+private:
+  const fz::Kernel &K;
+  const Case &C;
+  const fz::Args &A0;
+  std::string Dir;
+  std::vector<std::string> Ran;
+  std::vector<std::pair<std::string, std::string>> Errors;
+
+  void writeRefs(const char *Prefix, const std::vector<Buf> &Bufs) {
+    for (size_t P = 0; P < K.Params.size(); ++P)
+      if (K.Params[P].K == Kind::Out || K.Params[P].K == Kind::InOut)
+        writeNpy(Dir + "/" + Prefix + "_" + K.Params[P].Name + ".npy",
+                 Bufs[P].T, C.Ext[P], Bufs[P].data());
+  }
+};
+
 class Driver {
 public:
   Driver(const fz::Batch &B, const Options &O) : B(B), O(O) {}
@@ -507,14 +643,13 @@ void Driver::fail(const fz::Kernel &K, const Case &C, const char *Backend,
   ++St.Failures;
   if (Reports++ >= O.MaxReports)
     return;
-  std::printf("FZ-FAIL batch=%s kernel=%s case=%d backend=%s what=%s\n",
-              B.Name, K.Name, C.Index, Backend, What.c_str());
+  std::printf("FZ-FAIL batch=%s kernel=%s case=%d backend=%s what=%s\n", B.Name,
+              K.Name, C.Index, Backend, What.c_str());
   std::printf("  kernel %s (policy %s) at line %d of %s.cpp; %s\n", K.Name,
               K.Policy, K.Line, B.Name, caseText(K, C).c_str());
   std::printf("  %s\n", Detail.c_str());
   std::printf("  replay: --kernel %s --case %d%s%s\n", K.Name, C.Index,
-              O.DataSeed.empty() ? "" : " --data-seed ",
-              O.DataSeed.c_str());
+              O.DataSeed.empty() ? "" : " --data-seed ", O.DataSeed.c_str());
   std::fflush(stdout);
 }
 
@@ -704,6 +839,16 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
     return Bufs;
   };
 
+  std::unique_ptr<CaseDump> Dump;
+  if (!O.DumpDir.empty()) {
+    int64_t Elements = 0;
+    for (size_t P = 0; P < NP; ++P)
+      if (K.Params[P].K != Kind::Scalar)
+        Elements += product(C.Ext[P]);
+    if (Elements <= O.DumpMaxElems)
+      Dump = std::make_unique<CaseDump>(O.DumpDir, K, C, A0, Init);
+  }
+
   // The reference.
   std::vector<Buf> EB = initFor(true);
   fz::Args AE = argsFor(EB);
@@ -723,9 +868,8 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
     fz::Args AS = argsFor(SB);
     fz::Args AT = A0;
     for (size_t P = 0; P < NP; ++P) {
-      Tol[P] = makeBuf(DT::F64, K.Params[P].K == Kind::Scalar
-                                     ? 0
-                                     : product(C.Ext[P]));
+      Tol[P] = makeBuf(DT::F64,
+                       K.Params[P].K == Kind::Scalar ? 0 : product(C.Ext[P]));
       std::memset(Tol[P].data(), 0, Tol[P].bytes());
       AT.S[P].Ptr = Tol[P].data();
     }
@@ -738,14 +882,29 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
     return true;
   };
 
+  if (Dump) {
+    if (!EErr.empty())
+      Dump->error("eager", EErr);
+    else if (shadow()) {
+      Dump->outputs("eager", EB);
+      Dump->bounds(Tol);
+    }
+  }
+
   auto check = [&](const char *Backend, const std::string &Err,
                    std::vector<Buf> &Got, const std::vector<Buf> &Before) {
+    if (Dump) {
+      if (Err.empty())
+        Dump->outputs(Backend, Got);
+      else
+        Dump->error(Backend, Err);
+    }
     // Nothing is written outside the refs.
     for (size_t P = 0; P < NP; ++P)
       if (K.Params[P].K != Kind::Scalar && !Got[P].guardsIntact()) {
         fail(K, C, Backend, "out-of-bounds-write",
-             std::string("bytes next to ") + K.Params[P].Name +
-                 " changed" + (Err.empty() ? "" : "; " + Err));
+             std::string("bytes next to ") + K.Params[P].Name + " changed" +
+                 (Err.empty() ? "" : "; " + Err));
         return;
       }
     // In refs are never written.
@@ -816,6 +975,7 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
       pk::shim::set_schedule(pk::shim::Schedule::Random, Seed);
     else
       pk::shim::set_schedule(pk::shim::Schedule::Forward);
+    pk::shim::set_switch_budget(uint64_t(O.CudaMaxSwitches));
     const pk::shim::Stats S0 = pk::shim::stats();
 #endif
     std::vector<Buf> GB = initFor(false);
@@ -835,6 +995,18 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
     }
 #ifdef PK_CUDA_SHIM
     const pk::shim::Stats S1 = pk::shim::stats();
+    pk::shim::set_switch_budget(0);
+    if (S1.BlocksOverBudget != S0.BlocksOverBudget) {
+      // the run stopped part way: its outputs are incomplete
+      if (O.Verbose)
+        std::printf("FZ-SKIP batch=%s kernel=%s case=%d backend=cuda: over "
+                    "the shim's budget of %" PRId64 " fiber switches\n",
+                    B.Name, K.Name, C.Index, O.CudaMaxSwitches);
+      if (!GErr.empty())
+        pk::shim::reset();
+      ++St.Skipped;
+      return;
+    }
     if (S1.Errors != S0.Errors && GErr.empty())
       GErr = "error: shim: " + pk::shim::last_error_message();
     if (S1.UndefinedShuffleReads != S0.UndefinedShuffleReads && GErr.empty())
@@ -857,9 +1029,8 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
 int Driver::run() {
   const auto T0 = std::chrono::steady_clock::now();
   for (const fz::Kernel &K : B.Kernels) {
-    if (!O.Kernels.empty() &&
-        std::find(O.Kernels.begin(), O.Kernels.end(), K.Name) ==
-            O.Kernels.end())
+    if (!O.Kernels.empty() && std::find(O.Kernels.begin(), O.Kernels.end(),
+                                        K.Name) == O.Kernels.end())
       continue;
     ++St.Kernels;
     const auto K0 = std::chrono::steady_clock::now();
@@ -872,22 +1043,20 @@ int Driver::run() {
                       std::chrono::steady_clock::now() - K0)
                       .count());
   }
-  const double Secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - T0)
-                          .count();
+  const double Secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - T0)
+          .count();
   std::printf("FZ-SUMMARY batch=%s kernels=%" PRId64 " cases=%" PRId64
               " cpu=%" PRId64 " cuda=%" PRId64 " cuda_skipped=%" PRId64
               " both_raised=%" PRId64 " limitations=%" PRId64
               " elements=%" PRId64 " exact_elements=%" PRId64
-              " bounded_elements=%" PRId64 " loose=%" PRId64
-              " vacuous=%" PRId64 " float_checks=%" PRId64
-              " loose_checks=%" PRId64 " suspicious=%" PRId64
-              " failures=%" PRId64 " seconds=%.1f\n",
+              " bounded_elements=%" PRId64 " loose=%" PRId64 " vacuous=%" PRId64
+              " float_checks=%" PRId64 " loose_checks=%" PRId64
+              " suspicious=%" PRId64 " failures=%" PRId64 " seconds=%.1f\n",
               B.Name, St.Kernels, St.Cases, St.Compared, St.CudaCompared,
               St.Skipped, St.BothRaised, St.Limitations, St.Elements,
               St.ExactElements, St.Bounded, St.Loose, St.Vacuous,
-              St.FloatChecks, St.LooseChecks, St.Suspicious, St.Failures,
-              Secs);
+              St.FloatChecks, St.LooseChecks, St.Suspicious, St.Failures, Secs);
   // A batch whose checks could not fail, or whose kernels mostly did not
   // run compiled, passes nothing: fail it (docs/fuzzing.md, "Caps").
   bool Capped = false;
@@ -913,7 +1082,9 @@ void usage() {
       stderr,
       "usage: <batch> [--cases N] [--first-case N] [--case N] [--kernel K]...\n"
       "               [--cpu-only] [--cuda-only] [--data-seed S]\n"
-      "               [--max-elems N] [--cuda-max-elems N] [--verbose]\n"
+      "               [--max-elems N] [--cuda-max-elems N] "
+      "[--cuda-max-switches N]\n"
+      "               [--dump DIR] [--dump-max-elems N] [--verbose]\n"
       "               [--max-loose F] [--max-limitations F]\n"
       "               [--list]\n");
 }
@@ -950,6 +1121,12 @@ int main(int Argc, char **Argv) {
       O.MaxElems = std::stoll(Next());
     else if (A == "--cuda-max-elems")
       O.CudaMaxElems = std::stoll(Next());
+    else if (A == "--dump")
+      O.DumpDir = Next();
+    else if (A == "--dump-max-elems")
+      O.DumpMaxElems = std::stoll(Next());
+    else if (A == "--cuda-max-switches")
+      O.CudaMaxSwitches = std::stoll(Next());
     else if (A == "--verbose")
       O.Verbose = true;
     else if (A == "--max-loose")
@@ -972,6 +1149,11 @@ int main(int Argc, char **Argv) {
     for (const fz::Kernel &K : B.Kernels)
       std::printf("%s %s %s\n", K.Name, K.Policy, K.Cuda ? "cuda" : "");
     return 0;
+  }
+  if (!O.DumpDir.empty()) {
+    // the dumps of this run only (numpy_oracle.py reads every case there)
+    std::filesystem::remove_all(O.DumpDir);
+    std::filesystem::create_directories(O.DumpDir);
   }
   Driver D(B, O);
   return D.run();

@@ -65,9 +65,20 @@ struct Stats {
   /// set (NaN for floats) and counts it here.
   uint64_t UndefinedShuffleReads = 0;
   uint64_t Errors = 0; ///< launches that ended in an error (deadlock, UB)
+  /// Blocks not run because the fiber-switch budget was spent (below).
+  uint64_t BlocksOverBudget = 0;
 };
 Stats stats();
 void reset_stats();
+
+/// A cap on the work of the launches to come, for callers that would rather
+/// skip a run than wait for it (the fuzz driver): once `Switches` fiber
+/// switches have been made since this call, every launch runs none of its
+/// remaining blocks and counts them in Stats::BlocksOverBudget; the outputs
+/// are then incomplete. The cap is reached or not the same way on every run
+/// of the same launches (one worker, a fixed schedule). 0: no cap (the
+/// default).
+void set_switch_budget(uint64_t Switches);
 
 /// The full text of the last error the shim recorded (a refused launch, a
 /// deadlock, a misuse of a collective), or "" when none. The same text is
