@@ -305,7 +305,8 @@ struct Buf {
   }
 };
 
-/// Writes `N` elements at `Data` as a NumPy .npy file (format 1.0).
+/// Writes the array at `Data` (row-major, `Shape`) as a NumPy .npy file
+/// (format 1.0).
 void writeNpy(const std::string &Path, DT T, const std::vector<int64_t> &Shape,
               const void *Data) {
   static const char *Descr[] = {"<f4", "<f8", "<i4", "<i8", "|b1"};
