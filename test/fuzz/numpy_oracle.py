@@ -108,14 +108,9 @@ class Checker:
         if got.dtype.kind != 'f':
             bad = np.flatnonzero(got.astype(ref.dtype) != ref)
             self.stats['exact_elements'] += got.size
-            if bad.size:
-                i = bad[0]
-                self.report(case, 'numpy-mismatch',
-                            '%s %s: %d of %d elements differ; first at %s: '
-                            'got %r, NumPy %r' % (
-                                backend, name, bad.size, got.size,
-                                np.unravel_index(i, got.shape),
-                                got.flat[i].item(), ref.flat[i].item()))
+            self.mismatch(case, backend, name, bad, got.shape,
+                          lambda i: 'got %r, NumPy %r' % (
+                              got.flat[i].item(), ref.flat[i].item()))
             return
         g = got.astype(np.float64).ravel()
         r = ref.astype(np.float64).ravel()
@@ -132,15 +127,20 @@ class Checker:
         with np.errstate(all='ignore'):
             err = np.abs(g - r)
         bad |= bounded & ~(err <= self.margin * t)
-        idx = np.flatnonzero(bad)
-        if idx.size:
-            i = idx[0]
+        self.mismatch(case, backend, name, np.flatnonzero(bad), got.shape,
+                      lambda i: 'got %r, NumPy %r, bound %r (x%g)' % (
+                          g[i], r[i], t[i], self.margin))
+
+    def mismatch(self, case, backend, name, bad, shape, describe):
+        """Reports the elements (flat indices `bad`) of an output that
+        disagree with the twin: how many, and the first one described."""
+        if bad.size:
+            n = int(np.prod(shape))
             self.report(case, 'numpy-mismatch',
-                        '%s %s: %d of %d elements off; first at %s: got %r, '
-                        'NumPy %r, bound %r (x%g)' % (
-                            backend, name, idx.size, g.size,
-                            np.unravel_index(i, got.shape), g[i], r[i], t[i],
-                            self.margin))
+                        '%s %s: %d of %d elements differ; first at %s: %s' % (
+                            backend, name, bad.size, n,
+                            np.unravel_index(bad[0], shape),
+                            describe(bad[0])))
 
 
 def main(argv):
