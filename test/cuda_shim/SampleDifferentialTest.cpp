@@ -53,6 +53,7 @@
 // Then the entry guards: wrong shapes raise pk::ShapeError from the CUDA
 // launcher before any launch (the output buffer keeps its contents).
 #include "common/sample.h"
+#include "oracle_dump.h"
 
 #include <pk/pk.h>
 
@@ -282,10 +283,63 @@ void expect_within(const std::vector<float> &E, const std::vector<float> &C,
     std::printf("%-60s %.3g of the tolerance\n", What.c_str(), Worst);
 }
 
-void expect_exact(const std::vector<float> &E, const std::vector<float> &C,
-                  const std::string &What) {
-  expect_within(E, C, std::vector<double>(E.size(), 0.0), What);
-}
+//===----------------------------------------------------------------------===//
+// Cases, and the NumPy oracle's dump.
+//===----------------------------------------------------------------------===//
+
+/// One kernel call on one shape. Each output has the eager result (the
+/// reference) and the bound B against the exact result; every other version
+/// (compiled CPU, CUDA in each schedule) is compared with eager within 2 B.
+/// With PK_ORACLE_DUMP set, every version is also written for the NumPy
+/// oracle (oracle_dump.h), which checks each against NumPy within B.
+class KernelCase {
+public:
+  using Shape = pk_test::OracleDump::Shape;
+
+  KernelCase(const std::string &Kernel, std::string What)
+      : What(std::move(What)), Dump(Kernel, this->What) {}
+
+  KernelCase &in(const std::string &Name, const std::vector<float> &V,
+                 Shape S) {
+    Dump.in(Name, V, S);
+    return *this;
+  }
+  KernelCase &scalar(const std::string &Name, double V) {
+    Dump.scalar(Name, V);
+    return *this;
+  }
+  /// Output `Name`: eager's result `E` and its bound `B` against the exact
+  /// result (empty: 0, the other versions must equal eager bit for bit).
+  KernelCase &out(const std::string &Name, std::vector<float> E,
+                  std::vector<double> B, Shape S) {
+    if (B.empty())
+      B.assign(E.size(), 0.0);
+    Dump.out(Name, S, B).result(Name, "eager", E);
+    Outputs.push_back({Name, std::move(E), std::move(B)});
+    return *this;
+  }
+  /// Version `Version`'s result for output `Name`: within 2 B of eager.
+  void check(const std::string &Name, const std::vector<float> &Got,
+             const std::string &Version) {
+    for (const Output &O : Outputs)
+      if (O.Name == Name) {
+        expect_within(O.Eager, Got, O.Bound, What + " " + Version + " " + Name);
+        Dump.result(Name, Version, Got);
+        return;
+      }
+    throw std::logic_error(What + ": no output " + Name);
+  }
+
+private:
+  struct Output {
+    std::string Name;
+    std::vector<float> Eager;
+    std::vector<double> Bound;
+  };
+  std::string What;
+  pk_test::OracleDump Dump;
+  std::vector<Output> Outputs;
+};
 
 //===----------------------------------------------------------------------===//
 // Elementwise samples.
@@ -302,13 +356,14 @@ TEST_F(Fma, AllSizes) {
     std::vector<double> B(N);
     for (int64_t I = 0; I < N; ++I)
       B[I] = 3 * U * (std::fabs(double(A[I]) * Bv[I]) + std::fabs(E[I]));
-    const std::string What = "fma N=" + std::to_string(N);
-    expect_within(E, P, B, What + " cpu");
+    KernelCase K("fma", "fma N=" + std::to_string(N));
+    K.in("a", A, {N}).in("b", Bv, {N}).in("c", Cv, {N}).out("o", E, B, {N});
+    K.check("o", P, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DA(A), DB(Bv), DC(Cv), DO(N);
       pk::cuda::fma({DA.get(), {N}}, {DB.get(), {N}}, {DC.get(), {N}},
                     {DO.get(), {N}});
-      expect_within(E, DO.host(), B, What + " cuda " + S);
+      K.check("o", DO.host(), "cuda " + S);
     });
   }
 }
@@ -326,12 +381,14 @@ TEST_F(Axpby, AllSizes) {
       B[I] =
           4 * U *
           (std::fabs(Alpha * X[I]) + std::fabs(Beta * Y[I]) + std::fabs(E[I]));
-    const std::string What = "axpby N=" + std::to_string(N);
-    expect_within(E, P, B, What + " cpu");
+    KernelCase K("axpby", "axpby N=" + std::to_string(N));
+    K.scalar("alpha", Alpha).scalar("beta", Beta);
+    K.in("x", X, {N}).in("y", Y, {N}).out("y", E, B, {N});
+    K.check("y", P, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DY(Y);
       pk::cuda::axpby(Alpha, {DX.get(), {N}}, Beta, {DY.get(), {N}});
-      expect_within(E, DY.host(), B, What + " cuda " + S);
+      K.check("y", DY.host(), "cuda " + S);
     });
   }
 }
@@ -346,11 +403,13 @@ TEST_F(Gelu, AllSizesAndSpecialValues) {
     std::vector<double> B(N);
     for (int64_t I = 0; I < N; ++I)
       B[I] = 8 * U * std::fabs(X[I]) + 4 * U * std::fabs(E[I]);
-    expect_within(E, P, B, What + " cpu");
+    KernelCase K("gelu", What);
+    K.in("x", X, {N}).out("y", E, B, {N});
+    K.check("y", P, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DY(N);
       pk::cuda::gelu({DX.get(), {N}}, {DY.get(), {N}});
-      expect_within(E, DY.host(), B, What + " cuda " + S);
+      K.check("y", DY.host(), "cuda " + S);
     });
   };
   for (int64_t N : Sizes)
@@ -367,12 +426,13 @@ TEST_F(ReluWhere, AllSizes) {
     std::vector<float> E(N), P(N);
     eager::relu_where(X, E);
     relu_where(X, P);
-    const std::string What = "relu_where N=" + std::to_string(N);
-    expect_exact(E, P, What + " cpu");
+    KernelCase K("relu_where", "relu_where N=" + std::to_string(N));
+    K.in("x", X, {N}).out("y", E, {}, {N});
+    K.check("y", P, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DY(N);
       pk::cuda::relu_where({DX.get(), {N}}, {DY.get(), {N}});
-      expect_exact(E, DY.host(), What + " cuda " + S);
+      K.check("y", DY.host(), "cuda " + S);
     });
   }
 }
@@ -410,17 +470,21 @@ TEST_F(AdamStep, AllSizes) {
                            3 * U * std::fabs(Step);
       BP[I] = DStep + U * (std::fabs(P0[I]) + std::fabs(PE[I]));
     }
-    const std::string What = "adam_step N=" + std::to_string(N);
-    expect_within(ME, MC, BM, What + " cpu m");
-    expect_within(VE, VC, BV, What + " cpu v");
-    expect_within(PE, PC, BP, What + " cpu p");
+    KernelCase K("adam_step", "adam_step N=" + std::to_string(N));
+    K.scalar("lr", Lr).scalar("beta1", B1).scalar("beta2", B2);
+    K.scalar("eps", Eps).scalar("bias1", Bias1).scalar("bias2", Bias2);
+    K.in("p", P0, {N}).in("m", M0, {N}).in("v", V0, {N}).in("g", G, {N});
+    K.out("m", ME, BM, {N}).out("v", VE, BV, {N}).out("p", PE, BP, {N});
+    K.check("m", MC, "cpu");
+    K.check("v", VC, "cpu");
+    K.check("p", PC, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DP(P0), DM(M0), DV(V0), DG(G);
       pk::cuda::adam_step({DP.get(), {N}}, {DM.get(), {N}}, {DV.get(), {N}},
                           {DG.get(), {N}}, Lr, B1, B2, Eps, Bias1, Bias2);
-      expect_within(ME, DM.host(), BM, What + " cuda m " + S);
-      expect_within(VE, DV.host(), BV, What + " cuda v " + S);
-      expect_within(PE, DP.host(), BP, What + " cuda p " + S);
+      K.check("m", DM.host(), "cuda " + S);
+      K.check("v", DV.host(), "cuda " + S);
+      K.check("p", DP.host(), "cuda " + S);
     });
   }
 }
@@ -435,12 +499,14 @@ TEST_F(BroadcastBias, ShapesAndRunTimeBroadcasts) {
     const std::string What = shape_name("broadcast_bias", T, D) + " x[" +
                              std::to_string(XT) + "] b[" + std::to_string(BD) +
                              "]";
-    expect_exact(E, P, What + " cpu");
+    KernelCase K("broadcast_bias", What);
+    K.in("x", X, {XT, D}).in("b", Bv, {BD}).out("y", E, {}, {T, D});
+    K.check("y", P, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DB(Bv), DY(T * D);
       pk::cuda::broadcast_bias({DX.get(), {XT, D}}, {DB.get(), {BD}},
                                {DY.get(), {T, D}});
-      expect_exact(E, DY.host(), What + " cuda " + S);
+      K.check("y", DY.host(), "cuda " + S);
     });
   };
   for (auto [T, D] : Shapes)
@@ -514,12 +580,14 @@ TEST_F(Rmsnorm, Shapes) {
       const auto B = rmsnorm_bound(E, T, D, Exact);
       const std::string What =
           shape_name("rmsnorm", T, D) + (Exact ? " exact" : "");
-      expect_within(E, C, B, What + " cpu");
+      KernelCase K("rmsnorm", What);
+      K.scalar("eps", 1e-6f).in("x", X, {T, D}).in("w", W, {D});
+      K.out("y", E, B, {T, D}).check("y", C, "cpu");
       for_each_schedule([&](const std::string &S) {
         Dev DX(X), DW(W), DY(T * D);
         pk::cuda::rmsnorm({DX.get(), {T, D}}, {DW.get(), {D}},
                           {DY.get(), {T, D}}, 1e-6f);
-        expect_within(E, DY.host(), B, What + " cuda " + S);
+        K.check("y", DY.host(), "cuda " + S);
       });
     }
 }
@@ -542,14 +610,17 @@ TEST_F(AddRmsnorm, Shapes) {
       const auto B = rmsnorm_bound(E, T, D, Exact);
       const std::string What =
           shape_name("add_rmsnorm", T, D) + (Exact ? " exact" : "");
-      expect_exact(HE, HC, What + " cpu h");
-      expect_within(E, C, B, What + " cpu y");
+      KernelCase K("add_rmsnorm", What);
+      K.scalar("eps", 1e-6f).in("h", H0, {T, D}).in("x", X, {T, D});
+      K.in("w", W, {D}).out("h", HE, {}, {T, D}).out("y", E, B, {T, D});
+      K.check("h", HC, "cpu");
+      K.check("y", C, "cpu");
       for_each_schedule([&](const std::string &S) {
         Dev DH(H0), DX(X), DW(W), DY(T * D);
         pk::cuda::add_rmsnorm({DH.get(), {T, D}}, {DX.get(), {T, D}},
                               {DW.get(), {D}}, {DY.get(), {T, D}}, 1e-6f);
-        expect_exact(HE, DH.host(), What + " cuda h " + S);
-        expect_within(E, DY.host(), B, What + " cuda y " + S);
+        K.check("h", DH.host(), "cuda " + S);
+        K.check("y", DY.host(), "cuda " + S);
       });
     }
 }
@@ -576,11 +647,12 @@ TEST_F(Softmax, ShapesAndSpecialValues) {
     eager::softmax({X.data(), {T, D}}, {E.data(), {T, D}});
     softmax({X.data(), {T, D}}, {C.data(), {T, D}});
     const auto B = softmax_bound(X, E, T, D, false);
-    expect_within(E, C, B, What + " cpu");
+    KernelCase K("softmax", What);
+    K.in("x", X, {T, D}).out("y", E, B, {T, D}).check("y", C, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DY(T * D);
       pk::cuda::softmax({DX.get(), {T, D}}, {DY.get(), {T, D}});
-      expect_within(E, DY.host(), B, What + " cuda " + S);
+      K.check("y", DY.host(), "cuda " + S);
     });
   };
   for (auto [T, D] : Shapes)
@@ -598,12 +670,13 @@ TEST_F(CausalSoftmax, Shapes) {
     eager::causal_softmax({X.data(), {T, D}}, {E.data(), {T, D}});
     causal_softmax({X.data(), {T, D}}, {C.data(), {T, D}});
     const auto B = softmax_bound(X, E, T, D, true);
-    const std::string What = shape_name("causal_softmax", T, D);
-    expect_within(E, C, B, What + " cpu");
+    KernelCase K("causal_softmax", shape_name("causal_softmax", T, D));
+    K.in("scores", X, {T, D}).out("probs", E, B, {T, D});
+    K.check("probs", C, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DY(T * D);
       pk::cuda::causal_softmax({DX.get(), {T, D}}, {DY.get(), {T, D}});
-      expect_within(E, DY.host(), B, What + " cuda " + S);
+      K.check("probs", DY.host(), "cuda " + S);
     });
   }
 }
@@ -625,12 +698,12 @@ TEST_F(Logsumexp, Shapes) {
       B[I] = (D + 2) * U + Fn + U * R[I].MaxAbsShift + Fn * std::fabs(LogS) +
              U * std::fabs(E[I]);
     }
-    const std::string What = shape_name("logsumexp", T, D);
-    expect_within(E, C, B, What + " cpu");
+    KernelCase K("logsumexp", shape_name("logsumexp", T, D));
+    K.in("x", X, {T, D}).out("out", E, B, {T}).check("out", C, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DO(T);
       pk::cuda::logsumexp({DX.get(), {T, D}}, {DO.get(), {T}});
-      expect_within(E, DO.host(), B, What + " cuda " + S);
+      K.check("out", DO.host(), "cuda " + S);
     });
   }
 }
@@ -671,18 +744,21 @@ TEST_F(Layernorm, Shapes) {
                         2 * U * Dj * Rstd * Wj + U * std::fabs(E[I * D + J]);
       }
     }
-    const std::string What = shape_name("layernorm", T, D);
-    expect_within(E, C, BO, What + " cpu out");
-    expect_within(ME, MC, BM, What + " cpu mean");
-    expect_within(RE, RC, BR, What + " cpu rstd");
+    KernelCase K("layernorm", shape_name("layernorm", T, D));
+    K.scalar("eps", Eps).in("x", X, {T, D}).in("w", W, {D}).in("b", Bv, {D});
+    K.out("out", E, BO, {T, D}).out("mean_out", ME, BM, {T});
+    K.out("rstd_out", RE, BR, {T});
+    K.check("out", C, "cpu");
+    K.check("mean_out", MC, "cpu");
+    K.check("rstd_out", RC, "cpu");
     for_each_schedule([&](const std::string &S) {
       Dev DX(X), DW(W), DB(Bv), DO(T * D), DM(T), DR(T);
       pk::cuda::layernorm({DX.get(), {T, D}}, {DW.get(), {D}}, {DB.get(), {D}},
                           {DO.get(), {T, D}}, {DM.get(), {T}}, {DR.get(), {T}},
                           Eps);
-      expect_within(E, DO.host(), BO, What + " cuda out " + S);
-      expect_within(ME, DM.host(), BM, What + " cuda mean " + S);
-      expect_within(RE, DR.host(), BR, What + " cuda rstd " + S);
+      K.check("out", DO.host(), "cuda " + S);
+      K.check("mean_out", DM.host(), "cuda " + S);
+      K.check("rstd_out", DR.host(), "cuda " + S);
     });
   }
 }
@@ -710,11 +786,12 @@ TEST_F(ColumnMean, ShapesIncludingZeroRows) {
       }
       const std::string What =
           shape_name("column_mean", T, D) + (Exact ? " exact" : "");
-      expect_within(E, C, B, What + " cpu");
+      KernelCase K("column_mean", What);
+      K.in("x", X, {T, D}).out("m", E, B, {D}).check("m", C, "cpu");
       for_each_schedule([&](const std::string &S) {
         Dev DX(X), DM(D);
         pk::cuda::column_mean({DX.get(), {T, D}}, {DM.get(), {D}});
-        expect_within(E, DM.host(), B, What + " cuda " + S);
+        K.check("m", DM.host(), "cuda " + S);
       });
     }
 }
@@ -737,11 +814,12 @@ TEST_F(SumAll, ShapesAndEmpty) {
       const std::vector<double> B = {Exact ? 0 : (T * D + 1) * U * SumAbs};
       const std::string What =
           shape_name("sum_all", T, D) + (Exact ? " exact" : "");
-      expect_within(E, C, B, What + " cpu");
+      KernelCase K("sum_all", What);
+      K.in("x", X, {T, D}).out("total", E, B, {}).check("total", C, "cpu");
       for_each_schedule([&](const std::string &S) {
         Dev DX(X), DT(1);
         pk::cuda::sum_all({DX.get(), {T, D}}, {DT.get(), {}});
-        expect_within(E, DT.host(), B, What + " cuda " + S);
+        K.check("total", DT.host(), "cuda " + S);
       });
     }
 }

@@ -8,6 +8,7 @@
 // attention_causal: 2e-5 + 2e-6 (T + d), samples/attention_causal/main.cpp
 // says why (outputs are convex combinations of v rows).
 #include "common/sample.h"
+#include "oracle_dump.h"
 
 #include <pk/pk.h>
 
@@ -64,12 +65,22 @@ TEST(MatmulSamples, SgemmAndLinearBiasGelu) {
                      {E.data(), {M, N}});
         sgemm({A.data(), {M, K}}, {B.data(), {K, N}}, {C.data(), {M, N}});
         expectClose(E, C, K, "sgemm " + D);
+        {
+          pk_test::OracleDump O("sgemm", "sgemm " + D);
+          O.in("a", A, {M, K}).in("b", B, {K, N}).out("c", {M, N});
+          O.result("c", "eager", E);
+          O.result("c", "cpu", C);
+        }
         eager::linear_bias_gelu({A.data(), {M, K}}, {W.data(), {N, K}},
                                 {Bias.data(), {N}}, {E.data(), {M, N}});
         C.assign(M * N, NAN);
         linear_bias_gelu({A.data(), {M, K}}, {W.data(), {N, K}},
                          {Bias.data(), {N}}, {C.data(), {M, N}});
         expectClose(E, C, K, "linear_bias_gelu " + D);
+        pk_test::OracleDump O("linear_bias_gelu", "linear_bias_gelu " + D);
+        O.in("x", A, {M, K}).in("w", W, {N, K}).in("b", Bias, {N});
+        O.out("y", {M, N}).result("y", "eager", E);
+        O.result("y", "cpu", C);
       }
 }
 
@@ -88,6 +99,12 @@ TEST(MatmulSamples, BatchedMatmul) {
           batched_matmul({A.data(), {Bt, M, K}}, {B.data(), {Bt, K, N}},
                          {C.data(), {Bt, M, N}});
           expectClose(E, C, K, "batched_matmul " + D);
+          {
+            pk_test::OracleDump O("batched_matmul", "batched_matmul " + D);
+            O.in("a", A, {Bt, M, K}).in("b", B, {Bt, K, N});
+            O.out("c", {Bt, M, N}).result("c", "eager", E);
+            O.result("c", "cpu", C);
+          }
           eager::batched_matmul_shared({A.data(), {Bt, M, K}},
                                        {W.data(), {K, N}},
                                        {E.data(), {Bt, M, N}});
@@ -95,6 +112,11 @@ TEST(MatmulSamples, BatchedMatmul) {
           batched_matmul_shared({A.data(), {Bt, M, K}}, {W.data(), {K, N}},
                                 {C.data(), {Bt, M, N}});
           expectClose(E, C, K, "batched_matmul_shared " + D);
+          pk_test::OracleDump O("batched_matmul_shared",
+                                "batched_matmul_shared " + D);
+          O.in("a", A, {Bt, M, K}).in("w", W, {K, N});
+          O.out("c", {Bt, M, N}).result("c", "eager", E);
+          O.result("c", "cpu", C);
         }
 }
 
@@ -121,6 +143,11 @@ TEST(MatmulSamples, AttentionCausal) {
                          {V.data(), {H, T, D}}, {C.data(), {H, T, D}}, Scale);
         expectWithin(E, C, 2e-5 + 2e-6 * double(T + D),
                      "attention_causal " + Desc);
+        pk_test::OracleDump O("attention_causal", "attention_causal " + Desc);
+        O.in("q", Q, {H, T, D}).in("k", K, {H, T, D}).in("v", V, {H, T, D});
+        O.scalar("scale", Scale).out("o", {H, T, D});
+        O.result("o", "eager", E);
+        O.result("o", "cpu", C);
         // Row 0 of every head attends to key 0 only: o = v[h, 0, :] exactly
         // up to rounding, whatever the scores.
         for (int64_t Hd = 0; Hd < H; ++Hd)

@@ -7,6 +7,7 @@
 // errors add up through the next product (worst case, every term of one
 // sign).
 #include "common/sample.h"
+#include "oracle_dump.h"
 
 #include <pk/pk.h>
 
@@ -89,6 +90,11 @@ TEST(ProgramSamples, Mlp) {
       // and rounds F + 1 terms of size <= 3.2 (2^-24 each).
       expectClose(E, C, double(F) * (3.2e-6 + 3.2 * 6e-8) + 1e-6,
                   "mlp " + dims({T, F}));
+      pk_test::OracleDump O("mlp", "mlp " + dims({T, F}));
+      O.in("x", X, {T, D}).in("w1", W1, {F, D}).in("b1", B1, {F});
+      O.in("w2", W2, {D, F}).in("b2", B2, {D}).out("y", {T, D});
+      O.result("y", "eager", E);
+      O.result("y", "cpu", C);
     }
 }
 
@@ -109,6 +115,11 @@ TEST(ProgramSamples, SwigluMlp) {
       // sigmoid): <= 1e-6 * 4.6; y sums F of them plus its own rounding.
       expectClose(E, C, double(F) * (4.6e-6 + 4.6 * 6e-8) + 1e-6,
                   "swiglu_mlp " + dims({T, F}));
+      pk_test::OracleDump O("swiglu_mlp", "swiglu_mlp " + dims({T, F}));
+      O.in("x", X, {T, D}).in("w_gate", Wg, {F, D}).in("w_up", Wu, {F, D});
+      O.in("w_down", Wd, {D, F}).out("y", {T, D});
+      O.result("y", "eager", E);
+      O.result("y", "cpu", C);
     }
 }
 
@@ -130,6 +141,12 @@ TEST(ProgramSamples, RmsnormLinear) {
         double Sq = std::sqrt(double(D));
         expectClose(E, C, double(D) * Sq * (2e-6 + 6e-8) + 1e-6,
                     "rmsnorm_linear " + dims({T, D, N}));
+        pk_test::OracleDump O("rmsnorm_linear",
+                              "rmsnorm_linear " + dims({T, D, N}));
+        O.in("x", X, {T, D}).in("g", G, {D}).in("w", W, {N, D});
+        O.scalar("eps", 1e-5f).out("y", {T, N});
+        O.result("y", "eager", E);
+        O.result("y", "cpu", C);
       }
 }
 
@@ -161,6 +178,14 @@ TEST(ProgramSamples, AttentionProbs) {
       double ErrP = 2e-6 + double(T) * 6e-8;
       expectClose(EP, CP, ErrP, "p " + dims({T, D}));
       expectClose(EO, CO, double(T) * ErrP + 1e-6, "o " + dims({T, D}));
+      pk_test::OracleDump O("attention_probs",
+                            "attention_probs " + dims({T, D}));
+      O.in("q", Q, {H, T, D}).in("k", K, {H, T, D}).in("v", V, {H, T, D});
+      O.scalar("scale", Scale).out("p", {H, T, T}).out("o", {H, T, D});
+      O.result("p", "eager", EP);
+      O.result("p", "cpu", CP);
+      O.result("o", "eager", EO);
+      O.result("o", "cpu", CO);
     }
 }
 
@@ -187,6 +212,18 @@ TEST(ProgramSamples, LayernormBackward) {
       expectClose(EB, CB, 0, "dbias " + dims({N, C}));
       expectClose(EW, CW, 0, "dweight " + dims({N, C}));
       expectClose(ED, CD, 2.4e-6, "dinp " + dims({N, C}));
+      pk_test::OracleDump O("layernorm_backward",
+                            "layernorm_backward " + dims({N, C}));
+      O.in("dinp", Dinp0, {N, C}).in("dweight", Dw0, {C}).in("dbias", Db0, {C});
+      O.in("dout", Dout, {N, C}).in("inp", Inp, {N, C}).in("weight", W, {C});
+      O.in("mean_", Mean, {N}).in("rstd", Rstd, {N});
+      O.out("dinp", {N, C}).out("dweight", {C}).out("dbias", {C});
+      O.result("dinp", "eager", ED);
+      O.result("dinp", "cpu", CD);
+      O.result("dweight", "eager", EW);
+      O.result("dweight", "cpu", CW);
+      O.result("dbias", "eager", EB);
+      O.result("dbias", "cpu", CB);
     }
 }
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ExactData.h"
+#include "oracle_dump.h"
 
 #include <pk/pk.h>
 
@@ -58,6 +59,10 @@ TEST(ViewSamples, Embedding) {
         embedding({Table.data(), {V, D}}, {Ids.data(), {T}},
                   {O.data(), {T, D}});
         expectSame(E, O, "embedding " + dims({V, D, T}));
+        pk_test::OracleDump Dump("embedding", "embedding " + dims({V, D, T}));
+        Dump.in("table", Table, {V, D}).in("ids", Ids, {T}).out("x", {T, D});
+        Dump.result("x", "eager", E);
+        Dump.result("x", "cpu", O);
       }
 }
 
@@ -75,6 +80,14 @@ TEST(ViewSamples, RopeBothForms) {
           for (size_t I = 0; I < E.size(); ++I)
             ASSERT_NEAR(E[I], O[I], 1e-5)
                 << "rope_half " << dims({T, H, Hs, Pos}) << " " << I;
+          {
+            pk_test::OracleDump Dump("rope_half",
+                                     "rope_half " + dims({T, H, Hs, Pos}));
+            Dump.in("x", X, {T, H, Hs}).scalar("pos", double(Pos));
+            Dump.scalar("theta", 10000.0f).out("y", {T, H, Hs});
+            Dump.result("y", "eager", E);
+            Dump.result("y", "cpu", O);
+          }
           std::vector<float> EI(T * H * Hs), OI = poisoned(T * H * Hs);
           eager::rope_interleaved({X.data(), {T, H * Hs}},
                                   {EI.data(), {T, H * Hs}}, Pos, H, 10000.0f);
@@ -83,6 +96,12 @@ TEST(ViewSamples, RopeBothForms) {
           for (size_t I = 0; I < EI.size(); ++I)
             ASSERT_NEAR(EI[I], OI[I], 1e-5)
                 << "rope_interleaved " << dims({T, H, Hs, Pos}) << " " << I;
+          pk_test::OracleDump Dump("rope_interleaved",
+                                   "rope_interleaved " + dims({T, H, Hs, Pos}));
+          Dump.in("x", X, {T, H * Hs}).scalar("pos", double(Pos));
+          Dump.scalar("heads", double(H)).scalar("theta", 10000.0f);
+          Dump.out("y", {T, H * Hs}).result("y", "eager", EI);
+          Dump.result("y", "cpu", OI);
         }
 }
 
@@ -112,6 +131,20 @@ TEST(ViewSamples, KvCacheAttention) {
               ASSERT_NEAR(E[I], O[I], Atol) << "o " << What << " " << I;
             expectSame(EK, CK, "key_cache " + What);
             expectSame(EV, CV, "value_cache " + What);
+            pk_test::OracleDump Dump("kv_cache_attention",
+                                     "kv_cache_attention " + What);
+            Dump.in("q", Q, {Hkv, G, T, Hs}).in("k", K, {Hkv, T, Hs});
+            Dump.in("v", V, {Hkv, T, Hs}).in("key_cache", Cache, {Hkv, L, Hs});
+            Dump.in("value_cache", Cache, {Hkv, L, Hs});
+            Dump.scalar("pos", double(Pos)).out("o", {Hkv, G, T, Hs});
+            Dump.out("key_cache", {Hkv, L, Hs})
+                .out("value_cache", {Hkv, L, Hs});
+            Dump.result("o", "eager", E);
+            Dump.result("o", "cpu", O);
+            Dump.result("key_cache", "eager", EK);
+            Dump.result("key_cache", "cpu", CK);
+            Dump.result("value_cache", "eager", EV);
+            Dump.result("value_cache", "cpu", CV);
           }
 }
 
@@ -132,6 +165,12 @@ TEST(ViewSamples, GreedyHead) {
         };
         Run(eager::greedy_head, E);
         Run(greedy_head, O);
+        pk_test::OracleDump Dump("greedy_head",
+                                 "greedy_head " + dims({B, Dim, Vocab}));
+        Dump.in("x", X, {B, Dim}).in("norm_w", W, {Dim});
+        Dump.in("embedding", Emb, {Vocab, Dim}).scalar("eps", Eps);
+        Dump.out("next", {B}).result("next", "eager", E);
+        Dump.result("next", "cpu", O);
         for (int64_t R = 0; R < B; ++R) {
           if (E[R] == O[R])
             continue;

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fuzz_harness.h"
+#include "npy.h"
 
 #include <algorithm>
 #include <chrono>
@@ -305,52 +306,14 @@ struct Buf {
   }
 };
 
-/// Writes the array at `Data` (row-major, `Shape`) as a NumPy .npy file
-/// (format 1.0).
+/// Writes the array at `Data` (row-major, `Shape`) as a NumPy .npy file.
 void writeNpy(const std::string &Path, DT T, const std::vector<int64_t> &Shape,
               const void *Data) {
   static const char *Descr[] = {"<f4", "<f8", "<i4", "<i8", "|b1"};
-  std::string Dims;
-  for (int64_t E : Shape)
-    Dims += std::to_string(E) + (Shape.size() == 1 ? "," : ", ");
-  if (Shape.size() > 1)
-    Dims.resize(Dims.size() - 2);
-  std::string H = std::string("{'descr': '") + Descr[int(T)] +
-                  "', 'fortran_order': False, 'shape': (" + Dims + "), }";
-  // magic (6), version (2), header length (2), header, '\n': a multiple
-  // of 64 bytes
-  H.append((64 - (10 + H.size() + 1) % 64) % 64, ' ');
-  H += '\n';
-  int64_t N = 1;
-  for (int64_t E : Shape)
-    N *= E;
-  std::ofstream F(Path, std::ios::binary);
-  F.write("\x93NUMPY\x01\x00", 8);
-  const unsigned char Len[2] = {static_cast<unsigned char>(H.size() & 0xFF),
-                                static_cast<unsigned char>(H.size() >> 8)};
-  F.write(reinterpret_cast<const char *>(Len), 2);
-  F.write(H.data(), std::streamsize(H.size()));
-  F.write(static_cast<const char *>(Data), std::streamsize(N * elemSize(T)));
-  if (!F)
-    throw std::runtime_error("cannot write " + Path);
+  pk_test::writeNpy(Path, Descr[int(T)], elemSize(T), Shape, Data);
 }
 
-std::string jsonString(const std::string &S) {
-  std::string Out = "\"";
-  for (unsigned char Ch : S) {
-    if (Ch == '"' || Ch == '\\') {
-      Out += '\\';
-      Out += char(Ch);
-    } else if (Ch < 0x20) {
-      char Esc[8];
-      std::snprintf(Esc, sizeof Esc, "\\u%04x", Ch);
-      Out += Esc;
-    } else {
-      Out += char(Ch);
-    }
-  }
-  return Out + "\"";
-}
+using pk_test::jsonString;
 
 Buf makeBuf(DT T, int64_t N, bool Misaligned = false) {
   Buf B;
