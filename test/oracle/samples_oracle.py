@@ -28,6 +28,7 @@ NumPy oracle", "The samples".
 """
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -364,7 +365,9 @@ class Checker:
         for name in case['inputs']:
             args[name] = np.load(os.path.join(cdir, 'in_%s.npy' % name))
         args.update(case['scalars'])
-        if kernel == 'broadcast_bias':
+        if 'out_shape' in inspect.signature(twin).parameters:
+            # An output's shape the inputs do not determine (a run-time
+            # broadcast into a larger output).
             args['out_shape'] = {n: tuple(o['shape'])
                                  for n, o in case['outputs'].items()}
         with np.errstate(all='ignore'), warnings.catch_warnings():
@@ -506,6 +509,77 @@ class Checker:
                       ', '.join(sorted(st['versions']))))
 
 
+def perturb(cdir, case):
+    """Changes one element of the compiled CPU result of the case's first
+    output so that it is wrong: outside the bound (by 1e-3 relative plus
+    1e-3: every bound of these tests is below that), in the last bit for a
+    bit-for-bit output, another index for an argmax. Returns what it did, or
+    None when the case has no element to change."""
+    name, out = next(iter(case['outputs'].items()))
+    file = os.path.join(cdir, out['versions']['cpu'])
+    got = np.load(file)
+    flat = got.reshape(-1)
+    if got.dtype == np.int64:  # an argmax: the row's index + 1, wrapped
+        vocab = case['inputs']['embedding'][0]
+        if flat.size == 0 or vocab < 2:
+            return None
+        flat[0] = (flat[0] + 1) % vocab
+    else:
+        finite = np.flatnonzero(np.isfinite(flat) & (flat != 0))
+        if finite.size == 0:
+            return None
+        i = finite[finite.size // 2]
+        if case['kernel'] in BIT_FOR_BIT:
+            flat[i] = np.nextafter(flat[i], np.float32(np.inf))
+        else:
+            flat[i] = flat[i] * (1 + 1e-3) + np.float32(1e-3)
+    np.save(file, got)
+    return '%s %s cpu' % (case['case'], name)
+
+
+# Kernels whose first output the self-test changes in the last bit.
+BIT_FOR_BIT = ('relu_where', 'broadcast_bias', 'embedding')
+
+
+def self_test(dump):
+    """Each kind of comparison fails on a wrong result: for one case of
+    kernels checked each way (a dumped bound, a derived bound, bit for bit,
+    an argmax), a copy of the case with one element changed must fail."""
+    import shutil
+    import tempfile
+    kinds = {'fma': 'a dumped bound', 'sgemm': 'a derived bound',
+             'broadcast_bias': 'bit for bit', 'embedding': 'bit for bit',
+             'greedy_head': 'an argmax'}
+    seen = set()
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for test in sorted(os.listdir(dump)):
+            tdir = os.path.join(dump, test)
+            for n in sorted(os.listdir(tdir), key=lambda s: (len(s), s)):
+                with open(os.path.join(tdir, n, 'case.json')) as f:
+                    case = json.load(f)
+                k = case['kernel']
+                if k not in kinds or k in seen or case['skipped']:
+                    continue
+                cdir = os.path.join(tmp, k)
+                shutil.copytree(os.path.join(tdir, n), cdir)
+                what = perturb(cdir, case)
+                if what is None:
+                    shutil.rmtree(cdir)
+                    continue
+                seen.add(k)
+                checker = Checker(0)
+                checker.run_case(cdir)
+                print('ORACLE-SELFTEST %s (%s): %s' % (
+                    what, kinds[k], 'caught' if checker.failures else
+                    'NOT CAUGHT'))
+                ok &= checker.failures > 0
+    for k in sorted(set(kinds) - seen):
+        print('ORACLE-SELFTEST %s: no case to change' % k)
+        ok = False
+    return 0 if ok else 1
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--dump', required=True,
@@ -518,11 +592,16 @@ def main(argv):
     ap.add_argument('--min-cases', type=int, default=1,
                     help='fail a kernel with fewer dumped cases')
     ap.add_argument('--max-reports', type=int, default=20)
+    ap.add_argument('--self-test', action='store_true',
+                    help='check that each kind of comparison fails on a '
+                    'copy of a case with one result changed')
     args = ap.parse_args(argv)
     if not os.path.isdir(args.dump):
         print('samples_oracle.py: no dump directory %s (run the cuda_shim.* '
               'sample tests with PK_ORACLE_DUMP set first)' % args.dump)
         return 2
+    if args.self_test:
+        return self_test(args.dump)
     checker = Checker(args.max_reports)
     for test in sorted(os.listdir(args.dump)):
         tdir = os.path.join(args.dump, test)
