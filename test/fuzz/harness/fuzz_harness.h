@@ -35,6 +35,10 @@ struct Param {
   double Lo, Hi;
   /// An In ref whose extents may be 1 at run time (NumPy broadcasting).
   bool BcastOk;
+  /// Whether the `special` cases may put NaN and infinities in its data
+  /// (not where they would reach a fused attention's v operand:
+  /// gen.py:special_free_params).
+  bool SpecialOk;
 };
 
 /// The arguments of one call: per parameter a pointer (host or device

@@ -783,7 +783,7 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
       fillSentinel(Init[P], true);
     } else {
       fillRandom(Init[P], Pa.Lo, Pa.Hi, R, C.Grid);
-      if (C.Special)
+      if (C.Special && K.Params[P].SpecialOk)
         addSpecial(Init[P], R);
     }
   }

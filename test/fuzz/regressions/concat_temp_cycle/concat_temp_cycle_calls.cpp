@@ -39,23 +39,23 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"concat_temp_cycle", "regression", {
     {"c1", "regression", 8, 1, true,
      {
-      {"y", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true},
-      {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true}
+      {"y", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
+      {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_c1, fz_gen::cpu_c1, FZ_CUDA(fz_gen::cuda_c1), fz_gen::shadow_c1},
     {"c2", "regression", 13, 2, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"y", fz::Kind::In, fz::DT::F32, 1, {1}, -2.0, 2.0, true},
-      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"y", fz::Kind::In, fz::DT::F32, 1, {1}, -2.0, 2.0, true, true},
+      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_c2, fz_gen::cpu_c2, FZ_CUDA(fz_gen::cuda_c2), fz_gen::shadow_c2},
     {"c3", "regression", 21, 2, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"o1", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"o1", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_c3, fz_gen::cpu_c3, FZ_CUDA(fz_gen::cuda_c3), fz_gen::shadow_c3}
   }};

@@ -25,9 +25,9 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"cuda_reduce_bcast_shape", "regression", {
     {"cuda_reduce_bcast_shape", "regression", 8, 1, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true},
-      {"y", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false},
-      {"o", fz::Kind::Out, fz::DT::F32, 0, {}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
+      {"y", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false, true},
+      {"o", fz::Kind::Out, fz::DT::F32, 0, {}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_cuda_reduce_bcast_shape, fz_gen::cpu_cuda_reduce_bcast_shape, FZ_CUDA(fz_gen::cuda_cuda_reduce_bcast_shape), fz_gen::shadow_cuda_reduce_bcast_shape}
   }};

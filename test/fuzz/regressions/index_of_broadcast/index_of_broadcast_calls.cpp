@@ -25,8 +25,8 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"index_of_broadcast", "regression", {
     {"index_of_broadcast", "regression", 8, 2, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 2, {-1, 1}, -2.0, 2.0, false},
-      {"o", fz::Kind::Out, fz::DT::I64, 2, {0, 1}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 2, {-1, 1}, -2.0, 2.0, false, true},
+      {"o", fz::Kind::Out, fz::DT::I64, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_index_of_broadcast, fz_gen::cpu_index_of_broadcast, FZ_CUDA(fz_gen::cuda_index_of_broadcast), fz_gen::shadow_index_of_broadcast}
   }};

@@ -25,8 +25,8 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"index_row_scratch", "regression", {
     {"index_row_scratch", "regression", 8, 2, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_index_row_scratch, fz_gen::cpu_index_row_scratch, FZ_CUDA(fz_gen::cuda_index_row_scratch), fz_gen::shadow_index_row_scratch}
   }};

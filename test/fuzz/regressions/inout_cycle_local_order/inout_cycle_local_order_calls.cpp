@@ -25,10 +25,10 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"inout_cycle_local_order", "regression", {
     {"inout_cycle_local_order", "regression", 8, 2, true,
      {
-      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"h0", fz::Kind::InOut, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"h1", fz::Kind::InOut, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true}
+      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"h0", fz::Kind::InOut, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"h1", fz::Kind::InOut, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_inout_cycle_local_order, fz_gen::cpu_inout_cycle_local_order, FZ_CUDA(fz_gen::cuda_inout_cycle_local_order), fz_gen::shadow_inout_cycle_local_order}
   }};

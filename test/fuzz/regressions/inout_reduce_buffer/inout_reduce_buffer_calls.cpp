@@ -25,10 +25,10 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"inout_reduce_buffer", "regression", {
     {"inout_reduce_buffer", "regression", 8, 2, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"h", fz::Kind::InOut, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"h", fz::Kind::InOut, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_inout_reduce_buffer, fz_gen::cpu_inout_reduce_buffer, FZ_CUDA(fz_gen::cuda_inout_reduce_buffer), fz_gen::shadow_inout_reduce_buffer}
   }};

@@ -25,8 +25,8 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"store_reads_own_window", "regression", {
     {"store_reads_own_window", "regression", 8, 1, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false},
-      {"h", fz::Kind::InOut, fz::DT::F32, 1, {0}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false, true},
+      {"h", fz::Kind::InOut, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_store_reads_own_window, fz_gen::cpu_store_reads_own_window, FZ_CUDA(fz_gen::cuda_store_reads_own_window), fz_gen::shadow_store_reads_own_window}
   }};

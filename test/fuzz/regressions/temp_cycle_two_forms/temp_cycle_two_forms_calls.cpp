@@ -25,10 +25,10 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"temp_cycle_two_forms", "regression", {
     {"temp_cycle_two_forms", "regression", 8, 2, true,
      {
-      {"o0", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true},
-      {"o1", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true}
+      {"o0", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
+      {"o1", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_temp_cycle_two_forms, fz_gen::cpu_temp_cycle_two_forms, FZ_CUDA(fz_gen::cuda_temp_cycle_two_forms), fz_gen::shadow_temp_cycle_two_forms}
   }};

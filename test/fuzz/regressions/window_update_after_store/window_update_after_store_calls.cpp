@@ -25,9 +25,9 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"window_update_after_store", "regression", {
     {"window_update_after_store", "regression", 8, 1, true,
      {
-      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false},
-      {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, false},
-      {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true}
+      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false, true},
+      {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, false, true},
+      {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_window_update_after_store, fz_gen::cpu_window_update_after_store, FZ_CUDA(fz_gen::cuda_window_update_after_store), fz_gen::shadow_window_update_after_store}
   }};

@@ -32,16 +32,16 @@ const fz::Batch &fz::batch() {
   static const fz::Batch B{"window_update_cycle", "regression", {
     {"u1", "regression", 8, 1, true,
      {
-      {"h", fz::Kind::InOut, fz::DT::F32, 1, {0}, -2.0, 2.0, true},
-      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true},
-      {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, true}
+      {"h", fz::Kind::InOut, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
+      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
+      {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_u1, fz_gen::cpu_u1, FZ_CUDA(fz_gen::cuda_u1), fz_gen::shadow_u1},
     {"u2", "regression", 15, 1, true,
      {
-      {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true},
-      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true},
-      {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, true}
+      {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
+      {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
+      {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_u2, fz_gen::cpu_u2, FZ_CUDA(fz_gen::cuda_u2), fz_gen::shadow_u2}
   }};
