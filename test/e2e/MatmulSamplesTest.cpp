@@ -68,8 +68,7 @@ TEST(MatmulSamples, SgemmAndLinearBiasGelu) {
         {
           pk_test::OracleDump O("sgemm", "sgemm " + D);
           O.in("a", A, {M, K}).in("b", B, {K, N}).out("c", {M, N});
-          O.result("c", "eager", E);
-          O.result("c", "cpu", C);
+          O.eagerAndCpu("c", E, C);
         }
         eager::linear_bias_gelu({A.data(), {M, K}}, {W.data(), {N, K}},
                                 {Bias.data(), {N}}, {E.data(), {M, N}});
@@ -79,8 +78,8 @@ TEST(MatmulSamples, SgemmAndLinearBiasGelu) {
         expectClose(E, C, K, "linear_bias_gelu " + D);
         pk_test::OracleDump O("linear_bias_gelu", "linear_bias_gelu " + D);
         O.in("x", A, {M, K}).in("w", W, {N, K}).in("b", Bias, {N});
-        O.out("y", {M, N}).result("y", "eager", E);
-        O.result("y", "cpu", C);
+        O.out("y", {M, N});
+        O.eagerAndCpu("y", E, C);
       }
 }
 
@@ -102,8 +101,8 @@ TEST(MatmulSamples, BatchedMatmul) {
           {
             pk_test::OracleDump O("batched_matmul", "batched_matmul " + D);
             O.in("a", A, {Bt, M, K}).in("b", B, {Bt, K, N});
-            O.out("c", {Bt, M, N}).result("c", "eager", E);
-            O.result("c", "cpu", C);
+            O.out("c", {Bt, M, N});
+            O.eagerAndCpu("c", E, C);
           }
           eager::batched_matmul_shared({A.data(), {Bt, M, K}},
                                        {W.data(), {K, N}},
@@ -115,8 +114,8 @@ TEST(MatmulSamples, BatchedMatmul) {
           pk_test::OracleDump O("batched_matmul_shared",
                                 "batched_matmul_shared " + D);
           O.in("a", A, {Bt, M, K}).in("w", W, {K, N});
-          O.out("c", {Bt, M, N}).result("c", "eager", E);
-          O.result("c", "cpu", C);
+          O.out("c", {Bt, M, N});
+          O.eagerAndCpu("c", E, C);
         }
 }
 
@@ -146,8 +145,7 @@ TEST(MatmulSamples, AttentionCausal) {
         pk_test::OracleDump O("attention_causal", "attention_causal " + Desc);
         O.in("q", Q, {H, T, D}).in("k", K, {H, T, D}).in("v", V, {H, T, D});
         O.scalar("scale", Scale).out("o", {H, T, D});
-        O.result("o", "eager", E);
-        O.result("o", "cpu", C);
+        O.eagerAndCpu("o", E, C);
         // Row 0 of every head attends to key 0 only: o = v[h, 0, :] exactly
         // up to rounding, whatever the scores.
         for (int64_t Hd = 0; Hd < H; ++Hd)

@@ -93,8 +93,7 @@ TEST(ProgramSamples, Mlp) {
       pk_test::OracleDump O("mlp", "mlp " + dims({T, F}));
       O.in("x", X, {T, D}).in("w1", W1, {F, D}).in("b1", B1, {F});
       O.in("w2", W2, {D, F}).in("b2", B2, {D}).out("y", {T, D});
-      O.result("y", "eager", E);
-      O.result("y", "cpu", C);
+      O.eagerAndCpu("y", E, C);
     }
 }
 
@@ -118,8 +117,7 @@ TEST(ProgramSamples, SwigluMlp) {
       pk_test::OracleDump O("swiglu_mlp", "swiglu_mlp " + dims({T, F}));
       O.in("x", X, {T, D}).in("w_gate", Wg, {F, D}).in("w_up", Wu, {F, D});
       O.in("w_down", Wd, {D, F}).out("y", {T, D});
-      O.result("y", "eager", E);
-      O.result("y", "cpu", C);
+      O.eagerAndCpu("y", E, C);
     }
 }
 
@@ -145,8 +143,7 @@ TEST(ProgramSamples, RmsnormLinear) {
                               "rmsnorm_linear " + dims({T, D, N}));
         O.in("x", X, {T, D}).in("g", G, {D}).in("w", W, {N, D});
         O.scalar("eps", 1e-5f).out("y", {T, N});
-        O.result("y", "eager", E);
-        O.result("y", "cpu", C);
+        O.eagerAndCpu("y", E, C);
       }
 }
 
@@ -182,10 +179,8 @@ TEST(ProgramSamples, AttentionProbs) {
                             "attention_probs " + dims({T, D}));
       O.in("q", Q, {H, T, D}).in("k", K, {H, T, D}).in("v", V, {H, T, D});
       O.scalar("scale", Scale).out("p", {H, T, T}).out("o", {H, T, D});
-      O.result("p", "eager", EP);
-      O.result("p", "cpu", CP);
-      O.result("o", "eager", EO);
-      O.result("o", "cpu", CO);
+      O.eagerAndCpu("p", EP, CP);
+      O.eagerAndCpu("o", EO, CO);
     }
 }
 
@@ -218,12 +213,9 @@ TEST(ProgramSamples, LayernormBackward) {
       O.in("dout", Dout, {N, C}).in("inp", Inp, {N, C}).in("weight", W, {C});
       O.in("mean_", Mean, {N}).in("rstd", Rstd, {N});
       O.out("dinp", {N, C}).out("dweight", {C}).out("dbias", {C});
-      O.result("dinp", "eager", ED);
-      O.result("dinp", "cpu", CD);
-      O.result("dweight", "eager", EW);
-      O.result("dweight", "cpu", CW);
-      O.result("dbias", "eager", EB);
-      O.result("dbias", "cpu", CB);
+      O.eagerAndCpu("dinp", ED, CD);
+      O.eagerAndCpu("dweight", EW, CW);
+      O.eagerAndCpu("dbias", EB, CB);
     }
 }
 

@@ -61,8 +61,7 @@ TEST(ViewSamples, Embedding) {
         expectSame(E, O, "embedding " + dims({V, D, T}));
         pk_test::OracleDump Dump("embedding", "embedding " + dims({V, D, T}));
         Dump.in("table", Table, {V, D}).in("ids", Ids, {T}).out("x", {T, D});
-        Dump.result("x", "eager", E);
-        Dump.result("x", "cpu", O);
+        Dump.eagerAndCpu("x", E, O);
       }
 }
 
@@ -85,8 +84,7 @@ TEST(ViewSamples, RopeBothForms) {
                                      "rope_half " + dims({T, H, Hs, Pos}));
             Dump.in("x", X, {T, H, Hs}).scalar("pos", double(Pos));
             Dump.scalar("theta", 10000.0f).out("y", {T, H, Hs});
-            Dump.result("y", "eager", E);
-            Dump.result("y", "cpu", O);
+            Dump.eagerAndCpu("y", E, O);
           }
           std::vector<float> EI(T * H * Hs), OI = poisoned(T * H * Hs);
           eager::rope_interleaved({X.data(), {T, H * Hs}},
@@ -100,8 +98,8 @@ TEST(ViewSamples, RopeBothForms) {
                                    "rope_interleaved " + dims({T, H, Hs, Pos}));
           Dump.in("x", X, {T, H * Hs}).scalar("pos", double(Pos));
           Dump.scalar("heads", double(H)).scalar("theta", 10000.0f);
-          Dump.out("y", {T, H * Hs}).result("y", "eager", EI);
-          Dump.result("y", "cpu", OI);
+          Dump.out("y", {T, H * Hs});
+          Dump.eagerAndCpu("y", EI, OI);
         }
 }
 
@@ -139,12 +137,9 @@ TEST(ViewSamples, KvCacheAttention) {
             Dump.scalar("pos", double(Pos)).out("o", {Hkv, G, T, Hs});
             Dump.out("key_cache", {Hkv, L, Hs})
                 .out("value_cache", {Hkv, L, Hs});
-            Dump.result("o", "eager", E);
-            Dump.result("o", "cpu", O);
-            Dump.result("key_cache", "eager", EK);
-            Dump.result("key_cache", "cpu", CK);
-            Dump.result("value_cache", "eager", EV);
-            Dump.result("value_cache", "cpu", CV);
+            Dump.eagerAndCpu("o", E, O);
+            Dump.eagerAndCpu("key_cache", EK, CK);
+            Dump.eagerAndCpu("value_cache", EV, CV);
           }
 }
 
@@ -169,8 +164,8 @@ TEST(ViewSamples, GreedyHead) {
                                  "greedy_head " + dims({B, Dim, Vocab}));
         Dump.in("x", X, {B, Dim}).in("norm_w", W, {Dim});
         Dump.in("embedding", Emb, {Vocab, Dim}).scalar("eps", Eps);
-        Dump.out("next", {B}).result("next", "eager", E);
-        Dump.result("next", "cpu", O);
+        Dump.out("next", {B});
+        Dump.eagerAndCpu("next", E, O);
         for (int64_t R = 0; R < B; ++R) {
           if (E[R] == O[R])
             continue;

@@ -106,6 +106,15 @@ public:
     O.Versions.push_back({Version, File});
   }
 
+  /// Eager's and the compiled CPU kernel's results for output `Name` (the
+  /// CPU-only tests' pair).
+  template <class T>
+  void eagerAndCpu(const std::string &Name, const std::vector<T> &Eager,
+                   const std::vector<T> &Cpu) {
+    result(Name, "eager", Eager);
+    result(Name, "cpu", Cpu);
+  }
+
 private:
   struct Input {
     std::string Name;
