@@ -957,14 +957,14 @@ private:
       return;
     }
     emitPointers(N, Indent);
-    Out +=
-        fmt::format("{}const int64_t pk_n = {};\n", Indent, domainSize(F, N));
     if (N.Domain.empty()) {
       // Rank 0: one element.
       emitBody(
           F, N, [](const Stmt &) { return std::string("0"); }, Out, Indent);
       return;
     }
+    Out +=
+        fmt::format("{}const int64_t pk_n = {};\n", Indent, domainSize(F, N));
     switch (S.Kind) {
     case tile::LoopKind::Flat:
       emitFlat(N, Indent);

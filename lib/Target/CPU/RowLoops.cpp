@@ -10,6 +10,7 @@
 
 #include "Target/CPU/RowLoops.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include <fmt/format.h>
@@ -18,12 +19,27 @@
 #include <cassert>
 #include <map>
 #include <set>
+#include <utility>
 
 using namespace pk;
 using namespace pk::ir;
 using namespace pk::target;
 using loop::Nest;
 using loop::Stmt;
+
+/// Whether generated code \p Code names the identifier \p Name (not as part
+/// of a longer identifier).
+static bool mentionsIdentifier(llvm::StringRef Code, llvm::StringRef Name) {
+  auto IsIdentChar = [](char C) { return llvm::isAlnum(C) || C == '_'; };
+  for (size_t At = Code.find(Name); At != llvm::StringRef::npos;
+       At = Code.find(Name, At + 1)) {
+    const size_t End = At + Name.size();
+    if ((At == 0 || !IsIdentChar(Code[At - 1])) &&
+        (End == Code.size() || !IsIdentChar(Code[End])))
+      return true;
+  }
+  return false;
+}
 
 void cpu::emitBody(const Function &F, const Nest &N,
                    const std::function<std::string(const Stmt &)> &Index,
@@ -321,13 +337,22 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
         Out += "#pragma omp simd\n";
         Out += fmt::format(
             "{}    for (int64_t pk_l = 0; pk_l < pk_len; ++pk_l) {{\n", Indent);
-        Out += fmt::format("{}      const int64_t {} = pk_c + pk_l;\n", Indent,
-                           indexVar(N.ReduceAxes[0]));
+        // The body goes to a string of its own first: the column index is
+        // declared only where the body reads it (a row's value broadcast
+        // along the row does not, and -Wunused-variable would say so).
+        std::string Before = std::move(Out);
+        Out.clear();
         StreamNow.insert(Streamed.begin(), Streamed.end());
         EmitLoopBody(
             Indent + "      ", [](const Stmt &S) { return accumulatorVar(S); },
             false);
         StreamNow.clear();
+        std::string ChunkBody = std::exchange(Out, std::move(Before));
+        const std::string Column = indexVar(N.ReduceAxes[0]);
+        if (mentionsIdentifier(ChunkBody, Column))
+          Out += fmt::format("{}      const int64_t {} = pk_c + pk_l;\n",
+                             Indent, Column);
+        Out += ChunkBody;
         Out += fmt::format("{}    }}\n", Indent);
         for (unsigned R : Streamed)
           Out += fmt::format("{}    pk::rt::stream_store({}, {}, pk_len);\n",
