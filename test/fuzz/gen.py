@@ -44,7 +44,10 @@ TYPE_RANGE = {I32: (-2.0 ** 31, 2.0 ** 31 - 1), I64: (-2.0 ** 63, 2.0 ** 63 - 1)
 # Largest number of elements any reduction may see (the harness keeps the
 # product of all extents of a kernel at or below this).
 NMAX = float(2 ** 21)
-SYMS = 'ABCDE'
+SYMS = 'ABCDEFGH'
+# The largest rank of a kernel's universe, so of its values and refs
+# (fuzz_harness.h: fz::kMaxRank is at least this).
+MAX_RANK = 6
 
 
 # Bugs found by the fuzzer and not fixed yet (docs/fuzzing.md, "Findings"):
@@ -109,6 +112,9 @@ FORCE_POLICY = None
 # twice that). P_CLASSIC_ARG: the chance that a 'classic' pattern also
 # stores the argmax or argmin of its input.
 VIEW_WEIGHTS = {'view': 5.0, 'take': 1.5, 'window': 1.2}
+# The chance that a matmul's operand ref may be broadcast at run time (the
+# driver then sets an extent to 1 in some cases, as for any BcastOk ref).
+P_MM_BCAST = 0.35
 P_ARGRED = 0.1
 P_WINDOW_STORE = 0.07
 P_CLASSIC_ARG = 0.3
@@ -2137,7 +2143,7 @@ class Gen:
         q = min(self.wchoice([(0, 3), (1, 5), (2, 2)]), m)
         j = self.rng.randint(0, m - q)
         P, I, Q = R[:j], R[j:j + q], R[j + q:]
-        if len(P) + 1 + len(Q) > 4:
+        if len(P) + 1 + len(Q) > MAX_RANK:
             raise Invalid('table rank')
         # the gathered axis: a symbol the table has once (the driver bounds
         # the product of the symbols' extents, which bounds every ref's size
@@ -2344,7 +2350,7 @@ class Gen:
         rows of a value one axis larger, reduced again (max(sum(y, 1), 0))."""
         base = tuple(ctx.shape)
         free = [x for x in self.k.universe if x not in base]
-        if free and len(base) < 4 and (chain or self.chance(0.3)):
+        if free and len(base) < MAX_RANK and (chain or self.chance(0.3)):
             # the operand: a reduction (no keepdims) of a value with one
             # more axis, whose extent is a symbol the context lacks
             j = self.rng.randint(0, len(base))
@@ -2421,9 +2427,9 @@ class Gen:
 
     def mm_input(self, shape, dt, ctx, depth):
         """A matmul operand of exactly `shape` (g_matmul): a fresh input
-        that is never broadcast at run time, maybe combined with a generated
-        value, which may hold reductions and matmuls."""
-        p = self.add_param('in', dt, shape, bcast_ok=False)
+        (broadcast at run time sometimes, as mm_operand's), maybe combined
+        with a generated value, which may hold reductions and matmuls."""
+        p = self.add_param('in', dt, shape, bcast_ok=self.chance(P_MM_BCAST))
         ints = dt in INTS
         if ints:
             p.lo, p.hi = self.choice([(-10.0, 10.0), (0.0, 7.0), (-3.0, 3.0)])
@@ -2592,7 +2598,7 @@ class Builder(Gen):
 
     def build(self):
         k = self.k
-        n = self.wchoice([(1, 14), (2, 50), (3, 28), (4, 8)])
+        n = self.wchoice([(1, 14), (2, 46), (3, 26), (4, 8), (5, 4), (6, 2)])
         U = tuple(SYMS[:n])
         k.universe = U
         k.policy = self.wchoice(POLICIES)
@@ -2987,14 +2993,15 @@ class Builder(Gen):
         return tuple(SYMS[:len(roles)]), sym
 
     def mm_operand(self, shape, dt, may_transpose=True):
-        """An operand of exactly `shape`: a fresh input that is never
-        broadcast at run time (so its core extents are the symbols'), read
-        in place or through transpose(), with an elementwise prologue
-        sometimes."""
+        """An operand of exactly `shape`: a fresh input, read in place or
+        through transpose(), with an elementwise prologue sometimes. It may
+        be broadcast at run time (P_MM_BCAST): an extent of 1 in its batch
+        broadcasts, in M or N the product is narrower than the output and
+        the store broadcasts it, in K eager and compiled code both raise."""
         trans = self.chance(0.3) and may_transpose
         core = tuple(shape) if not trans else \
             tuple(shape[:-2]) + (shape[-1], shape[-2])
-        p = self.add_param('in', dt, core, bcast_ok=False)
+        p = self.add_param('in', dt, core, bcast_ok=self.chance(P_MM_BCAST))
         if dt in INTS:
             p.lo, p.hi = self.choice([(-10.0, 10.0), (0.0, 7.0), (-3.0, 3.0)])
         x = self.mk('load', p.name)

@@ -23,6 +23,9 @@ namespace fz {
 enum class DT : uint8_t { F32, F64, I32, I64, Bool };
 enum class Kind : uint8_t { In, Out, InOut, Scalar };
 
+/// The largest rank of a generated ref (gen.py's MAX_RANK is at most this).
+inline constexpr int kMaxRank = 8;
+
 struct Param {
   const char *Name;
   Kind K;
@@ -30,7 +33,7 @@ struct Param {
   int Rank;
   /// Per axis: the index of its extent symbol (A = 0, B = 1, ...), or -1
   /// for an extent that is always 1.
-  int Dims[4];
+  int Dims[kMaxRank];
   /// The range of the data (uniform), or of a scalar's value.
   double Lo, Hi;
   /// An In ref whose extents may be 1 at run time (NumPy broadcasting).
