@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Checks the numbers README.md quotes about pk's own tree against the files
+that define them (ctest readme.numbers).
+
+Each claim is a regular expression over README.md (whitespace-insensitive:
+the README is wrapped) whose groups are the numbers, and a function that
+computes them from the source tree. The test fails, naming the claim and
+the file to look at, when a claim is missing from the README or its numbers
+differ. Measurements (times, element counts of a long run) are dated in the
+README and not checked here.
+
+usage: readme_numbers.py --source-dir DIR
+       readme_numbers.py --self-test --source-dir DIR
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+
+def read(root, path):
+    with open(os.path.join(root, path), encoding='utf-8') as f:
+        return f.read()
+
+
+def cmake_list(text, name):
+    """The words of `set(<name> ...)` (the first such call), without the
+    CACHE part."""
+    m = re.search(r'set\(\s*%s\s+([^)]*)\)' % re.escape(name), text)
+    if not m:
+        raise LookupError('no set(%s ...)' % name)
+    words = []
+    for w in m.group(1).split():
+        if w == 'CACHE':
+            break
+        words.append(w.strip('"'))
+    return words
+
+
+def sample_count(root):
+    return len(cmake_list(read(root, 'samples/CMakeLists.txt'),
+                          'PK_SAMPLE_NAMES'))
+
+
+def ci_seeds(root):
+    normal = cmake_list(read(root, 'test/fuzz/CMakeLists.txt'),
+                        'PK_FUZZ_CI_SEEDS')
+    presets = json.loads(read(root, 'CMakePresets.json'))
+    asan = [p for p in presets['configurePresets'] if p['name'] == 'asan'][0]
+    return normal, asan['cacheVariables']['PK_FUZZ_CI_SEEDS'].split(';')
+
+
+def ci_value(root, name):
+    (v,) = cmake_list(read(root, 'test/fuzz/CMakeLists.txt'), name)[:1]
+    return int(v)
+
+
+def streamed_cases(root):
+    m = re.search(r'\.streamed\s+COMMAND\s+\S+\s+--cases\s+(\d+)',
+                  read(root, 'test/fuzz/CMakeLists.txt'))
+    return int(m.group(1))
+
+
+def driver_fraction(root, name):
+    m = re.search(r'double %s = ([0-9.]+);' % name,
+                  read(root, 'test/fuzz/harness/fuzz_main.cpp'))
+    return round(float(m.group(1)) * 100)
+
+
+def corpus_files(root):
+    return len(os.listdir(os.path.join(root, 'test/libfuzzer/corpus')))
+
+
+def fuzz_seconds(root):
+    text = read(root, 'test/libfuzzer/CMakeLists.txt')
+    return int(cmake_list(text, 'PK_FUZZ_SECONDS')[0])
+
+
+def oracle_kernels(root):
+    """The kernels oracle.samples expects: the CUDA samples of the shim's
+    difftest and the e2e suites' CPU kernels."""
+    shim = cmake_list(read(root, 'test/cuda_shim/CMakeLists.txt'),
+                      'pk_shim_samples')
+    text = read(root, 'test/e2e/CMakeLists.txt')
+    m = re.search(r'PROPERTY PK_ORACLE_CPU_KERNELS\s+([^)]*)\)', text)
+    return len(shim), len(m.group(1).split())
+
+
+def claims(root):
+    """(what, README pattern, the numbers the tree says, where to look)."""
+    normal, asan = ci_seeds(root)
+    kernels = ci_value(root, 'PK_FUZZ_CI_KERNELS')
+    distinct = len(set(normal) | set(asan)) * kernels
+    shim, cpu = oracle_kernels(root)
+    return [
+        ('sample programs the samples preset builds',
+         r'builds only `pkc` and the (\d+) sample programs',
+         [sample_count(root)], 'samples/CMakeLists.txt: PK_SAMPLE_NAMES'),
+        ('CI fuzz batches, their kernels and shape cases',
+         r'CI runs (\d+) batches of (\d+) kernels in the normal build and '
+         r'one under ASan \((\d+) shape cases each',
+         [len(normal), kernels, ci_value(root, 'PK_FUZZ_CI_CASES')],
+         'test/fuzz/CMakeLists.txt: PK_FUZZ_CI_SEEDS, PK_FUZZ_CI_KERNELS, '
+         'PK_FUZZ_CI_CASES'),
+        ('shape cases of the streamed batch',
+         r'every streamable output streamed, (\d+) cases each',
+         [streamed_cases(root)], 'test/fuzz/CMakeLists.txt: .streamed'),
+        ('the caps on checks that could not fail',
+         r'more than (\d+)% of its float outputs with bounds as large as the '
+         r'values, or more than (\d+)% of its compiled runs refused',
+         [driver_fraction(root, 'MaxLooseFraction'),
+          driver_fraction(root, 'MaxLimitationFraction')],
+         'test/fuzz/harness/fuzz_main.cpp: MaxLooseFraction, '
+         'MaxLimitationFraction'),
+        ('distinct random kernels a CI run checks',
+         r'a CI run checks (\d+) distinct random kernels',
+         [distinct], 'PK_FUZZ_CI_SEEDS (test/fuzz/CMakeLists.txt and the asan '
+         'preset) times PK_FUZZ_CI_KERNELS'),
+        ('the libFuzzer corpus and the seconds of a CI run',
+         r'its committed corpus \((\d+) files\) and then mutated kernel '
+         r'sources for the rest of (\d+)\s*s',
+         [corpus_files(root), fuzz_seconds(root)],
+         'test/libfuzzer/corpus/, test/libfuzzer/CMakeLists.txt: '
+         'PK_FUZZ_SECONDS'),
+        ('the kernels oracle.samples checks',
+         r'the (\d+) CUDA samples\' `cuda_shim\.\*` runs.*?the (\d+) kernels '
+         r'of `e2e\.MatmulSamples',
+         [shim, cpu], 'test/cuda_shim/CMakeLists.txt: pk_shim_samples; '
+         'test/e2e/CMakeLists.txt: PK_ORACLE_CPU_KERNELS'),
+    ]
+
+
+def check(readme, root):
+    text = ' '.join(readme.split())
+    failures = []
+    checked = 0
+    for what, pattern, want, where in claims(root):
+        m = re.search(pattern, text, re.S)
+        if not m:
+            failures.append('README.md no longer says how many %s (pattern: '
+                            '%s); update the pattern in %s too'
+                            % (what, pattern, __file__))
+            continue
+        got = [int(g) for g in m.groups()]
+        checked += 1
+        if got != want:
+            failures.append('README.md quotes %s for the %s; the tree says %s '
+                            '(%s)' % (got, what, want, where))
+    return checked, failures
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--source-dir', required=True)
+    ap.add_argument('--self-test', action='store_true',
+                    help='check that a changed number fails')
+    args = ap.parse_args()
+    root = args.source_dir
+    readme = read(root, 'README.md')
+    if args.self_test:
+        # Each claim's first number, one more: every claim must fail.
+        missed = []
+        for what, pattern, want, _ in claims(root):
+            text = ' '.join(readme.split())
+            m = re.search(pattern, text, re.S)
+            if not m:
+                continue
+            changed = text[:m.start(1)] + str(want[0] + 1) + text[m.end(1):]
+            if not check(changed, root)[1]:
+                missed.append(what)
+        if missed:
+            print('readme_numbers self-test: NOT CAUGHT: %s' % ', '.join(missed))
+            return 1
+        print('readme_numbers self-test: each of %d claims fails when its '
+              'number changes' % len(claims(root)))
+        return 0
+    checked, failures = check(readme, root)
+    for f in failures:
+        print('readme_numbers: %s' % f)
+    if failures:
+        return 1
+    print('readme_numbers: %d claims of README.md match the tree' % checked)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
