@@ -88,6 +88,33 @@ def oracle_kernels(root):
     return len(shim), len(m.group(1).split())
 
 
+def gelu_tolerance(root):
+    """DifferentialTest.cpp's GELU check: |x|'s factor and the ulps."""
+    text = read(root, 'test/e2e/DifferentialTest.cpp')
+    rel = re.search(r'<= ([0-9.e+-]+) \* std::fabs\(X\[I\]\)', text)
+    ulps = re.search(r'ulp_distance\(E\[I\], P\[I\]\) <= (\d+)', text)
+    return [float(rel.group(1)), float(ulps.group(1))]
+
+
+def reduction_rtols(root):
+    """ReductionTest.cpp's rtol (expectClose's third argument) for the sums
+    (rmsnorm, softmax, sum_all), layernorm's out and rstd, logsumexp; each
+    group must use one value."""
+    text = read(root, 'test/e2e/ReductionTest.cpp')
+    calls = re.findall(r'expectClose\(\w+, \w+, ([0-9.e+-]+), [^,]+, (.*?)\);',
+                       text)
+
+    def rtol(labels):
+        got = {float(r) for r, label in calls
+               if any(l in label for l in labels)}
+        if len(got) != 1:
+            raise LookupError('ReductionTest.cpp: %s use rtols %s'
+                              % (labels, sorted(got)))
+        return got.pop()
+    return [rtol(['name("rmsnorm"', 'name("softmax"', 'name("sum_all"']),
+            rtol(['N + " out"', 'N + " rstd"']), rtol(['name("logsumexp"'])]
+
+
 def claims(root):
     """(what, README pattern, the numbers the tree says, where to look)."""
     normal, asan = ci_seeds(root)
@@ -95,16 +122,16 @@ def claims(root):
     distinct = len(set(normal) | set(asan)) * kernels
     shim, cpu = oracle_kernels(root)
     return [
-        ('sample programs the samples preset builds',
+        ('the sample programs the samples preset builds',
          r'builds only `pkc` and the (\d+) sample programs',
          [sample_count(root)], 'samples/CMakeLists.txt: PK_SAMPLE_NAMES'),
-        ('CI fuzz batches, their kernels and shape cases',
+        ('the CI fuzz batches, their kernels and shape cases',
          r'CI runs (\d+) batches of (\d+) kernels in the normal build and '
          r'one under ASan \((\d+) shape cases each',
          [len(normal), kernels, ci_value(root, 'PK_FUZZ_CI_CASES')],
          'test/fuzz/CMakeLists.txt: PK_FUZZ_CI_SEEDS, PK_FUZZ_CI_KERNELS, '
          'PK_FUZZ_CI_CASES'),
-        ('shape cases of the streamed batch',
+        ('the shape cases of the streamed batch',
          r'every streamable output streamed, (\d+) cases each',
          [streamed_cases(root)], 'test/fuzz/CMakeLists.txt: .streamed'),
         ('the caps on checks that could not fail',
@@ -114,7 +141,7 @@ def claims(root):
           driver_fraction(root, 'MaxLimitationFraction')],
          'test/fuzz/harness/fuzz_main.cpp: MaxLooseFraction, '
          'MaxLimitationFraction'),
-        ('distinct random kernels a CI run checks',
+        ('the distinct random kernels a CI run checks',
          r'a CI run checks (\d+) distinct random kernels',
          [distinct], 'PK_FUZZ_CI_SEEDS (test/fuzz/CMakeLists.txt and the asan '
          'preset) times PK_FUZZ_CI_KERNELS'),
@@ -129,7 +156,18 @@ def claims(root):
          r'of `e2e\.MatmulSamples',
          [shim, cpu], 'test/cuda_shim/CMakeLists.txt: pk_shim_samples; '
          'test/e2e/CMakeLists.txt: PK_ORACLE_CPU_KERNELS'),
+        ('the GELU tolerance of the differential tests',
+         r'`([0-9.e+-]+) \|x\| \+ (\d+) ulp` for GELU',
+         gelu_tolerance(root), 'test/e2e/DifferentialTest.cpp'),
+        ('the reductions\' relative tolerances',
+         r'`rtol = ([0-9.e+-]+)` for sums, `([0-9.e+-]+)` for layernorm\'s '
+         r'output and rstd, `([0-9.e+-]+)` for logsumexp',
+         reduction_rtols(root), 'test/e2e/ReductionTest.cpp: expectClose'),
     ]
+
+
+def numbers(values):
+    return '[%s]' % ', '.join('%g' % v for v in values)
 
 
 def check(readme, root):
@@ -139,15 +177,15 @@ def check(readme, root):
     for what, pattern, want, where in claims(root):
         m = re.search(pattern, text, re.S)
         if not m:
-            failures.append('README.md no longer says how many %s (pattern: '
+            failures.append('README.md no longer quotes %s (pattern: '
                             '%s); update the pattern in %s too'
                             % (what, pattern, __file__))
             continue
-        got = [int(g) for g in m.groups()]
+        got = [float(g) for g in m.groups()]
         checked += 1
         if got != want:
-            failures.append('README.md quotes %s for the %s; the tree says %s '
-                            '(%s)' % (got, what, want, where))
+            failures.append('README.md quotes %s for %s; the tree says %s '
+                            '(%s)' % (numbers(got), what, numbers(want), where))
     return checked, failures
 
 
@@ -167,7 +205,8 @@ def main():
             m = re.search(pattern, text, re.S)
             if not m:
                 continue
-            changed = text[:m.start(1)] + str(want[0] + 1) + text[m.end(1):]
+            bumped = want[0] * 2 if isinstance(want[0], float) else want[0] + 1
+            changed = text[:m.start(1)] + str(bumped) + text[m.end(1):]
             if not check(changed, root)[1]:
                 missed.append(what)
         if missed:
