@@ -90,7 +90,8 @@ class Toolchain:
         if cuda:
             out += ['-I' + c['shim_include'], '-DPK_CUDA_SHIM=1',
                     '-DFZ_WITH_CUDA=1']
-        out += ['-I' + c['pk_include'], '-I' + c['harness'], '-I' + d]
+        out += ['-I' + c['pk_include'], '-I' + c['harness'],
+                '-I' + c['support'], '-I' + d]
         return out
 
     def run(self, cmd, timeout=900, cwd=None):
