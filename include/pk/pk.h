@@ -835,11 +835,13 @@ WholeProxy<T, R> detail::WritableRef<T, R, Self>::operator[](W) const {
 // with C++ semantics: integer / and % truncate toward zero (-7 / 2 == -3,
 // -7 % 3 == -1, unlike NumPy's floor division). Unlike C++, integer division
 // and remainder never trap: by zero they give 0, and INT_MIN / -1 wraps to
-// INT_MIN (pk::scalar::div and rem, which compiled code calls too). % needs
-// integer (or bool) operands. Unary - promotes bool to int32_t.
+// INT_MIN (pk::scalar::div and rem, which compiled code calls too); signed
+// integer + - * and unary - wrap around instead of being undefined
+// (pk::scalar::add, sub, mul, neg). % needs integer (or bool) operands.
+// Unary - promotes bool to int32_t.
 //===----------------------------------------------------------------------===//
 
-#define PK_ARITH_OP(OP, NAME)                                                  \
+#define PK_ARITH_OP(OP, NAME, FN)                                              \
   template <class A, class B>                                                  \
   requires detail::Mixed<A, B> Array<detail::Promote<A, B>>                    \
   operator OP(const A &X, const B &Y) {                                        \
@@ -847,13 +849,13 @@ WholeProxy<T, R> detail::WritableRef<T, R, Self>::operator[](W) const {
     return detail::map<P>(                                                     \
         NAME,                                                                  \
         [](auto U, auto V) {                                                   \
-          return static_cast<P>(static_cast<P>(U) OP static_cast<P>(V));       \
+          return scalar::FN(static_cast<P>(U), static_cast<P>(V));             \
         },                                                                     \
         X, Y);                                                                 \
   }
-PK_ARITH_OP(+, "add")
-PK_ARITH_OP(-, "sub")
-PK_ARITH_OP(*, "mul")
+PK_ARITH_OP(+, "add", add)
+PK_ARITH_OP(-, "sub", sub)
+PK_ARITH_OP(*, "mul", mul)
 #undef PK_ARITH_OP
 
 template <class A, class B>
@@ -891,7 +893,7 @@ requires detail::ArrayLike<X> Array<detail::NegT<detail::ElemOf<X>>>
 operator-(const X &V) {
   using P = detail::NegT<detail::ElemOf<X>>;
   return detail::map<P>(
-      "neg", [](auto U) { return static_cast<P>(-static_cast<P>(U)); }, V);
+      "neg", [](auto U) { return scalar::neg(static_cast<P>(U)); }, V);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1287,9 +1289,11 @@ Array<typename RedOut<K, T>::type> reduce(const Array<T> &A, const int *Axis,
       for (Acc &V : Ac)
         V = 0;
       const T *B = In + Ou * N * Inner;
+      // Integer sums wrap (scalar::add; language.md §3).
       for (int64_t J = 0; J < N; ++J)
         for (int64_t I = 0; I < Inner; ++I)
-          Ac[static_cast<size_t>(I)] += static_cast<Acc>(B[J * Inner + I]);
+          Ac[static_cast<size_t>(I)] = scalar::add(
+              Ac[static_cast<size_t>(I)], static_cast<Acc>(B[J * Inner + I]));
       for (int64_t I = 0; I < Inner; ++I) {
         if constexpr (K == Red::Sum)
           Out[Ou * Inner + I] = static_cast<O>(Ac[static_cast<size_t>(I)]);
@@ -1521,9 +1525,12 @@ requires(detail::ArrayLike<A> &&detail::ArrayLike<B>)
         V = 0;
       for (int64_t Kk = 0; Kk < K; ++Kk) {
         const Acc AV = static_cast<Acc>(static_cast<P>(LM[I * K + Kk]));
+        // Integer products and their sum wrap (language.md §3).
         for (int64_t J = 0; J < N; ++J)
-          Row[static_cast<size_t>(J)] +=
-              AV * static_cast<Acc>(static_cast<P>(RM[Kk * N + J]));
+          Row[static_cast<size_t>(J)] = scalar::add(
+              Row[static_cast<size_t>(J)],
+              scalar::mul(AV,
+                          static_cast<Acc>(static_cast<P>(RM[Kk * N + J]))));
       }
       for (int64_t J = 0; J < N; ++J)
         DM[I * N + J] = static_cast<P>(Row[static_cast<size_t>(J)]);

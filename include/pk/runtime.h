@@ -49,9 +49,10 @@ inline constexpr int64_t kParallelMinWork = int64_t(1) << 16;
 #endif
 
 // The combiners of row reductions' lanes (combine_lanes below): NumPy's sum
-// and NaN-propagating maximum/minimum, as pk::scalar's.
+// (wrapping for integers, pk::scalar::add) and NaN-propagating
+// maximum/minimum, as pk::scalar's.
 struct sum_op {
-  template <class T> T operator()(T A, T B) const { return A + B; }
+  template <class T> T operator()(T A, T B) const { return scalar::add(A, B); }
 };
 struct max_op {
   template <class T> T operator()(T A, T B) const {
@@ -247,6 +248,12 @@ inline void check_take(const char *Kernel, const char *Table,
                               : omp_out =                                      \
                                     pk::scalar::minimum(omp_out, omp_in))      \
     initializer(omp_priv = INFINITY)
+// Integer sums wrap (language.md §3): OpenMP's own `+` would combine the
+// lanes' partial sums with a signed add, undefined on overflow.
+#pragma omp declare reduction(pk_add                                           \
+                              : int32_t, int64_t                               \
+                              : omp_out = pk::scalar::add(omp_out, omp_in))    \
+    initializer(omp_priv = 0)
 #endif
 
 #endif // PK_RUNTIME_H

@@ -32,7 +32,66 @@ template <class T> PK_HD inline T minimum(T A, T B) {
 template <class T> PK_HD inline T clamp(T X, T Lo, T Hi) {
   return minimum(maximum(X, Lo), Hi);
 }
-template <class T> PK_HD inline T abs(T X) { return X < T(0) ? T(-X) : X; }
+
+/// Signed integer `+ - *` and unary `-` wrap around (two's complement, as
+/// NumPy's int32 and int64 and every GPU do; language.md §3); C++ leaves the
+/// overflow undefined, so these compute in the unsigned type of the same
+/// width (at least `unsigned`: narrower types would promote to `int`). Other
+/// types: the plain operator. Branch-free, the same instructions as the
+/// plain operator, so they vectorise alike.
+namespace detail {
+template <class T>
+inline constexpr bool WrapsSigned =
+    std::is_integral_v<T> &&std::is_signed_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+using WrapUnsigned = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+} // namespace detail
+template <class T> PK_HD inline T add(T A, T B) {
+  if constexpr (detail::WrapsSigned<T>) {
+    using U = detail::WrapUnsigned<T>;
+    return static_cast<T>(static_cast<U>(A) + static_cast<U>(B));
+  } else {
+    return A + B;
+  }
+}
+template <class T> PK_HD inline T sub(T A, T B) {
+  if constexpr (detail::WrapsSigned<T>) {
+    using U = detail::WrapUnsigned<T>;
+    return static_cast<T>(static_cast<U>(A) - static_cast<U>(B));
+  } else {
+    return A - B;
+  }
+}
+template <class T> PK_HD inline T mul(T A, T B) {
+  if constexpr (detail::WrapsSigned<T>) {
+    using U = detail::WrapUnsigned<T>;
+    return static_cast<T>(static_cast<U>(A) * static_cast<U>(B));
+  } else {
+    return A * B;
+  }
+}
+template <class T> PK_HD inline T neg(T X) {
+  if constexpr (detail::WrapsSigned<T>) {
+    using U = detail::WrapUnsigned<T>;
+    return static_cast<T>(U(0) - static_cast<U>(X));
+  } else {
+    return -X;
+  }
+}
+/// |x|; the most negative integer is its own absolute value (it wraps, as
+/// in NumPy). Signed integers through their sign mask, (x ^ m) - m in the
+/// unsigned type: a select on `x < 0` of 64-bit lanes does not vectorise
+/// without SSE4.2's 64-bit compare, an arithmetic shift does (and C++20
+/// defines >> of a negative value as one).
+template <class T> PK_HD inline T abs(T X) {
+  if constexpr (detail::WrapsSigned<T>) {
+    using U = detail::WrapUnsigned<T>;
+    const U Mask = static_cast<U>(X >> (8 * sizeof(T) - 1));
+    return static_cast<T>((static_cast<U>(X) ^ Mask) - Mask);
+  } else {
+    return X < T(0) ? T(-X) : X;
+  }
+}
 template <class T> PK_HD inline T rsqrt(T X) {
   using std::sqrt;
   return T(1) / sqrt(X);

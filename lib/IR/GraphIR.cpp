@@ -408,8 +408,8 @@ bool foldInt(OpCode Op, llvm::ArrayRef<int64_t> A, int64_t &R) {
   case OpCode::Not:
     R = !A[0];
     return true;
-  case OpCode::Abs:
-    R = A[0] < 0 ? -A[0] : A[0];
+  case OpCode::Abs: // the minimum is its own absolute value (it wraps)
+    R = A[0] < 0 ? static_cast<int64_t>(0 - U(A[0])) : A[0];
     return true;
   case OpCode::Maximum:
     R = A[0] > A[1] ? A[0] : A[1];

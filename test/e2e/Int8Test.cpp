@@ -13,7 +13,8 @@
 // in any order (integers times powers of two, far below 2^24 ulps), so an
 // fma contraction or another summation order cannot move them either. The
 // inputs cover the whole 8-bit ranges, and the int32 inputs whole ranges
-// where no product overflows (signed overflow is undefined in eager C++).
+// where no product overflows; the IntegerOverflow tests at the end take
+// values whose sums and products overflow (they wrap: language.md §3).
 #include "common/sample.h"
 
 #include <pk/pk.h>
@@ -63,6 +64,16 @@ void q_float_to_int(pk::In<float> x, pk::In<double> y, pk::Out<int32_t> ci,
 void q_divide(pk::In<int32_t> a, pk::In<int32_t> b, pk::In<int64_t> c,
               pk::In<int64_t> d, pk::Out<int32_t> q, pk::Out<int32_t> r,
               pk::Out<int64_t> q64, pk::Out<int64_t> r64);
+
+void q_wrap(pk::In<int32_t> a, pk::In<int32_t> b, pk::In<int64_t> c,
+            pk::In<int64_t> d, pk::Out<int32_t> s, pk::Out<int32_t> p,
+            pk::Out<int32_t> n, pk::Out<int64_t> s64, pk::Out<int64_t> p64,
+            pk::Out<int64_t> n64);
+
+void q_wrap_sum(pk::In<int64_t, 2> c, pk::In<int64_t, 2> d,
+                pk::In<int32_t, 2> a, pk::Out<int64_t, 1> rows,
+                pk::Out<int64_t, 1> cols, pk::Out<int64_t, 0> all,
+                pk::Out<int32_t, 1> rows32, pk::Out<int64_t, 2> prod);
 
 #ifdef PK_INT8_WITH_CUDA
 #include <cuda_runtime.h>
@@ -627,3 +638,162 @@ TEST(FloatToInt, NanIsZeroAndOutOfRangeSaturates) {
 }
 
 } // namespace
+
+/// Operands at and near the limits (every sum, difference and product of
+/// two of them overflows or lands next to a limit), then random values of
+/// every magnitude.
+template <class T>
+void wrapData(int64_t N, std::vector<T> &A, std::vector<T> &B, unsigned Seed) {
+  const T Min = std::numeric_limits<T>::min(),
+          Max = std::numeric_limits<T>::max();
+  const T SpecialA[] = {Max, Min, Min, Max, Min + 1, Max, Min, T(-1)};
+  const T SpecialB[] = {T(1), T(-1), Min, Max, T(-2), T(2), T(-1), Min};
+  std::mt19937_64 G(Seed);
+  A.resize(N);
+  B.resize(N);
+  for (int64_t I = 0; I < N; ++I) {
+    if (I % 16 < 8) {
+      A[I] = SpecialA[I % 16];
+      B[I] = SpecialB[I % 16];
+    } else {
+      A[I] = static_cast<T>(G() >> (G() % 64));
+      B[I] = static_cast<T>(G() >> (G() % 64));
+    }
+  }
+}
+
+/// The language's wrapped results, computed in 128 bits (where nothing
+/// overflows) and reduced modulo 2^bits: written independently of
+/// pk::scalar.
+template <class T> T wrapTo(__int128 V) {
+  return static_cast<T>(
+      static_cast<std::make_unsigned_t<T>>(static_cast<unsigned __int128>(V)));
+}
+
+TEST(IntegerOverflow, AddSubMulNegAndAbsWrap) {
+  for (int64_t N : Sizes) {
+    std::vector<int32_t> A, B;
+    std::vector<int64_t> C, D;
+    wrapData(N, A, B, 31);
+    wrapData(N, C, D, 32);
+    std::vector<int32_t> ES(N), EP(N), EN(N), PS(N, 77), PP(N, 77), PN(N, 77);
+    std::vector<int64_t> ES64(N), EP64(N), EN64(N), PS64(N, 77), PP64(N, 77),
+        PN64(N, 77);
+    eager::q_wrap(A, B, C, D, ES, EP, EN, ES64, EP64, EN64);
+    q_wrap(A, B, C, D, PS, PP, PN, PS64, PP64, PN64);
+    const std::string What = "q_wrap N=" + std::to_string(N);
+    auto Abs = [](__int128 X) { return X < 0 ? -X : X; };
+    for (int64_t I = 0; I < N; ++I) {
+      const __int128 X = A[I], Y = B[I], Z = C[I], W = D[I];
+      // a + b - (b - a): each step wraps; the result is 2a modulo 2^32.
+      const int32_t Sum = wrapTo<int32_t>(wrapTo<int32_t>(X + Y) -
+                                          __int128(wrapTo<int32_t>(Y - X)));
+      const int64_t Sum64 = wrapTo<int64_t>(wrapTo<int64_t>(Z + W) -
+                                            __int128(wrapTo<int64_t>(W - Z)));
+      ASSERT_EQ(ES[I], Sum) << What << " eager " << A[I] << ", " << B[I];
+      ASSERT_EQ(EP[I], wrapTo<int32_t>(X * Y))
+          << What << " eager " << A[I] << " * " << B[I];
+      ASSERT_EQ(EN[I], wrapTo<int32_t>(-__int128(wrapTo<int32_t>(Abs(X)))))
+          << What << " eager -abs(" << A[I] << ")";
+      ASSERT_EQ(ES64[I], Sum64) << What << " eager " << C[I] << ", " << D[I];
+      ASSERT_EQ(EP64[I], wrapTo<int64_t>(Z * W))
+          << What << " eager " << C[I] << " * " << D[I];
+      ASSERT_EQ(EN64[I], wrapTo<int64_t>(-__int128(wrapTo<int64_t>(Abs(Z)))))
+          << What << " eager -abs(" << C[I] << ")";
+    }
+    expectSame(ES, PS, What + " s cpu");
+    expectSame(EP, PP, What + " p cpu");
+    expectSame(EN, PN, What + " n cpu");
+    expectSame(ES64, PS64, What + " s64 cpu");
+    expectSame(EP64, PP64, What + " p64 cpu");
+    expectSame(EN64, PN64, What + " n64 cpu");
+    PK_IF_CUDA(forEachSchedule(N, [&](const std::string &Sch) {
+                 Dev<int32_t> DA(A), DB(B), DS(N), DP(N), DN(N);
+                 Dev<int64_t> DC(C), DD(D), DS64(N), DP64(N), DN64(N);
+                 pk::cuda::q_wrap({DA.get(), {N}}, {DB.get(), {N}},
+                                  {DC.get(), {N}}, {DD.get(), {N}},
+                                  {DS.get(), {N}}, {DP.get(), {N}},
+                                  {DN.get(), {N}}, {DS64.get(), {N}},
+                                  {DP64.get(), {N}}, {DN64.get(), {N}});
+                 expectSame(ES, DS.host(), What + " s " + Sch);
+                 expectSame(EP, DP.host(), What + " p " + Sch);
+                 expectSame(EN, DN.host(), What + " n " + Sch);
+                 expectSame(ES64, DS64.host(), What + " s64 " + Sch);
+                 expectSame(EP64, DP64.host(), What + " p64 " + Sch);
+                 expectSame(EN64, DN64.host(), What + " n64 " + Sch);
+               });)
+  }
+}
+
+TEST(IntegerOverflow, SumsAndMatmulsWrap) {
+  // Rows x columns: the lanes' tails (16 lanes, 64 for max/min), one
+  // column, and rows long enough to overflow int32 sums many times.
+  const std::pair<int64_t, int64_t> Shapes[] = {{1, 1},    {3, 17}, {5, 64},
+                                                {2, 1001}, {7, 1},  {4, 4099}};
+  for (auto [R, N] : Shapes) {
+    const int64_t P = 3; // columns of the product
+    std::vector<int64_t> C, D, Unused64;
+    std::vector<int32_t> A, Unused32;
+    wrapData(R * N, C, Unused64, 41);
+    wrapData(P * N, D, Unused64, 42);
+    wrapData(R * N, A, Unused32, 43);
+    std::vector<int64_t> ERows(R), ECols(N), EAll(1), EProd(R * P);
+    std::vector<int32_t> ERows32(R);
+    eager::q_wrap_sum({C.data(), {R, N}}, {D.data(), {P, N}},
+                      {A.data(), {R, N}}, ERows, ECols, {EAll.data(), {}},
+                      ERows32, {EProd.data(), {R, P}});
+    const std::string What =
+        "q_wrap_sum " + std::to_string(R) + "x" + std::to_string(N);
+    // The wrapped results from 128-bit sums (none of these overflow 128
+    // bits: at most 4099 terms of 2^126).
+    __int128 All = 0;
+    for (int64_t I = 0; I < R; ++I) {
+      __int128 Row = 0, Row32 = 0;
+      for (int64_t J = 0; J < N; ++J) {
+        Row += C[I * N + J];
+        Row32 += A[I * N + J];
+      }
+      All += Row;
+      ASSERT_EQ(ERows[I], wrapTo<int64_t>(Row)) << What << " eager row " << I;
+      ASSERT_EQ(ERows32[I], wrapTo<int32_t>(Row32))
+          << What << " eager int32 row " << I;
+      for (int64_t K = 0; K < P; ++K) {
+        __int128 Dot = 0; // each product wraps to int64, then the sum does
+        for (int64_t J = 0; J < N; ++J)
+          Dot += wrapTo<int64_t>(__int128(C[I * N + J]) * D[K * N + J]);
+        ASSERT_EQ(EProd[I * P + K], wrapTo<int64_t>(Dot))
+            << What << " eager product (" << I << ", " << K << ")";
+      }
+    }
+    ASSERT_EQ(EAll[0], wrapTo<int64_t>(All)) << What << " eager all";
+    for (int64_t J = 0; J < N; ++J) {
+      __int128 Col = 0;
+      for (int64_t I = 0; I < R; ++I)
+        Col += C[I * N + J];
+      ASSERT_EQ(ECols[J], wrapTo<int64_t>(Col)) << What << " eager col " << J;
+    }
+    std::vector<int64_t> Rows(R, 77), Cols(N, 77), All1(1, 77), Prod(R * P, 77);
+    std::vector<int32_t> Rows32(R, 77);
+    q_wrap_sum({C.data(), {R, N}}, {D.data(), {P, N}}, {A.data(), {R, N}}, Rows,
+               Cols, {All1.data(), {}}, Rows32, {Prod.data(), {R, P}});
+    expectSame(ERows, Rows, What + " rows cpu");
+    expectSame(ECols, Cols, What + " cols cpu");
+    expectSame(EAll, All1, What + " all cpu");
+    expectSame(ERows32, Rows32, What + " rows32 cpu");
+    expectSame(EProd, Prod, What + " prod cpu");
+    PK_IF_CUDA(forEachSchedule(R * N, [&](const std::string &Sch) {
+                 Dev<int64_t> DC(C), DD(D), DRows(R), DCols(N), DAll(1),
+                     DProd(R * P);
+                 Dev<int32_t> DA(A), DRows32(R);
+                 pk::cuda::q_wrap_sum(
+                     {DC.get(), {R, N}}, {DD.get(), {P, N}}, {DA.get(), {R, N}},
+                     {DRows.get(), {R}}, {DCols.get(), {N}}, {DAll.get(), {}},
+                     {DRows32.get(), {R}}, {DProd.get(), {R, P}});
+                 expectSame(ERows, DRows.host(), What + " rows " + Sch);
+                 expectSame(ECols, DCols.host(), What + " cols " + Sch);
+                 expectSame(EAll, DAll.host(), What + " all " + Sch);
+                 expectSame(ERows32, DRows32.host(), What + " rows32 " + Sch);
+                 expectSame(EProd, DProd.host(), What + " prod " + Sch);
+               });)
+  }
+}

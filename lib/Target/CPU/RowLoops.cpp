@@ -159,10 +159,11 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
       // buffered value an earlier loop stored is loaded, not recomputed.
       std::set<unsigned> Need = loop::innerCone(
           N, Mine, [&](unsigned I) { return Materialised.count(I) > 0; });
-      // Float max/min use pk's NaN-propagating combiners (declared in
-      // <pk/runtime.h>); integers use OpenMP's own.
-      std::vector<std::string> SumVars, MaxVars, MinVars, IntMaxVars,
-          IntMinVars;
+      // Float max/min use pk's NaN-propagating combiners and integer sums
+      // pk's wrapping add (declared in <pk/runtime.h>); integer max/min use
+      // OpenMP's own.
+      std::vector<std::string> SumVars, IntSumVars, MaxVars, MinVars,
+          IntMaxVars, IntMinVars;
       for (unsigned R : Mine) {
         const Stmt &S = N.Body[R];
         if (S.K != Stmt::Reduce)
@@ -172,7 +173,7 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
         switch (S.Reduction) {
         case ReduceKind::Sum:
         case ReduceKind::Mean:
-          SumVars.push_back(accumulatorVar(S));
+          (Float ? SumVars : IntSumVars).push_back(accumulatorVar(S));
           break;
         case ReduceKind::Max:
           (Float ? MaxVars : IntMaxVars).push_back(accumulatorVar(S));
@@ -237,7 +238,7 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
               case ReduceKind::Mean:
                 if (N.Body[S.Args[0]].Type != T)
                   V = fmt::format("static_cast<{}>({})", dtypeCppName(T), V);
-                Out += fmt::format("{}{} += {};\n", Pad, A, V);
+                Out += fmt::format("{}{};\n", Pad, sumUpdate(T, A, V));
                 break;
               case ReduceKind::Max:
                 Out += fmt::format("{}{} = pk::scalar::maximum({}, {});\n", Pad,
@@ -476,6 +477,9 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
             if (!SumVars.empty())
               Clauses +=
                   fmt::format(" reduction(+ : {})", fmt::join(SumVars, ", "));
+            if (!IntSumVars.empty())
+              Clauses += fmt::format(" reduction(pk_add : {})",
+                                     fmt::join(IntSumVars, ", "));
             if (!MaxVars.empty())
               Clauses += fmt::format(" reduction(pk_max : {})",
                                      fmt::join(MaxVars, ", "));
@@ -585,7 +589,7 @@ void cpu::emitColumnReduction(const Function &F, const Nest &N, int64_t Block,
     if (S.Reduction == ReduceKind::Sum || S.Reduction == ReduceKind::Mean) {
       if (N.Body[S.Args[0]].Type != T)
         V = fmt::format("static_cast<{}>({})", dtypeCppName(T), V);
-      Out += fmt::format("{}  {} += {};\n", Pad, Acc, V);
+      Out += fmt::format("{}  {};\n", Pad, sumUpdate(T, Acc, V));
     } else {
       Out += fmt::format("{}  {} = pk::scalar::{}({}, {});\n", Pad, Acc,
                          S.Reduction == ReduceKind::Max ? "maximum" : "minimum",

@@ -100,22 +100,6 @@ std::string templateDeclaration(const Function &F) {
                      fmt::join(Parts, ", "));
 }
 
-std::string combine(ReduceKind K, const std::string &A, const std::string &B) {
-  switch (K) {
-  case ReduceKind::Max:
-    return fmt::format("pk::scalar::maximum({}, {})", A, B);
-  case ReduceKind::Min:
-    return fmt::format("pk::scalar::minimum({}, {})", A, B);
-  case ReduceKind::Sum:
-  case ReduceKind::Mean:
-    break;
-  case ReduceKind::ArgMax:
-  case ReduceKind::ArgMin:
-    llvm_unreachable("expanded by expandArgReductions");
-  }
-  return fmt::format("{} + {}", A, B);
-}
-
 /// `__shfl_xor_sync` of an accumulator; bool travels as int.
 std::string shuffleXor(DType T, const std::string &V, const std::string &Lane) {
   if (T == DType::Bool)
@@ -247,9 +231,10 @@ private:
       }
       std::string A = accumulatorVar(L);
       if (L.Reduction == ReduceKind::Sum || L.Reduction == ReduceKind::Mean)
-        Out += fmt::format("{}{} += {};\n", In, A, V);
+        Out += fmt::format("{}{};\n", In, sumUpdate(T, A, V));
       else
-        Out += fmt::format("{}{} = {};\n", In, A, combine(L.Reduction, A, V));
+        Out += fmt::format("{}{} = {};\n", In, A,
+                           combineAccumulators(L.Reduction, T, A, V));
       break;
     }
     case KS::AccFinal: {
@@ -264,11 +249,12 @@ private:
     }
     case KS::WarpReduce: {
       std::string A = accumulatorVar(L);
-      Out += fmt::format("{}for (int pk_o = ({}) / 2; pk_o > 0; pk_o /= 2)\n"
-                         "{}  {} = {};\n",
-                         In, S.Expr, In, A,
-                         combine(L.Reduction, A,
-                                 shuffleXor(accumulatorType(N, L), A, "pk_o")));
+      Out += fmt::format(
+          "{}for (int pk_o = ({}) / 2; pk_o > 0; pk_o /= 2)\n"
+          "{}  {} = {};\n",
+          In, S.Expr, In, A,
+          combineAccumulators(L.Reduction, accumulatorType(N, L), A,
+                              shuffleXor(accumulatorType(N, L), A, "pk_o")));
       break;
     }
     case KS::BlockReduce: {
@@ -283,10 +269,11 @@ private:
       Out += fmt::format("{}{} = threadIdx.x % 32 < ({}) / 32 ? {}[threadIdx.x "
                          "% 32] : {};\n",
                          In, A, S.Expr, S.Name, accumulatorInit(L, T));
-      Out += fmt::format("{}for (int pk_o = 16; pk_o > 0; pk_o /= 2)\n"
-                         "{}  {} = {};\n",
-                         In, In, A,
-                         combine(L.Reduction, A, shuffleXor(T, A, "pk_o")));
+      Out += fmt::format(
+          "{}for (int pk_o = 16; pk_o > 0; pk_o /= 2)\n"
+          "{}  {} = {};\n",
+          In, In, A,
+          combineAccumulators(L.Reduction, T, A, shuffleXor(T, A, "pk_o")));
       Out += In + "__syncthreads(); // " + S.Name + " is written again next\n";
       break;
     }

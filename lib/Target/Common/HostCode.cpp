@@ -916,3 +916,30 @@ std::string target::accumulatorInit(const Stmt &S, DType T) {
 }
 
 std::string target::accumulatorVar(const Stmt &S) { return "pk_acc_" + S.Name; }
+
+std::string target::combineAccumulators(ReduceKind K, DType T,
+                                        const std::string &A,
+                                        const std::string &B) {
+  switch (K) {
+  case ReduceKind::Max:
+    return fmt::format("pk::scalar::maximum({}, {})", A, B);
+  case ReduceKind::Min:
+    return fmt::format("pk::scalar::minimum({}, {})", A, B);
+  case ReduceKind::Sum:
+  case ReduceKind::Mean:
+    break;
+  case ReduceKind::ArgMax:
+  case ReduceKind::ArgMin:
+    llvm_unreachable("expanded by expandArgReductions");
+  }
+  if (T == DType::I32 || T == DType::I64)
+    return fmt::format("pk::scalar::add({}, {})", A, B);
+  return fmt::format("{} + {}", A, B);
+}
+
+std::string target::sumUpdate(DType T, const std::string &A,
+                              const std::string &V) {
+  if (T == DType::I32 || T == DType::I64)
+    return fmt::format("{} = pk::scalar::add({}, {})", A, A, V);
+  return fmt::format("{} += {}", A, V);
+}

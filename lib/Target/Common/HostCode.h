@@ -182,6 +182,15 @@ ir::DType accumulatorType(const loop::Nest &N, const loop::Stmt &Reduce);
 std::string accumulatorInit(const loop::Stmt &Reduce, ir::DType T);
 /// `pk_acc_<name>`.
 std::string accumulatorVar(const loop::Stmt &Reduce);
+/// Two partial results of a reduction of accumulator type `T` combined:
+/// NaN-propagating maximum/minimum, `A + B`, or for integer sums a wrapping
+/// add (language.md §3: integer reductions wrap; `+` of int64 values that
+/// overflow would be undefined).
+std::string combineAccumulators(ir::ReduceKind K, ir::DType T,
+                                const std::string &A, const std::string &B);
+/// The statement (no indent, no `;`) that adds `V` to the sum accumulator
+/// `A` of type `T`: `A += V`, or `A = pk::scalar::add(A, V)` for integers.
+std::string sumUpdate(ir::DType T, const std::string &A, const std::string &V);
 
 } // namespace pk::target
 

@@ -102,6 +102,34 @@ PK_KERNEL void q_divide(In<int32_t> a, In<int32_t> b, In<int64_t> c,
   r64[_] = c[_] % d[_];
 }
 
+// Signed integer + - * and unary - wrap around (language.md §3), in int32
+// and int64, elementwise and through abs (abs of the minimum is itself).
+PK_KERNEL void q_wrap(In<int32_t> a, In<int32_t> b, In<int64_t> c,
+                      In<int64_t> d, Out<int32_t> s, Out<int32_t> p,
+                      Out<int32_t> n, Out<int64_t> s64, Out<int64_t> p64,
+                      Out<int64_t> n64) {
+  s[_] = a[_] + b[_] - (b[_] - a[_]);
+  p[_] = a[_] * b[_];
+  n[_] = -abs(a[_]);
+  s64[_] = c[_] + d[_] - (d[_] - c[_]);
+  p64[_] = c[_] * d[_];
+  n64[_] = -abs(c[_]);
+}
+
+// Integer sums and products wrap too (language.md §3): int64 row, column
+// and full sums, int32 rows (summed in int64, then wrapped to int32) and an
+// int64 matmul (one dot product per element).
+PK_KERNEL void q_wrap_sum(In<int64_t, 2> c, In<int64_t, 2> d, In<int32_t, 2> a,
+                          Out<int64_t, 1> rows, Out<int64_t, 1> cols,
+                          Out<int64_t, 0> all, Out<int32_t, 1> rows32,
+                          Out<int64_t, 2> prod) {
+  rows[_] = sum(c[_], 1);
+  cols[_] = sum(c[_], 0);
+  all[_] = sum(c[_]);
+  rows32[_] = sum(a[_], 1);
+  prod[_] = matmul(c[_], transpose(d[_]));
+}
+
 // Float -> integer conversions are defined for every value (language.md §3):
 // NaN gives 0, values beyond the type's range saturate to its limits, the
 // rest truncate toward zero; as a cast, as the store of a float value into
