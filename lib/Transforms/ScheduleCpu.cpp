@@ -88,7 +88,7 @@ Flatness flatness(const Nest &N) {
 /// in a loop with no reduction (the phase loop only stores), to a ref the
 /// nest never loads (no line of it needs to be read: a loaded one is in the
 /// cache already) and stores only here.
-std::vector<unsigned> streamableStores(const Nest &N) {
+std::vector<unsigned> streamableStores(const ir::Function &F, const Nest &N) {
   std::vector<unsigned> Stores;
   if (N.ReduceAxes.size() != 1 || N.ReduceAxes[0] + 1 != N.Domain.size() ||
       N.Domain.size() < 2)
@@ -96,8 +96,12 @@ std::vector<unsigned> streamableStores(const Nest &N) {
   const int Axis = static_cast<int>(N.ReduceAxes[0]);
   for (unsigned I = 0; I < N.Body.size(); ++I) {
     const loop::Stmt &S = N.Body[I];
+    // Not into a window or another view of a ref: its rows are parts of
+    // the ref's (a KV cache's new positions), not whole lines, and the
+    // threshold is on the bytes a call writes, which a view's ref does not
+    // give.
     if (S.K != loop::Stmt::Store || !S.Inner || S.LoopExtents.size() != 1 ||
-        S.Map.axisOf(Axis) < 0)
+        S.Map.axisOf(Axis) < 0 || F.Params[S.Param].isView())
       continue;
     bool Excluded = llvm::any_of(N.Body, [&](const loop::Stmt &O) {
       bool SameRef = (O.K == loop::Stmt::Load || O.K == loop::Stmt::Store) &&
@@ -151,7 +155,8 @@ void gemmNotes(NestSchedule &S) {
                     "once per tile while packing");
 }
 
-NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
+NestSchedule schedule(const ir::Function &F, const Nest &N,
+                      const tile::CpuTarget &T) {
   NestSchedule S;
   S.MinWorkForThreads = T.ParallelMinWork;
   S.Notes.push_back(fmt::format(
@@ -242,7 +247,7 @@ NestSchedule schedule(const Nest &N, const tile::CpuTarget &T) {
   S.Vector = "phases";
   S.RowBuffers = rowBuffers(N);
   if (S.MinWorkForThreads > 0)
-    S.StreamedStores = streamableStores(N);
+    S.StreamedStores = streamableStores(F, N);
   if (!S.StreamedStores.empty())
     S.Notes.push_back("outputs the nest never reads are written with "
                       "streaming stores (whole lines to memory, none read "
@@ -266,6 +271,6 @@ tile::Program pk::scheduleForCpu(const loop::Program &P,
   tile::Program S;
   S.Loops = &P;
   for (const Nest &N : P.Nests)
-    S.Nests.push_back(schedule(N, T));
+    S.Nests.push_back(schedule(*P.F, N, T));
   return S;
 }

@@ -501,6 +501,34 @@ def check_range(dtype, lo, hi):
             raise Invalid('int range')
 
 
+def int_result(dtype, lo, hi):
+    """The range of an integer result whose exact value lies in [lo, hi]:
+    itself while it is safely inside the type (IMAX), else the type's whole
+    range: signed integer arithmetic, sums and products wrap (language.md
+    §3), so such a value may land anywhere. Its arithmetic wraps again."""
+    if max(abs(lo), abs(hi)) > IMAX[dtype]:
+        return TYPE_RANGE[dtype]
+    return lo, hi
+
+
+def check_wide_to_float(args, t):
+    """A float operation does not take an integer operand beyond 2^24
+    implicitly (wide data, wrapped results): its magnitude would make the
+    float bounds vacuous (the batches' loose-bound cap), and wide integers
+    are there for the integer arithmetic. An explicit cast may convert them."""
+    if t in FLOATS and any(a.dtype in INTS and a.mag() > 2.0 ** 24
+                           for a in args):
+        raise Invalid('wide integer in float arithmetic')
+
+
+def result_range(dtype, lo, hi):
+    """check_range for floats, int_result for integers."""
+    if dtype in INTS:
+        return int_result(dtype, lo, hi)
+    check_range(dtype, lo, hi)
+    return lo, hi
+
+
 def make_node(op, args, attrs=None, strict=True):
     """The node of `op` applied to `args`, or Invalid. `strict`: keep to one
     fused group's rules (one reduction signature per value, no reduction of
@@ -533,6 +561,7 @@ def make_node(op, args, attrs=None, strict=True):
             t = I32
         if a.dtype == BOOL or b.dtype == BOOL:
             t = usual(t, I32) if t not in FLOATS else t
+        check_wide_to_float(args, t)
         shape = shape_of(args)
         if op == 'add':
             lo, hi = a.lo + b.lo, a.hi + b.hi
@@ -572,13 +601,16 @@ def make_node(op, args, attrs=None, strict=True):
             # |a % b| <= min(|a|, |b|); a zero modulus gives 0.
             m = min(a.mag(), max(abs(b.lo), abs(b.hi)))
             lo, hi = -m, m
-        check_range(t, lo, hi)
+        lo, hi = result_range(t, lo, hi)
         return Node(op, args, t, weak, shape, lo, hi, nan, exact, sig)
 
     if op == 'neg':
         (a,) = args
         t = neg_t(a.dtype)
-        return Node(op, args, t, a.weak, a.shape, -a.hi, -a.lo, nan, exact, sig)
+        lo, hi = -a.hi, -a.lo
+        if t in INTS:  # -INT_MIN wraps to INT_MIN
+            lo, hi = int_result(t, lo, hi)
+        return Node(op, args, t, a.weak, a.shape, lo, hi, nan, exact, sig)
     if op == 'abs':
         (a,) = args
         t = a.dtype if a.dtype in FLOATS else neg_t(a.dtype)
@@ -588,12 +620,15 @@ def make_node(op, args, attrs=None, strict=True):
             lo, hi = -a.hi, -a.lo
         else:
             lo, hi = 0.0, a.mag()
+        if t in INTS:  # abs(INT_MIN) wraps to INT_MIN
+            lo, hi = int_result(t, lo, hi)
         return Node(op, args, t, False, a.shape, lo, hi, nan, exact, sig)
     if op in UNARY_MATH:
         (a,) = args
         if a.weak:
             raise Invalid('math on a scalar')
         t = math_t(a.dtype)
+        check_wide_to_float(args, t)
         lo, hi = a.lo, a.hi
         ex = False
         if op in ('exp', 'expm1'):
@@ -656,6 +691,7 @@ def make_node(op, args, attrs=None, strict=True):
             raise Invalid('needs an array')
         a, b = args
         t = promote(args)
+        check_wide_to_float(args, t)
         f = max if op == 'maximum' else min
         lo, hi = f(a.lo, b.lo), f(a.hi, b.hi)
         return Node(op, args, t, False, shape_of(args), lo, hi, nan, exact, sig)
@@ -696,6 +732,7 @@ def make_node(op, args, attrs=None, strict=True):
             t = promote([a, b])
         if a.dtype == BOOL and b.dtype == BOOL:
             t = I32
+        check_wide_to_float([a, b], t)
         lo, hi = min(a.lo, b.lo), max(a.hi, b.hi)
         return Node(op, args, t, False, shape_of(args), lo, hi,
                     a.nan or b.nan, a.exact and b.exact, sig)
@@ -726,8 +763,7 @@ def make_node(op, args, attrs=None, strict=True):
                 raise Invalid('float to bool needs an exact value')
             lo, hi = 0.0, 1.0
         elif to == I32 and a.dtype == I64:
-            if max(abs(lo), abs(hi)) > IMAX[I32]:
-                raise Invalid('int64 to int32 range')
+            lo, hi = int_result(I32, lo, hi)  # modulo 2^32
         elif to == F32 and a.dtype == F64:
             check_range(F32, lo, hi)
         return Node(op, args, to, False, a.shape, lo, hi, a.nan, a.exact, sig,
@@ -759,8 +795,12 @@ def make_node(op, args, attrs=None, strict=True):
                     lo = 1.0
             if t in FLOATS:
                 ex = False
-            check_range(t, lo, hi)
+            lo, hi = result_range(t, lo, hi)
         elif op == 'mean':
+            if t in INTS and max(abs(lo), abs(hi)) * NMAX > 2.0 ** 52:
+                # the int64 sum may wrap, or be rounded to double (NumPy
+                # sums in double: the twin would round differently)
+                raise Invalid('int mean range')
             t = math_t(t)
             ex = False
             nan_out = True  # an empty axis gives NaN
@@ -830,9 +870,7 @@ def make_node(op, args, attrs=None, strict=True):
         t = a.dtype
         plo, phi = interval_mul(a, b)
         lo, hi = min(0.0, plo * NMAX), max(0.0, phi * NMAX)
-        check_range(t, lo, hi)
-        if t in INTS and max(abs(plo), abs(phi)) > IMAX[I32] / NMAX:
-            raise Invalid('matmul terms')  # int32 sums stay exact
+        lo, hi = result_range(t, lo, hi)  # integer products and sums wrap
         # attention's first matmul (attrs 'scores') is the operand of a
         # softmax over its last axis: it gets that reduction's signature
         sig = (shape, len(shape) - 1) if attrs.get('scores') else \
@@ -1202,6 +1240,8 @@ def conv_range(n, to):
         return 0.0, 1.0
     if to in INTS and n.dtype in FLOATS:
         return float(math.trunc(lo)), float(math.trunc(hi))
+    if to in INTS:
+        return int_result(to, lo, hi)
     return lo, hi
 
 
@@ -1225,8 +1265,8 @@ def check_store(n, p):
         if not n.exact or n.nan or max(abs(n.lo), abs(n.hi)) > IMAX[t] / 2:
             raise Invalid('float to int store')
         return
-    if max(abs(n.lo), abs(n.hi)) > IMAX[t]:
-        raise Invalid('int store range')
+    # an int64 value stored into an int32 ref wraps (modulo 2^32); the
+    # read-back's range is the ref type's (conv_range)
 
 
 # --------------------------------------------------------------------------
@@ -2571,7 +2611,11 @@ def data_range(dtype, rng):
                            (-8.0, 8.0)])
     if dtype == BOOL:
         return 0.0, 1.0
-    return rng.choice([(-100.0, 100.0), (-10.0, 10.0), (0.0, 50.0)])
+    # wide: int32's whole range (the harness puts its limits, -1 and 0 in
+    # some elements), int64 within +-2^62: sums, products, negations and
+    # abs overflow and wrap (language.md §3)
+    wide = TYPE_RANGE[I32] if dtype == I32 else (-2.0 ** 62, 2.0 ** 62)
+    return rng.choice([(-100.0, 100.0), (-10.0, 10.0), (0.0, 50.0), wide])
 
 
 # --------------------------------------------------------------------------
@@ -4250,17 +4294,10 @@ def table_entry(k, line, cuda):
             float(p.lo), float(p.hi), 'true' if p.bcast_ok else 'false',
             'false' if p.name in special_free else 'true'))
     nsyms = len(k.universe) + len(k.extra_syms)
-    return ('    {"%s", "%s", %d, %d, %s,\n     {\n%s\n     },\n'
+    return ('    {"%s", "%s", %d, %d,\n     {\n%s\n     },\n'
             '     fz_gen::eager_%s, fz_gen::cpu_%s, %s, fz_gen::shadow_%s}' % (
-                k.name, k.policy, line, nsyms,
-                'true' if special_ok(k) else 'false', ',\n'.join(ps), k.name,
+                k.name, k.policy, line, nsyms, ',\n'.join(ps), k.name,
                 k.name, 'FZ_CUDA(fz_gen::cuda_%s)' % k.name, k.name))
-
-
-# Integer arithmetic that may overflow (signed overflow is undefined in
-# eager C++): a value converted from a float must not reach it when the data
-# may hold infinities, which the interval model does not see.
-OVERFLOWING = ('add', 'sub', 'mul', 'neg', 'abs', 'sum', 'matmul', 'rem')
 
 
 def special_free_params(k):
@@ -4286,27 +4323,6 @@ def special_free_params(k):
             free.add(n.attrs['param'])
         stack.extend(n.args)
     return free
-
-
-def special_ok(k):
-    """Whether NaN and infinities in the float inputs keep the kernel
-    well-defined: a float converted to an integer (NaN 0, saturated beyond
-    the range: defined) never reaches integer arithmetic that may overflow.
-    (Fused attention's v operand is kept clean per parameter:
-    special_free_params.)"""
-    it = Interp(k)
-    it.run(k.stmts)
-    converted = set()  # ids of integer values computed from a float's
-    for n in it.nodes:
-        # a cast, or a float stored into an integer ref and read back
-        if n.op in ('cast', 'refread', 'wstore') and n.dtype in INTS and \
-                n.args[-1].dtype in FLOATS:
-            converted.add(n.id)
-        elif n.dtype in INTS and any(a.id in converted for a in n.args):
-            if n.op in OVERFLOWING:
-                return False
-            converted.add(n.id)
-    return True
 
 
 def emit_batch(kernels, out_dir, name, seed, argv=None):

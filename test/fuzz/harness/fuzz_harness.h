@@ -87,9 +87,6 @@ struct Kernel {
   const char *Policy;
   int Line; ///< of the PK_KERNEL line in the batch's .cpp
   int NumSyms;
-  /// No float value is converted to an integer: NaN and infinities in the
-  /// inputs are well-defined (the "special" case profile).
-  bool SpecialOk;
   std::vector<Param> Params;
   Fn Eager, Cpu, Cuda; ///< Cuda is null without the CUDA leg
   ShadowFn Shadow;

@@ -37,20 +37,20 @@ void cuda_c3(fz::Args &A) { pk::cuda::c3(A.in<float, 2>(0), A.in<float, 2>(1), A
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"concat_temp_cycle", "regression", {
-    {"c1", "regression", 8, 1, true,
+    {"c1", "regression", 8, 1,
      {
       {"y", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
       {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_c1, fz_gen::cpu_c1, FZ_CUDA(fz_gen::cuda_c1), fz_gen::shadow_c1},
-    {"c2", "regression", 13, 2, true,
+    {"c2", "regression", 13, 2,
      {
       {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
       {"y", fz::Kind::In, fz::DT::F32, 1, {1}, -2.0, 2.0, true, true},
       {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_c2, fz_gen::cpu_c2, FZ_CUDA(fz_gen::cuda_c2), fz_gen::shadow_c2},
-    {"c3", "regression", 21, 2, true,
+    {"c3", "regression", 21, 2,
      {
       {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
       {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},

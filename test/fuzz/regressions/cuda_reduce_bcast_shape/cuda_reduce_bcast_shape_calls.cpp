@@ -23,7 +23,7 @@ void cuda_cuda_reduce_bcast_shape(fz::Args &A) { pk::cuda::cuda_reduce_bcast_sha
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"cuda_reduce_bcast_shape", "regression", {
-    {"cuda_reduce_bcast_shape", "regression", 8, 1, true,
+    {"cuda_reduce_bcast_shape", "regression", 8, 1,
      {
       {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
       {"y", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false, true},

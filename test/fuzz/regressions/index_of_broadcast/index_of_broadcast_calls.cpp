@@ -23,7 +23,7 @@ void cuda_index_of_broadcast(fz::Args &A) { pk::cuda::index_of_broadcast(A.in<fl
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"index_of_broadcast", "regression", {
-    {"index_of_broadcast", "regression", 8, 2, true,
+    {"index_of_broadcast", "regression", 8, 2,
      {
       {"x", fz::Kind::In, fz::DT::F32, 2, {-1, 1}, -2.0, 2.0, false, true},
       {"o", fz::Kind::Out, fz::DT::I64, 2, {0, 1}, -2.0, 2.0, true, true}

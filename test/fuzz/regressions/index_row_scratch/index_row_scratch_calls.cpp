@@ -23,7 +23,7 @@ void cuda_index_row_scratch(fz::Args &A) { pk::cuda::index_row_scratch(A.in<floa
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"index_row_scratch", "regression", {
-    {"index_row_scratch", "regression", 8, 2, true,
+    {"index_row_scratch", "regression", 8, 2,
      {
       {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
       {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true}

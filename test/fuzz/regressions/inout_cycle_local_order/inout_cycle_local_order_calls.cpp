@@ -23,7 +23,7 @@ void cuda_inout_cycle_local_order(fz::Args &A) { pk::cuda::inout_cycle_local_ord
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"inout_cycle_local_order", "regression", {
-    {"inout_cycle_local_order", "regression", 8, 2, true,
+    {"inout_cycle_local_order", "regression", 8, 2,
      {
       {"o", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
       {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},

@@ -23,7 +23,7 @@ void cuda_inout_cycle_nested_buffer(fz::Args &A) { pk::cuda::inout_cycle_nested_
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"inout_cycle_nested_buffer", "regression", {
-    {"inout_cycle_nested_buffer", "regression", 8, 2, true,
+    {"inout_cycle_nested_buffer", "regression", 8, 2,
      {
       {"x0", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
       {"x4", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},

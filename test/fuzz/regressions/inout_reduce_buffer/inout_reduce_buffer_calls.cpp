@@ -23,7 +23,7 @@ void cuda_inout_reduce_buffer(fz::Args &A) { pk::cuda::inout_reduce_buffer(A.in<
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"inout_reduce_buffer", "regression", {
-    {"inout_reduce_buffer", "regression", 8, 2, true,
+    {"inout_reduce_buffer", "regression", 8, 2,
      {
       {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
       {"y", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},

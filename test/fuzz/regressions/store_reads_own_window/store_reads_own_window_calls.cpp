@@ -23,7 +23,7 @@ void cuda_store_reads_own_window(fz::Args &A) { pk::cuda::store_reads_own_window
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"store_reads_own_window", "regression", {
-    {"store_reads_own_window", "regression", 8, 1, true,
+    {"store_reads_own_window", "regression", 8, 1,
      {
       {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false, true},
       {"h", fz::Kind::InOut, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true}

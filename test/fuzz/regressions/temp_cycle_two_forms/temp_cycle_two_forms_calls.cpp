@@ -23,7 +23,7 @@ void cuda_temp_cycle_two_forms(fz::Args &A) { pk::cuda::temp_cycle_two_forms(A.o
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"temp_cycle_two_forms", "regression", {
-    {"temp_cycle_two_forms", "regression", 8, 2, true,
+    {"temp_cycle_two_forms", "regression", 8, 2,
      {
       {"o0", fz::Kind::Out, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},
       {"x", fz::Kind::In, fz::DT::F32, 2, {0, 1}, -2.0, 2.0, true, true},

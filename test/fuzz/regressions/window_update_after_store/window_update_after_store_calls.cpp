@@ -23,7 +23,7 @@ void cuda_window_update_after_store(fz::Args &A) { pk::cuda::window_update_after
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"window_update_after_store", "regression", {
-    {"window_update_after_store", "regression", 8, 1, true,
+    {"window_update_after_store", "regression", 8, 1,
      {
       {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, false, true},
       {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, false, true},

@@ -30,14 +30,14 @@ void cuda_u2(fz::Args &A) { pk::cuda::u2(A.out<float, 1>(0), A.in<float, 1>(1), 
 
 const fz::Batch &fz::batch() {
   static const fz::Batch B{"window_update_cycle", "regression", {
-    {"u1", "regression", 8, 1, true,
+    {"u1", "regression", 8, 1,
      {
       {"h", fz::Kind::InOut, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
       {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
       {"y", fz::Kind::In, fz::DT::F32, 1, {-1}, -2.0, 2.0, true, true}
      },
      fz_gen::eager_u1, fz_gen::cpu_u1, FZ_CUDA(fz_gen::cuda_u1), fz_gen::shadow_u1},
-    {"u2", "regression", 15, 1, true,
+    {"u2", "regression", 15, 1,
      {
       {"o", fz::Kind::Out, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
       {"x", fz::Kind::In, fz::DT::F32, 1, {0}, -2.0, 2.0, true, true},
