@@ -115,10 +115,16 @@ std::optional<ir::DType> pk::frontend::valueDType(QualType T,
     return std::nullopt;
   if (isArithmeticScalar(T) || T->isEnumeralType())
     return scalarDType(T, Ctx);
-  for (llvm::StringRef Name : {"Array", "WholeProxy"})
-    if (const TemplateArgument *A = pkTemplateArg(T, Name, 0))
-      if (A->getKind() == TemplateArgument::Type)
-        return scalarDType(A->getAsType(), Ctx);
+  if (const TemplateArgument *A = pkTemplateArg(T, "Array", 0))
+    if (A->getKind() == TemplateArgument::Type)
+      return scalarDType(A->getAsType(), Ctx);
+  // `auto t = ref[_];` is a WholeProxy<T, R> of the ref's element type T,
+  // an Array of T's compute type (float for pk::half and pk::bfloat16,
+  // int32_t for the 8-bit types).
+  if (const TemplateArgument *A = pkTemplateArg(T, "WholeProxy", 0))
+    if (A->getKind() == TemplateArgument::Type)
+      if (std::optional<ir::DType> E = elementDType(A->getAsType(), Ctx))
+        return ir::computeType(*E);
   return std::nullopt;
 }
 

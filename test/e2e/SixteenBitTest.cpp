@@ -48,6 +48,7 @@ void h_mixed(pk::In<pk::half> a, pk::In<pk::bfloat16> b, pk::In<float> c,
              pk::Out<pk::half> o, pk::Out<pk::bfloat16> p, pk::Out<float> q);
 void h_bias_inout(pk::InOut<pk::bfloat16, 2> y, pk::In<pk::half, 1> b);
 void h_read_back(pk::In<float> x, pk::Out<pk::half> h, pk::Out<float> err);
+void h_snapshot(pk::InOut<pk::bfloat16> y, pk::In<float> x);
 void h_row_sum_max(pk::In<pk::half, 2> x, pk::Out<pk::bfloat16, 1> s,
                    pk::Out<pk::half, 1> m);
 void h_col_mean(pk::In<pk::bfloat16, 2> x, pk::Out<pk::half, 1> m);
@@ -277,6 +278,30 @@ TEST(SixteenBit, ReadingAStoredHalfGivesTheRoundedValue) {
                  expect16(EH, DH.host(), "h_read_back " + S);
                  expectFloat(EE, DE.host(), std::vector<double>(N, 0.0),
                              "h_read_back err " + S);
+               });)
+  }
+}
+
+TEST(SixteenBit, ALocalOfARefIsAFloatSnapshot) {
+  for (int64_t N : {int64_t(0), int64_t(1), int64_t(17), int64_t(4097)}) {
+    const auto Y0 = random16<pk::bfloat16>(N, 8);
+    const auto X = sample::random(N, 9);
+    auto EY = Y0, PY = Y0;
+    eager::h_snapshot(EY, X);
+    h_snapshot(PY, X);
+    for (int64_t I = 0; I < N; ++I) {
+      const float Old = float(Y0[I]);
+      const pk::bfloat16 Want((float(pk::bfloat16(Old + X[I])) - Old) * 64.0f);
+      ASSERT_EQ(EY[I].bits(), Want.bits()) << I; // the eager semantics
+      ASSERT_EQ(PY[I].bits(), Want.bits()) << I; // the compiled code agrees
+    }
+    PK_IF_CUDA(forEachSchedule(N, [&](const std::string &S) {
+                 Dev<pk::bfloat16> DY(Y0);
+                 Dev<float> DX(X);
+                 pk::cuda::h_snapshot({DY.get(), {N}}, {DX.get(), {N}});
+                 const std::vector<pk::bfloat16> Got = DY.host();
+                 for (int64_t I = 0; I < N; ++I)
+                   ASSERT_EQ(Got[I].bits(), EY[I].bits()) << S << " " << I;
                });)
   }
 }
