@@ -30,8 +30,23 @@ import random
 import sys
 
 F32, F64, I32, I64, BOOL = 'f32', 'f64', 'i32', 'i64', 'bool'
+# The 16-bit storage types (language.md, "Dtypes"): a ref's element type
+# only (Param.storage); what a kernel reads from such a ref is an F32 value,
+# and what it stores there is rounded to 16 bits.
+F16, BF16 = 'f16', 'bf16'
 CTYPE = {F32: 'float', F64: 'double', I32: 'int32_t', I64: 'int64_t',
-         BOOL: 'bool'}
+         BOOL: 'bool', F16: 'pk::half', BF16: 'pk::bfloat16'}
+# The chance that a float ref (In, Out or InOut) is stored in 16 bits
+# (half of them pk::half, half pk::bfloat16); drawn from a generator of its
+# own (Gen.storage_rng) so that the kernels' structure does not change.
+P_STORAGE16 = 0.12
+# A 16-bit type's unit roundoff, and the largest absolute rounding error of
+# its subnormals (half's spacing there is 2^-24; bfloat16's are float's).
+UNIT16 = {F16: 2.0 ** -11, BF16: 2.0 ** -8}
+TINY16 = {F16: 2.0 ** -25, BF16: 2.0 ** -134}
+# The largest magnitude a value stored into a half ref may have (its
+# largest finite value is 65504: beyond it the store gives an infinity).
+F16_STORE_MAX = 60000.0
 FLOATS = (F32, F64)
 INTS = (I32, I64)
 UNIT = {F32: 2.0 ** -24, F64: 2.0 ** -53}
@@ -321,10 +336,13 @@ class Stmt:
 
 class Param:
     def __init__(self, name, kind, dtype, shape=(), lo=-2.0, hi=2.0,
-                 bcast_ok=True, role=None):
+                 bcast_ok=True, role=None, storage=None):
         self.name = name
         self.kind = kind  # 'in', 'out', 'inout', 'scalar'
+        # the element type of the values read from it (F32 for a 16-bit ref)
         self.dtype = dtype
+        # F16 or BF16 for a float ref stored in 16 bits, else None
+        self.storage = storage
         self.shape = tuple(shape)
         self.lo = lo
         self.hi = hi
@@ -335,11 +353,16 @@ class Param:
     def rank(self):
         return len(self.shape)
 
+    @property
+    def elem(self):
+        """The element type in memory: the storage type, or dtype."""
+        return self.storage or self.dtype
+
     def decl(self):
         if self.kind == 'scalar':
             return '%s %s' % (CTYPE[self.dtype], self.name)
         k = {'in': 'In', 'out': 'Out', 'inout': 'InOut'}[self.kind]
-        return '%s<%s, %d> %s' % (k, CTYPE[self.dtype], self.rank, self.name)
+        return '%s<%s, %d> %s' % (k, CTYPE[self.elem], self.rank, self.name)
 
 
 class Helper:
@@ -742,6 +765,15 @@ def make_node(op, args, attrs=None, strict=True):
         if a.weak:
             raise Invalid('cast of a scalar')
         lo, hi = a.lo, a.hi
+        if to in (F16, BF16):
+            # cast<pk::half>(v): v rounded to 16 bits, a float value
+            if a.dtype not in FLOATS:
+                raise Invalid('16-bit cast of an integer')
+            if to == F16 and max(abs(lo), abs(hi)) > F16_STORE_MAX:
+                raise Invalid('beyond half\'s range')
+            lo, hi = round16_range(lo, hi, to)
+            return Node(op, args, F32, False, a.shape, lo, hi, a.nan, a.exact,
+                        sig, dict(attrs))
         if to in INTS and a.dtype in FLOATS:
             if not a.exact:
                 raise Invalid('float to int needs an exact value')
@@ -957,7 +989,7 @@ def make_node(op, args, attrs=None, strict=True):
         # (Interp) a ref's contents after a store into a window of it:
         # args (the contents before, the value stored, converted)
         cur, v = args
-        lo, hi = conv_range(v, cur.dtype)
+        lo, hi = conv_range(v, cur.dtype, attrs.get('storage'))
         return Node(op, args, cur.dtype, False, cur.shape, min(lo, cur.lo),
                     max(hi, cur.hi), cur.nan or v.nan, cur.exact and v.exact,
                     cur.sig, dict(attrs))
@@ -1074,6 +1106,10 @@ class Interp:
         self.loopvars = {}
         self.hparams = []
         self.stores = []  # (param, value node) in order
+        # the values stored into whole refs (`o[_] = v`), each of which
+        # must broadcast to its ref (a window store's is checked by its
+        # wstore node)
+        self.whole_stores = []
         self.memo = {}
         # the generator's single-group rules (make_node's strict); a kernel
         # that was generated is replayed without them
@@ -1107,8 +1143,9 @@ class Interp:
             return self.add(n)
         # the value last stored, converted and broadcast to the ref
         return self.add(Node('refread', [v], p.dtype, False, p.shape,
-                             *conv_range(v, p.dtype), v.nan, v.exact, v.sig,
-                             {'param': p.name}))
+                             *conv_range(v, p.dtype, p.storage), v.nan,
+                             v.exact, v.sig,
+                             {'param': p.name, 'storage': p.storage}))
 
     def inst(self, e):
         """The node of e; an expression object used twice in one statement
@@ -1195,6 +1232,7 @@ class Interp:
             check_store(n, p)
             self.refval[p.name] = n
             self.stores.append((p, n))
+            self.whole_stores.append((p, n))
         elif s.kind == 'wstore':
             # p.slice(ax, b, e)[_] = v (or += v): the window's part of the
             # ref becomes v, broadcast and converted; the rest keeps what
@@ -1208,11 +1246,12 @@ class Interp:
                                        self.strict))
                 n = self.add(make_node('add', [w, n], None, self.strict))
             wshape = make_node('window', [cur], dict(wattrs)).shape
-            check_store(n, Param(p.name, p.kind, p.dtype, wshape))
+            check_store(n, Param(p.name, p.kind, p.dtype, wshape,
+                                 storage=p.storage))
             ((ax, b, e, _),) = s.wins
             self.refval[p.name] = self.add(make_node(
                 'wstore', [cur, n], {'param': p.name, 'axis': ax, 'b': b,
-                                     'e': e}))
+                                     'e': e, 'storage': p.storage}))
             self.stores.append((p, n))
         elif s.kind == 'sdecl':
             if s.name in self.locals:
@@ -1234,8 +1273,20 @@ class Interp:
             raise AssertionError(s.kind)
 
 
-def conv_range(n, to):
+def round16_range(lo, hi, storage):
+    """The range of values of [lo, hi] rounded to a 16-bit type: a little
+    wider, and a bound of one sign may become 0 (never the other sign)."""
+    def widen(x, up):
+        w = abs(x) * 2 * UNIT16[storage] + 2 * TINY16[storage]
+        y = x + w if up else x - w
+        return 0.0 if (x > 0 and y < 0) or (x < 0 and y > 0) else y
+    return widen(lo, False), widen(hi, True)
+
+
+def conv_range(n, to, storage=None):
     lo, hi = n.lo, n.hi
+    if storage:
+        return round16_range(lo, hi, storage)
     if to == BOOL:
         return 0.0, 1.0
     if to in INTS and n.dtype in FLOATS:
@@ -1250,6 +1301,8 @@ def check_store(n, p):
         raise Invalid('store to an In')
     if n.rank > p.rank or not fits(n.shape, p.shape):
         raise Invalid('stored value does not fit the ref')
+    if p.storage == F16 and max(abs(n.lo), abs(n.hi)) > F16_STORE_MAX:
+        raise Invalid('beyond half\'s range')
     f, t = n.dtype, p.dtype
     if f == t:
         return
@@ -1319,6 +1372,11 @@ class Gen:
         p = Param(self.fresh(prefix), kind, dtype, shape, **kw)
         if kind in ('in', 'inout', 'scalar') and 'lo' not in kw:
             p.lo, p.hi = data_range(dtype, self.rng)
+        if kind != 'scalar' and dtype == F32:
+            r = random.Random('pk-fuzz-16:%s:%d:%s' % (self.seed, self.index,
+                                                       p.name))
+            if r.random() < P_STORAGE16:
+                p.storage = r.choice([F16, BF16])
         self.k.params.append(p)
         if kind in ('in', 'inout'):
             self.it.refval[p.name] = None
@@ -1777,6 +1835,12 @@ class Gen:
                             self.mk('lit', tlit(1000.0, '1000.0f')))
         if to == BOOL and t in FLOATS and not a.node.exact:
             to = F64 if t == F32 else F32
+        r = random.Random('pk-fuzz-16:%s:%d:cast%d' % (
+            self.seed, self.index, len(self.it.nodes)))
+        if t in FLOATS and to in FLOATS and r.random() < 0.3:
+            # cast<pk::half>/cast<pk::bfloat16>: an intermediate kept in 16
+            # bits (a generator of its own, as Gen.add_param's storage)
+            to = r.choice([F16, BF16])
         return self.op('cast', a, to=to)
 
     def g_shape(self, ctx, depth):
@@ -3962,13 +4026,16 @@ def err_text(n):
         return 'pk::where(%s, %s, %s)' % (vref(a), eref(n.args[1]),
                                           eref(n.args[2]))
     if op == 'cast':
+        e = eref(a)
         if n.dtype == F32 and a.dtype == F64:
-            return '%s + fzs::U32 * %s' % (eref(a), M)
-        return eref(a)
+            e = '%s + fzs::U32 * %s' % (e, M)
+        return round16_err(e, n.attrs['to'] if n.attrs['to'] in (F16, BF16)
+                           else None, M)
     if op == 'refread':
+        e = eref(a)
         if n.dtype == F32 and a.dtype == F64:
-            return '%s + fzs::U32 * %s' % (eref(a), M)
-        return eref(a)
+            e = '%s + fzs::U32 * %s' % (e, M)
+        return round16_err(e, n.attrs.get('storage'), M)
     if op in ('sum', 'mean'):
         ax, keep = red_axis(n)
         if a.dtype not in FLOATS:
@@ -4012,6 +4079,7 @@ def err_text(n):
         win = 'pk::slice(%s, %d, %s, %s)' % (vref(c), n.attrs['axis'],
                                              bx_text(n.attrs['b']),
                                              bx_text(n.attrs['e']))
+        ev = round16_err(ev, n.attrs.get('storage'), 'fzs::mag(%s)' % vref(v))
         ec = 'pk::broadcast_to(%s, %s)' % (eref(c), vref(c))
         return wstore_text(n, ec, 'pk::broadcast_to(%s, %s)' % (ev, win))
     if op == 'expand_dims':
@@ -4021,6 +4089,16 @@ def err_text(n):
         return 'fzs::squeeze_err(%s, %s, %d)' % (vref(a), eref(a),
                                                  n.attrs['axis'])
     raise AssertionError('no error rule for ' + op)
+
+
+def round16_err(e, storage, mag):
+    """The bound of a value whose bound is e, rounded to a 16-bit storage
+    type (or e without one): |r(x) - r(y)| <= |x - y| + one spacing of the
+    16-bit type at the value, 2 u16 |v|, or a subnormal spacing."""
+    if not storage:
+        return e
+    return '%s + %r * %s + %r' % (e, 2 * UNIT16[storage], mag,
+                                  2 * TINY16[storage])
 
 
 def slice_chain(v, wins):
@@ -4051,10 +4129,11 @@ def value_text(n):
                                              bx_text(n.attrs['b']),
                                              bx_text(n.attrs['e']))
         return wstore_text(n, vref(c), 'fzs::refread<%s>(%s, %s)' % (
-            CTYPE[n.dtype], vref(v), win))
+            CTYPE[n.attrs.get('storage') or n.dtype], vref(v), win))
     if n.op == 'refread':
-        return 'fzs::refread<%s>(%s, %s)' % (CTYPE[n.dtype], vref(n.args[0]),
-                                             n.attrs['param'])
+        return 'fzs::refread<%s>(%s, %s)' % (
+            CTYPE[n.attrs.get('storage') or n.dtype], vref(n.args[0]),
+            n.attrs['param'])
     return print_op(n.op, [vref(a) for a in n.args], n.attrs)
 
 
@@ -4071,7 +4150,7 @@ def shadow_text(k, it):
         if p.kind == 'scalar':
             params.append(p.decl())
         else:
-            params.append('In<%s, %d> %s' % (CTYPE[p.dtype], p.rank, p.name))
+            params.append('In<%s, %d> %s' % (CTYPE[p.elem], p.rank, p.name))
     for p in outs:
         params.append('Out<double, %d> tol_%s' % (p.rank, p.name))
     lines = ['void %s(%s) {' % (k.name, ', '.join(params))]
@@ -4092,14 +4171,16 @@ def shadow_text(k, it):
         if n is None or n == 'unset' or n.exact:
             if n is not None and n != 'unset' and n.dtype == F64 and \
                     p.dtype == F32:
-                lines.append('  tol_%s[_] = fzs::U32 * fzs::mag(%s);' %
-                             (p.name, vref(n)))
+                lines.append('  tol_%s[_] = %s;' % (p.name, round16_err(
+                    'fzs::U32 * fzs::mag(%s)' % vref(n), p.storage,
+                    'fzs::mag(%s)' % vref(n))))
             else:
                 lines.append('  tol_%s[_] = 0.0;' % p.name)
             continue
         e = eref(n)
         if n.dtype == F64 and p.dtype == F32:
             e = '%s + fzs::U32 * fzs::mag(%s)' % (e, vref(n))
+        e = round16_err(e, p.storage, 'fzs::mag(%s)' % vref(n))
         lines.append('  tol_%s[_] = %s;' % (p.name, e))
     lines.append('}')
     return lines
@@ -4180,8 +4261,8 @@ def py_value(n):
     if op == 'where':
         return 'F.where(%s, %s, %s)' % (py_ref(args[0]), py_arg(args[1], dt),
                                         py_arg(args[2], dt))
-    if op == 'cast':
-        return "F.conv(%s, '%s')" % (py_ref(args[0]), dt)
+    if op == 'cast':  # to a 16-bit type: rounded, a float32 value
+        return "F.conv(%s, '%s')" % (py_ref(args[0]), n.attrs['to'])
     if op in REDS or op in ARGREDS:
         return 'F.reduce(%r, %s, %r, %r, %r)' % (
             op, py_ref(args[0]), n.attrs.get('axis'),
@@ -4218,10 +4299,10 @@ def py_value(n):
     if op == 'wstore':
         return 'F.window_store(%s, %s, %d, %s, %s, %r)' % (
             refs[0], refs[1], n.attrs['axis'], py_bx(n.attrs['b']),
-            py_bx(n.attrs['e']), dt)
+            py_bx(n.attrs['e']), n.attrs.get('storage') or dt)
     if op == 'refread':
-        return "F.refread(%s, %r, a['%s'].shape)" % (refs[0], dt,
-                                                     n.attrs['param'])
+        return "F.refread(%s, %r, a['%s'].shape)" % (
+            refs[0], n.attrs.get('storage') or dt, n.attrs['param'])
     raise AssertionError('no NumPy twin for ' + op)
 
 
@@ -4231,6 +4312,11 @@ def numpy_text(k, it):
     lines = ['def %s(a):' % k.name]
     for n in it.nodes:
         lines.append('    v%d = %s' % (n.id, py_value(n)))
+    # every store, not only each ref's last one, must fit its ref: eager
+    # raises at the first that does not
+    for p, n in it.whole_stores:
+        lines.append("    F.refread(v%d, %r, a['%s'].shape)" % (n.id, p.elem,
+                                                               p.name))
     outs = []
     for p in k.params:
         if p.kind not in ('out', 'inout'):
@@ -4241,14 +4327,15 @@ def numpy_text(k, it):
                                                          p.dtype))
         else:
             outs.append("'%s': F.refread(v%d, %r, a['%s'].shape)" % (
-                p.name, n.id, p.dtype, p.name))
+                p.name, n.id, p.elem, p.name))
     lines.append('    return {%s}' % ', '.join(outs))
     return lines
 
 
 # -- harness glue ------------------------------------------------------------------
 
-DT_ENUM = {F32: 'F32', F64: 'F64', I32: 'I32', I64: 'I64', BOOL: 'Bool'}
+DT_ENUM = {F32: 'F32', F64: 'F64', I32: 'I32', I64: 'I64', BOOL: 'Bool',
+           F16: 'F16', BF16: 'BF16'}
 KIND_ENUM = {'in': 'In', 'out': 'Out', 'inout': 'InOut', 'scalar': 'Scalar'}
 
 
@@ -4259,7 +4346,7 @@ def call_args(k, how):
             out.append('A.scalar<%s>(%d)' % (CTYPE[p.dtype], i))
         else:
             kind = 'in' if how == 'shadow' else p.kind
-            out.append('A.%s<%s, %d>(%d)' % (kind, CTYPE[p.dtype], p.rank, i))
+            out.append('A.%s<%s, %d>(%d)' % (kind, CTYPE[p.elem], p.rank, i))
     if how == 'shadow':
         for i, p in enumerate(k.params):
             if p.kind in ('out', 'inout'):
@@ -4274,7 +4361,7 @@ def compiled_decl(k):
             ps.append(p.decl())
         else:
             kk = {'in': 'In', 'out': 'Out', 'inout': 'InOut'}[p.kind]
-            ps.append('pk::%s<%s, %d> %s' % (kk, CTYPE[p.dtype], p.rank,
+            ps.append('pk::%s<%s, %d> %s' % (kk, CTYPE[p.elem], p.rank,
                                             p.name))
     return 'void %s(%s);' % (k.name, ', '.join(ps))
 
@@ -4290,7 +4377,7 @@ def table_entry(k, line, cuda):
         dims = ', '.join(str(sym_index(x)) for x in p.shape)
         ps.append('      {"%s", fz::Kind::%s, fz::DT::%s, %d, {%s}, %r, %r, %s, '
                   '%s}' % (
-            p.name, KIND_ENUM[p.kind], DT_ENUM[p.dtype], p.rank, dims,
+            p.name, KIND_ENUM[p.kind], DT_ENUM[p.elem], p.rank, dims,
             float(p.lo), float(p.hi), 'true' if p.bcast_ok else 'false',
             'false' if p.name in special_free else 'true'))
     nsyms = len(k.universe) + len(k.extra_syms)
@@ -4350,7 +4437,7 @@ def emit_batch(kernels, out_dir, name, seed, argv=None):
             'multi_group': k.multi,
             'extra_syms': list(k.extra_syms),
             'lines': [first, len(src) - 1], 'kernel_line': kline,
-            'params': [{'name': p.name, 'kind': p.kind, 'dtype': p.dtype,
+            'params': [{'name': p.name, 'kind': p.kind, 'dtype': p.elem,
                         'shape': list(p.shape), 'lo': p.lo, 'hi': p.hi,
                         'bcast_ok': p.bcast_ok} for p in k.params],
             'nodes': len(it.nodes),

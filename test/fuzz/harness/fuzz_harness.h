@@ -20,7 +20,9 @@
 
 namespace fz {
 
-enum class DT : uint8_t { F32, F64, I32, I64, Bool };
+/// Element types in memory; F16 and BF16 (pk::half, pk::bfloat16) are the
+/// 16-bit storage types of refs, read as float values.
+enum class DT : uint8_t { F32, F64, I32, I64, Bool, F16, BF16 };
 enum class Kind : uint8_t { In, Out, InOut, Scalar };
 
 /// The largest rank of a generated ref (gen.py's MAX_RANK is at most this).

@@ -22,6 +22,8 @@
 #include "fuzz_harness.h"
 #include "npy.h"
 
+#include <pk/half.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -61,8 +63,17 @@ size_t elemSize(DT T) {
     return 8;
   case DT::Bool:
     return sizeof(bool);
+  case DT::F16:
+  case DT::BF16:
+    return 2;
   }
   return 1;
+}
+
+/// A floating-point element type: its elements are compared within the
+/// shadow's bounds (setFloat and elemAt convert them).
+bool isFloat(DT T) {
+  return T == DT::F32 || T == DT::F64 || T == DT::F16 || T == DT::BF16;
 }
 
 const char *dtName(DT T) {
@@ -77,6 +88,10 @@ const char *dtName(DT T) {
     return "int64_t";
   case DT::Bool:
     return "bool";
+  case DT::F16:
+    return "pk::half";
+  case DT::BF16:
+    return "pk::bfloat16";
   }
   return "?";
 }
@@ -305,8 +320,21 @@ struct Buf {
 };
 
 /// Writes the array at `Data` (row-major, `Shape`) as a NumPy .npy file.
+/// 16-bit elements are written as float32 (NumPy has no bfloat16; every
+/// 16-bit value is a float exactly).
 void writeNpy(const std::string &Path, DT T, const std::vector<int64_t> &Shape,
               const void *Data) {
+  if (T == DT::F16 || T == DT::BF16) {
+    int64_t N = 1;
+    for (int64_t E : Shape)
+      N *= E;
+    std::vector<float> F(static_cast<size_t>(N));
+    for (int64_t I = 0; I < N; ++I)
+      F[I] = T == DT::F16 ? float(static_cast<const pk::half *>(Data)[I])
+                          : float(static_cast<const pk::bfloat16 *>(Data)[I]);
+    pk_test::writeNpy(Path, "<f4", sizeof(float), Shape, F.data());
+    return;
+  }
   static const char *Descr[] = {"<f4", "<f8", "<i4", "<i8", "|b1"};
   pk_test::writeNpy(Path, Descr[int(T)], elemSize(T), Shape, Data);
 }
@@ -323,9 +351,29 @@ Buf makeBuf(DT T, int64_t N, bool Misaligned = false) {
   return B;
 }
 
+/// Element I of a float buffer becomes V (rounded to its type).
+void setFloat(Buf &B, int64_t I, double V) {
+  switch (B.T) {
+  case DT::F32:
+    reinterpret_cast<float *>(B.data())[I] = float(V);
+    return;
+  case DT::F64:
+    reinterpret_cast<double *>(B.data())[I] = V;
+    return;
+  case DT::F16:
+    reinterpret_cast<pk::half *>(B.data())[I] = pk::half(float(V));
+    return;
+  case DT::BF16:
+    reinterpret_cast<pk::bfloat16 *>(B.data())[I] = pk::bfloat16(float(V));
+    return;
+  default:
+    std::abort(); // not a float buffer
+  }
+}
+
 /// About 3% of the elements become NaN, +-inf, -0 or a denormal.
 void addSpecial(Buf &B, std::mt19937_64 &R) {
-  if (B.T != DT::F32 && B.T != DT::F64)
+  if (!isFloat(B.T))
     return;
   for (int64_t I = 0; I < B.N; ++I) {
     if (R() % 100 >= 3)
@@ -344,14 +392,11 @@ void addSpecial(Buf &B, std::mt19937_64 &R) {
     case 3:
       V = -0.0;
       break;
-    default:
-      V = B.T == DT::F32 ? 1e-40 : 1e-310;
+    default: // a subnormal of the type
+      V = B.T == DT::F64 ? 1e-310 : B.T == DT::F16 ? 1e-6 : 1e-40;
       break;
     }
-    if (B.T == DT::F32)
-      reinterpret_cast<float *>(B.data())[I] = float(V);
-    else
-      reinterpret_cast<double *>(B.data())[I] = V;
+    setFloat(B, I, V);
   }
 }
 
@@ -371,14 +416,9 @@ double gridValue(double Lo, double Hi, std::mt19937_64 &R) {
 void fillRandom(Buf &B, double Lo, double Hi, std::mt19937_64 &R,
                 bool Grid = false) {
   std::uniform_real_distribution<double> U(Lo, Hi);
-  if (Grid && (B.T == DT::F32 || B.T == DT::F64)) {
-    for (int64_t I = 0; I < B.N; ++I) {
-      const double V = gridValue(Lo, Hi, R);
-      if (B.T == DT::F32)
-        reinterpret_cast<float *>(B.data())[I] = float(V);
-      else
-        reinterpret_cast<double *>(B.data())[I] = V;
-    }
+  if (Grid && isFloat(B.T)) {
+    for (int64_t I = 0; I < B.N; ++I)
+      setFloat(B, I, gridValue(Lo, Hi, R));
     return;
   }
   const int64_t ILo = int64_t(std::llround(Lo)),
@@ -387,10 +427,10 @@ void fillRandom(Buf &B, double Lo, double Hi, std::mt19937_64 &R,
   for (int64_t I = 0; I < B.N; ++I) {
     switch (B.T) {
     case DT::F32:
-      reinterpret_cast<float *>(B.data())[I] = float(U(R));
-      break;
     case DT::F64:
-      reinterpret_cast<double *>(B.data())[I] = U(R);
+    case DT::F16:
+    case DT::BF16:
+      setFloat(B, I, U(R));
       break;
     case DT::I32:
       reinterpret_cast<int32_t *>(B.data())[I] = int32_t(UI(R));
@@ -418,10 +458,10 @@ void fillSentinel(Buf &B, bool Reference) {
   for (int64_t I = 0; I < B.N; ++I) {
     switch (B.T) {
     case DT::F32:
-      reinterpret_cast<float *>(B.data())[I] = Reference ? -7777.25f : 8888.5f;
-      break;
     case DT::F64:
-      reinterpret_cast<double *>(B.data())[I] = Reference ? -7777.25 : 8888.5;
+    case DT::F16:
+    case DT::BF16:
+      setFloat(B, I, Reference ? -7777.25 : 8888.5);
       break;
     case DT::I32:
       reinterpret_cast<int32_t *>(B.data())[I] = Reference ? -777777 : 888888;
@@ -449,12 +489,21 @@ double elemAt(const Buf &B, int64_t I) {
     return double(reinterpret_cast<const int64_t *>(B.data())[I]);
   case DT::Bool:
     return reinterpret_cast<const bool *>(B.data())[I];
+  case DT::F16:
+    return float(reinterpret_cast<const pk::half *>(B.data())[I]);
+  case DT::BF16:
+    return float(reinterpret_cast<const pk::bfloat16 *>(B.data())[I]);
   }
   return 0;
 }
 
 bool sameElem(const Buf &A, const Buf &B, int64_t I) {
   switch (A.T) {
+  case DT::F16:
+  case DT::BF16: {
+    const double X = elemAt(A, I), Y = elemAt(B, I);
+    return X == Y || (std::isnan(X) && std::isnan(Y));
+  }
   case DT::F32: {
     float X = reinterpret_cast<const float *>(A.data())[I];
     float Y = reinterpret_cast<const float *>(B.data())[I];
@@ -639,8 +688,8 @@ bool Driver::compareOutputs(const fz::Kernel &K, const Case &C,
       continue;
     const Buf &E = Ref[P], &G = Got[P];
     const double *T = reinterpret_cast<const double *>(Tol[P].data());
-    const bool Float = Pa.T == DT::F32 || Pa.T == DT::F64;
-    const double Floor = Pa.T == DT::F32 ? 1e-37 : 1e-300;
+    const bool Float = isFloat(Pa.T);
+    const double Floor = Pa.T == DT::F64 ? 1e-300 : 1e-37;
     int64_t Bad = 0, First = -1;
     const int64_t Loose0 = St.Loose + St.Vacuous;
     double WorstRatio = 0;

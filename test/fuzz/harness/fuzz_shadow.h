@@ -46,9 +46,11 @@ template <class V> E mag(const V &X) {
 /// x where x > 0, else 0 (so that a bound divided by it becomes inf).
 inline E pos(const E &X) { return pk::where(X > 0.0, X, 0.0); }
 
-/// The value last stored into a ref, read back: converted, broadcast.
-template <class T, class V, class R> pk::Array<T> refread(const V &X, const R &Ref) {
-  if constexpr (std::is_arithmetic_v<V>)
+/// The value last stored into a ref of element type T, read back:
+/// converted (a 16-bit T rounds it and gives float), broadcast.
+template <class T, class V, class R>
+pk::Array<pk::ComputeType<T>> refread(const V &X, const R &Ref) {
+  if constexpr (std::is_arithmetic_v<V> && !pk::IsStorage16<T>)
     return pk::broadcast_to(static_cast<T>(X), Ref);
   else
     return pk::broadcast_to(pk::cast<T>(X), Ref);

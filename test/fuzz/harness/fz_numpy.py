@@ -34,9 +34,26 @@ def arr(v):
     return np.asarray(v)
 
 
+def round16(v, dt):
+    """v stored into a 16-bit ref and read back (float32): rounded to float,
+    then to the 16-bit type, to nearest even; infinities and NaNs kept, half
+    overflowing to infinity (language.md, "16-bit storage types")."""
+    x = np.asarray(v).astype(np.float32)
+    if dt == 'f16':
+        with np.errstate(over='ignore'):  # beyond 65504: an infinity
+            return x.astype(np.float16).astype(np.float32)
+    bits = np.ascontiguousarray(x).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    out = bits.astype(np.uint32).view(np.float32).reshape(x.shape)
+    return np.where(np.isnan(x), x, out)
+
+
 def conv(v, dt):
-    """v converted to element type dt as pk converts (language.md §3)."""
+    """v converted to element type dt as pk converts (language.md §3); to a
+    16-bit type (a ref's storage), rounded and read back as float32."""
     v = arr(v)
+    if dt in ('f16', 'bf16'):
+        return round16(v, dt)
     if dt in ('f32', 'f64'):
         return v.astype(STORE[dt])  # rounds to nearest, like C++
     if dt == 'bool':

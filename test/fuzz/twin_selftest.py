@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Checks of the NumPy twins' own model (gen.py's numpy_text, fz_numpy.py)
+on cases the random batches found or rarely reach (ctest fuzz.twin.selftest).
+
+- Rounding to the 16-bit storage types (fz_numpy.round16), at the edges the
+  language fixes (language.md, "16-bit storage types"): ties to even,
+  half's overflow to infinity and its subnormals, NaN kept.
+- A store that does not fit its ref makes the twin refuse the call even
+  when a later store to the same ref fits (long-mode finding
+  numpy-accepted-9004-k14-c9, 2026-12-04: the twin checked each ref's last
+  store only, and accepted a call eager refuses).
+
+Exit status 0 when every check holds, 1 otherwise (each failure printed).
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, 'harness'))
+import fz_numpy as F  # noqa: E402
+import gen  # noqa: E402
+
+FAILURES = []
+
+
+def check(what, ok):
+    if not ok:
+        FAILURES.append(what)
+        print('FAIL: ' + what)
+
+
+def rounding():
+    half = [  # (value, its half)
+        (1.0 + 2.0 ** -11, 1.0),  # a tie: to the even neighbour
+        (1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -9),  # a tie: up to even
+        (1.0 + 2.0 ** -11 + 2.0 ** -20, 1.0 + 2.0 ** -10),  # above the tie
+        (65519.0, 65504.0),  # below the overflow tie: the largest half
+        (65520.0, math.inf),  # the tie to 2^16: infinity
+        (-70000.0, -math.inf),
+        (2.0 ** -25, 0.0),  # half the least subnormal: a tie, to 0
+        (3 * 2.0 ** -26, 2.0 ** -24),  # above it: the least subnormal
+        (5 * 2.0 ** -24, 5 * 2.0 ** -24),  # a subnormal, exact
+        (-0.0, -0.0),
+    ]
+    bf16 = [
+        (1.0 + 2.0 ** -8, 1.0),  # a tie: to even
+        (1.0 + 3 * 2.0 ** -8, 1.0 + 2.0 ** -6),  # a tie: up to even
+        (3.140625 + 2.0 ** -10, 3.140625),
+        (3.4e38, math.inf),  # above the largest bfloat16's tie
+    ]
+    # 1e-40, a float subnormal: its bfloat16 is its top 16 bits, rounded
+    # (0x000116C2 -> 0x0001)
+    bf16.append((1e-40, float(np.uint32(0x00010000).view(np.float32))))
+    for dt, table in (('f16', half), ('bf16', bf16)):
+        got = F.round16(np.array([v for v, _ in table]), dt)
+        check('round16 gives float32 (%s)' % dt, got.dtype == np.float32)
+        for (v, want), g in zip(table, got):
+            same = (g == want and math.copysign(1, g) == math.copysign(
+                1, want)) or (math.isnan(g) and math.isnan(want))
+            check('round16(%r, %s) = %r, expected %r' % (v, dt, float(g),
+                                                         want), same)
+        n = F.round16(np.array([math.nan, math.inf, -math.inf]), dt)
+        check('%s keeps NaN and infinities' % dt,
+              math.isnan(n[0]) and n[1] == math.inf and n[2] == -math.inf)
+    # storing into a 16-bit ref and casting to one round alike
+    x = np.array([0.1, 1.0 / 3, 1e4, -2.5e-5], dtype=np.float64)
+    for dt in ('f16', 'bf16'):
+        check('conv to %s rounds' % dt, np.array_equal(
+            F.conv(x, dt), F.round16(x, dt)))
+        check('window_store into %s rounds' % dt, np.array_equal(
+            F.window_store(np.zeros(4, np.float32), x, 0, 0, 4, dt),
+            F.round16(x, dt)))
+
+
+def every_store_checked():
+    seed, index = '9004', 14
+    k = gen.generate(seed, index)
+    it = gen.Interp(k)
+    it.run(k.stmts)
+    # the kernel the finding named: two whole stores into o0[A, B], a row
+    # reduction's [A, 1] and then x0's [A, 1] (x0 may be [1, 1] at run time)
+    stores = [(p.name, n.shape) for p, n in it.whole_stores]
+    if stores != [('o0', ('A', 1)), ('o0', ('A', 1))]:
+        check('gen.generate(%s, %d) is still the finding\'s kernel (its '
+              'whole stores are %r): choose another' % (seed, index, stores),
+              False)
+        return
+    ns = {}
+    exec('import numpy as np\nimport fz_numpy as F\n' +
+         '\n'.join(gen.numpy_text(k, it)), ns)
+    twin = ns[k.name]
+    A, B = 7, 5
+    args = {'o0': np.zeros((A + 1, B)), 'x0': np.ones((1, 1), np.float32),
+            's0': 0.5, 'x1': np.ones((A, B), bool),
+            'x2': np.ones((A, B), np.float32)}
+    try:
+        twin(args)
+        check('the twin refuses a first store of [%d, 1] into o0[%d, %d]'
+              % (A, A + 1, B), False)
+    except F.ShapeError:
+        pass
+    args['o0'] = np.zeros((A, B))
+    try:
+        out = twin(args)
+        check('the twin runs when every store fits',
+              out['o0'].shape == (A, B))
+    except F.ShapeError as e:
+        check('the twin runs when every store fits (%s)' % e, False)
+
+
+def main():
+    rounding()
+    every_store_checked()
+    if FAILURES:
+        print('%d check(s) failed' % len(FAILURES))
+        return 1
+    print('twin self-test: all checks hold')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
