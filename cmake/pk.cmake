@@ -36,11 +36,13 @@ target (``.pk.cpp``, ``.pk.cu``, ``.pk.h`` of each kernel file).
 Call it in the directory that defines ``<target>``. A kernel file used by two
 targets of the same directory is generated once, with the first target's flags.
 
-  pk_kernel_outputs(<prefix> SOURCE <file>)
+  pk_kernel_outputs(<prefix> SOURCE <file> [BINARY_DIR <dir>])
 
 Sets ``<prefix>_CPP``, ``<prefix>_CU``, ``<prefix>_H``, ``<prefix>_DEPFILE``
 and ``<prefix>_DIR`` in the caller's scope: the paths pk_add_kernels() uses for
-``<file>`` when called from the current directory. Usable before or after it.
+``<file>`` when called from the current directory, or from the directory whose
+binary dir is ``BINARY_DIR`` (a target's ``BINARY_DIR`` property). Usable before
+or after it.
 
 pkc is the ``pkc`` target when it exists (building pk itself, or pk added with
 ``add_subdirectory``/``FetchContent``), otherwise the ``PK_PKC_EXECUTABLE``
@@ -50,12 +52,15 @@ cache variable (set by ``find_package(pk CONFIG)``, else found on PATH).
 include_guard(GLOBAL)
 
 function(pk_kernel_outputs prefix)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "SOURCE" "")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "SOURCE;BINARY_DIR" "")
   if(NOT arg_SOURCE)
     message(FATAL_ERROR "pk_kernel_outputs: SOURCE <file> is required")
   endif()
+  if(NOT arg_BINARY_DIR)
+    set(arg_BINARY_DIR "${CMAKE_CURRENT_BINARY_DIR}")
+  endif()
   get_filename_component(stem "${arg_SOURCE}" NAME_WLE)
-  set(dir "${CMAKE_CURRENT_BINARY_DIR}/pk")
+  set(dir "${arg_BINARY_DIR}/pk")
   set(${prefix}_DIR "${dir}" PARENT_SCOPE)
   set(${prefix}_CPP "${dir}/${stem}.pk.cpp" PARENT_SCOPE)
   set(${prefix}_CU "${dir}/${stem}.pk.cu" PARENT_SCOPE)
