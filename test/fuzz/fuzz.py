@@ -79,6 +79,7 @@ class Toolchain:
         # (-DPK_NO_CPU_DISPATCH, as most CI batches): the clones take 3.6x
         # the compile time (--dispatch-every)
         self.dispatch = True
+        self.timeout = 900  # seconds for one compile, link or run
 
     def cxx(self, opt=None):
         c = self.cfg
@@ -104,10 +105,10 @@ class Toolchain:
                 '-I' + c['support'], '-I' + d]
         return out
 
-    def run(self, cmd, timeout=900, cwd=None, step=None):
+    def run(self, cmd, timeout=None, cwd=None, step=None):
         t0 = time.time()
         try:
-            return self.run1(cmd, timeout, cwd)
+            return self.run1(cmd, timeout or self.timeout, cwd)
         finally:
             if step:
                 self.seconds[step] = self.seconds.get(step, 0.0) + \
@@ -163,7 +164,9 @@ class Toolchain:
         objs = []
         for src, obj, f in futs:
             rc, out = f.result()
-            if rc != 0:
+            if rc == 'timeout':
+                errors[src] = TIMEOUT + out
+            elif rc != 0:
                 errors[src] = out
             objs.append(obj)
         if errors:
@@ -180,6 +183,11 @@ class Toolchain:
             return None, {'link': out}
         return exe, {}
 
+
+# What Toolchain.compile() puts before the output of a compile that ran
+# past its timeout (a starved machine, or a compile-time blow-up), so that
+# it is reported as such and not as an error nobody can place.
+TIMEOUT = '(the compiler ran past its timeout)\n'
 
 DIAG = re.compile(r'^(.*?):(\d+):(\d+): (error|warning): (.*?)(?: \[(pk-[a-z-]+)\])?$')
 
@@ -364,6 +372,12 @@ class Fuzzer:
     def compile_findings(self, seed, kernels, desc, d, name, errors):
         drop = set()
         for src, out in errors.items():
+            if out.startswith(TIMEOUT):
+                self.findings.add({'kind': 'build-timeout', 'seed': seed,
+                                   'summary': 'compiling %s ran past %d s' % (
+                                       src, self.tc.timeout),
+                                   'output': out[-2000:]})
+                return set()
             kind = 'cpp' if src.endswith('.pk.cpp') else (
                 'cu' if src.endswith('.pk.cu') else 'harness')
             names = kernels_in_errors(out, desc, kind)
