@@ -177,25 +177,145 @@ private:
 
 namespace gemm_detail {
 
+// --- The product's operands, type-erased ----------------------------------
+//
+// pkc writes one gemm call per matmul, each with lambdas of its own type. The
+// tile loops, the packing and the GEMV driver are compiled once per element
+// type (gemmCore below), not once per call: they reach a lambda through a
+// function pointer that fills a whole block (up to kMaxPanelWidth x
+// kPackStage values) per call, and the epilogue through one that finishes a
+// whole row. The lambda's own loop is compiled in its adapter (fillFrom,
+// finishRow), so the values are computed as before; only the tile machinery
+// stops being compiled again for every matmul of a file (about 0.2 s of g++
+// -O2 per call; docs/design.md, "Compiled once per type").
+
+/// An operand as a matrix of rows (i of A, j of B) by depth k: read in place
+/// from `Data` (element (b, r, k) at `Data[b * BatchStride + r * RowStride +
+/// k * KStride]`, widened from ST to T) when `Fill` is null, else filled by
+/// `Fill` from the lambda at `Fn`.
+template <class T, class ST = T> struct Operand {
+  const ST *Data = nullptr;
+  int64_t BatchStride = 0, RowStride = 0, KStride = 0;
+  /// Out[r * Ld + k] (AlongK) or Out[k * Ld + r] (otherwise) = element
+  /// (b, R0 + r, K0 + k) for r < Rows, k < Depth, walking k innermost when
+  /// AlongK: the order in which the operand is contiguous.
+  void (*Fill)(const void *Fn, int64_t B, int64_t R0, int64_t Rows, int64_t K0,
+               int64_t Depth, T *Out, int64_t Ld, bool AlongK) = nullptr;
+  const void *Fn = nullptr;
+
+  T at(int64_t B, int64_t R, int64_t K) const {
+    return weightValue<T>(Data + B * BatchStride + R * RowStride + K * KStride);
+  }
+  void fill(int64_t B, int64_t R0, int64_t Rows, int64_t K0, int64_t Depth,
+            T *Out, int64_t Ld, bool AlongK) const {
+    if (Fill)
+      return Fill(Fn, B, R0, Rows, K0, Depth, Out, Ld, AlongK);
+    if (AlongK) {
+      for (int64_t R = 0; R < Rows; ++R)
+        for (int64_t K = 0; K < Depth; ++K)
+          Out[R * Ld + K] = at(B, R0 + R, K0 + K);
+    } else {
+      for (int64_t K = 0; K < Depth; ++K)
+        for (int64_t R = 0; R < Rows; ++R)
+          Out[K * Ld + R] = at(B, R0 + R, K0 + K);
+    }
+  }
+};
+
+/// Operand::Fill for a lambda: A(b, i, k) with rows i (IsA), or B(b, k, j)
+/// with rows j.
+template <class T, class Load, bool IsA>
+void fillFrom(const void *Fn, int64_t B, int64_t R0, int64_t Rows, int64_t K0,
+              int64_t Depth, T *Out, int64_t Ld, bool AlongK) {
+  const Load &Ld0 = *static_cast<const Load *>(Fn);
+  auto At = [&](int64_t R, int64_t K) -> T {
+    if constexpr (IsA)
+      return Ld0(B, R0 + R, K0 + K);
+    else
+      return Ld0(B, K0 + K, R0 + R);
+  };
+  if (AlongK) {
+    for (int64_t R = 0; R < Rows; ++R)
+      for (int64_t K = 0; K < Depth; ++K)
+        Out[R * Ld + K] = At(R, K);
+  } else {
+    for (int64_t K = 0; K < Depth; ++K)
+      for (int64_t R = 0; R < Rows; ++R)
+        Out[K * Ld + R] = At(R, K);
+  }
+}
+
+/// The epilogue: Run(Fn, b, i, j0, n, acc) finishes row i, columns [j0, j0 +
+/// n), acc[l] the sum for column j0 + l.
+template <class T> struct RowEpilogue {
+  void (*Run)(const void *Fn, int64_t B, int64_t I, int64_t J0, int64_t N,
+              const T *Acc);
+  const void *Fn;
+  void operator()(int64_t B, int64_t I, int64_t J0, int64_t N,
+                  const T *Acc) const {
+    Run(Fn, B, I, J0, N, Acc);
+  }
+};
+
+template <class T, class Epilogue>
+void finishRow(const void *Fn, int64_t B, int64_t I, int64_t J0, int64_t N,
+               const T *Acc) {
+  (*static_cast<const Epilogue *>(Fn))(B, I, J0, N, Acc);
+}
+
+template <class T, class LoadA> Operand<T> operandA(const LoadA &A) {
+  Operand<T> O;
+  if constexpr (std::is_same_v<LoadA, StridedA<T>>) {
+    O.Data = A.Data;
+    O.BatchStride = A.BatchStride;
+    O.RowStride = A.IStride;
+    O.KStride = A.KStride;
+  } else {
+    O.Fill = &fillFrom<T, LoadA, true>;
+    O.Fn = &A;
+  }
+  return O;
+}
+
 template <class X> inline constexpr bool IsStridedB = false;
 template <class T, class WT>
 inline constexpr bool IsStridedB<StridedB<T, WT>> = true;
-template <class X> inline constexpr bool IsStridedFloatB = false;
-template <> inline constexpr bool IsStridedFloatB<StridedB<float>> = true;
-template <class X> inline constexpr bool IsStridedFloatA = false;
-template <> inline constexpr bool IsStridedFloatA<StridedA<float>> = true;
+/// The type B's elements are stored in: a StridedB's WT, else T (a
+/// lambda's values).
+template <class T, class LoadB> struct StoredB {
+  using Type = T;
+};
+template <class T, class WT> struct StoredB<T, StridedB<T, WT>> {
+  using Type = WT;
+};
+
+template <class T, class LoadB>
+Operand<T, typename StoredB<T, LoadB>::Type> operandB(const LoadB &B) {
+  Operand<T, typename StoredB<T, LoadB>::Type> O;
+  if constexpr (IsStridedB<LoadB>) {
+    O.Data = B.Data;
+    O.BatchStride = B.BatchStride;
+    O.RowStride = B.NStride;
+    O.KStride = B.KStride;
+  } else {
+    O.Fill = &fillFrom<T, LoadB, false>;
+    O.Fn = &B;
+  }
+  return O;
+}
 
 /// The small-M path: per batch, A (M x K) packed contiguously, the columns
 /// of C split between the threads in blocks, each block computed by the
-/// level's GEMV kernel reading B once, then handed to the epilogue.
-template <class T, class WT, class LoadA, class Epilogue>
-void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
-          const StridedB<T, WT> &B, const Epilogue &E) {
+/// level's GEMV kernel reading B (in place) once, then handed to the
+/// epilogue.
+template <class T, class WT>
+void gemv(const GemmShape &S, bool Threaded, const Operand<T> &A,
+          const Operand<T, WT> &B, const RowEpilogue<T> &E) {
   const bool ColumnsAlongK = B.KStride == 1;
   const GemvFn<T, WT> Kernel = ColumnsAlongK
                                    ? gemvKernel<T, WT, true>(gemm_isa())
                                    : gemvKernel<T, WT, false>(gemm_isa());
-  const int64_t LdW = ColumnsAlongK ? B.NStride : B.KStride;
+  const int64_t LdW = ColumnsAlongK ? B.RowStride : B.KStride;
   // Columns a block: enough to amortise the epilogue calls, few enough that
   // two threads get work at N = 768.
   constexpr int64_t Block = 128;
@@ -204,9 +324,7 @@ void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
   Buffer<T> Ap(S.M * S.K);
   for (int64_t Bi = 0; Bi < S.Batch; ++Bi) {
     T *PA = Ap.get();
-    for (int64_t I = 0; I < S.M; ++I)
-      for (int64_t K = 0; K < S.K; ++K)
-        PA[I * S.K + K] = A(Bi, I, K);
+    A.fill(Bi, 0, S.M, 0, S.K, PA, S.K, /*AlongK=*/true);
     const WT *W = B.Data + Bi * B.BatchStride;
     // Blocks [Begin, End) on one thread: contiguous, so that each thread
     // streams its own part of the weights.
@@ -214,7 +332,7 @@ void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
       Buffer<T> Out(S.M * Block);
       for (int64_t Bl = Begin; Bl < End; ++Bl) {
         const int64_t J0 = Bl * Block, Nc = std::min(Block, S.N - J0);
-        const WT *Wj = ColumnsAlongK ? W + J0 * B.NStride : W + J0;
+        const WT *Wj = ColumnsAlongK ? W + J0 * B.RowStride : W + J0;
         Kernel(S.K, S.M, PA, Wj, LdW, Nc, Out.get(), Block);
         for (int64_t I = 0; I < S.M; ++I)
           E(Bi, I, J0, Nc, static_cast<const T *>(Out.get() + I * Block));
@@ -242,41 +360,76 @@ void gemv(const GemmShape &S, bool Threaded, const LoadA &A,
 /// contiguous axis, then transposed into the panel by the level's kernel.
 inline constexpr int64_t kPackStage = 64;
 
-/// Panel[k * Width + r] = Load(r, k) for r < Rows, k < Depth (zeros for rows
-/// up to Width), where Load(r, k), Load(r, k + 1) are adjacent in memory:
-/// staged row-major, transposed by the level's kernel for float.
-template <class T, class Load>
-void packTransposed(const Load &Ld, int64_t Rows, int64_t Depth, T *Panel,
-                    int64_t Width) {
+/// Panel[k * Width + r] = element (b, R0 + r, K0 + k) of Op for r < Rows, k <
+/// Depth (zeros for rows up to Width), where consecutive k are adjacent in
+/// memory: a float operand in place is transposed straight from memory,
+/// anything else staged row-major first, then transposed by the level's
+/// kernel (float) or copied.
+template <class T, class ST>
+void packAlongK(const Operand<T, ST> &Op, int64_t B, int64_t R0, int64_t Rows,
+                int64_t K0, int64_t Depth, T *Panel, int64_t Width) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<ST, float>) {
+    if (!Op.Fill && Op.KStride == 1)
+      return packKernel(gemm_isa())(
+          Rows, Depth, Op.Data + B * Op.BatchStride + R0 * Op.RowStride + K0,
+          Op.RowStride, Panel, Width);
+  }
   if constexpr (std::is_same_v<T, float>) {
     alignas(64) float Stage[kMaxPanelWidth * kPackStage];
     const PackFn Pack = packKernel(gemm_isa());
-    for (int64_t K0 = 0; K0 < Depth; K0 += kPackStage) {
-      const int64_t D = std::min(kPackStage, Depth - K0);
-      for (int64_t R = 0; R < Rows; ++R)
-        for (int64_t K = 0; K < D; ++K)
-          Stage[R * kPackStage + K] = Ld(R, K0 + K);
-      Pack(Rows, D, Stage, kPackStage, Panel + K0 * Width, Width);
+    for (int64_t Ks = 0; Ks < Depth; Ks += kPackStage) {
+      const int64_t D = std::min(kPackStage, Depth - Ks);
+      Op.fill(B, R0, Rows, K0 + Ks, D, Stage, kPackStage, /*AlongK=*/true);
+      Pack(Rows, D, Stage, kPackStage, Panel + Ks * Width, Width);
     }
   } else {
-    for (int64_t R = 0; R < Rows; ++R)
-      for (int64_t K = 0; K < Depth; ++K)
-        Panel[K * Width + R] = Ld(R, K);
+    alignas(64) T Stage[kMaxPanelWidth * kPackStage];
+    for (int64_t Ks = 0; Ks < Depth; Ks += kPackStage) {
+      const int64_t D = std::min(kPackStage, Depth - Ks);
+      Op.fill(B, R0, Rows, K0 + Ks, D, Stage, kPackStage, /*AlongK=*/true);
+      for (int64_t R = 0; R < Rows; ++R)
+        for (int64_t K = 0; K < D; ++K)
+          Panel[(Ks + K) * Width + R] = Stage[R * kPackStage + K];
+    }
     for (int64_t K = 0; K < Depth; ++K)
       for (int64_t R = Rows; R < Width; ++R)
         Panel[K * Width + R] = T(0);
   }
 }
 
+/// The same where consecutive rows are adjacent (a row-major B, a
+/// transposed A): filled straight into the panel, k outermost.
+template <class T, class ST>
+void packAlongRows(const Operand<T, ST> &Op, int64_t B, int64_t R0,
+                   int64_t Rows, int64_t K0, int64_t Depth, T *Panel,
+                   int64_t Width) {
+  if constexpr (std::is_same_v<T, ST>) {
+    if (!Op.Fill && Op.RowStride == 1) {
+      // In place: each k's rows are one contiguous piece.
+      const ST *Src = Op.Data + B * Op.BatchStride + R0 + K0 * Op.KStride;
+      for (int64_t K = 0; K < Depth; ++K) {
+        std::memcpy(Panel + K * Width, Src + K * Op.KStride, Rows * sizeof(T));
+        std::fill(Panel + K * Width + Rows, Panel + (K + 1) * Width, T(0));
+      }
+      return;
+    }
+  }
+  Op.fill(B, R0, Rows, K0, Depth, Panel, Width, /*AlongK=*/false);
+  for (int64_t K = 0; K < Depth; ++K)
+    for (int64_t R = Rows; R < Width; ++R)
+      Panel[K * Width + R] = T(0);
+}
+
 /// B[K0 + k, J0 + j] for k < Kc, j < Nc -> panel j / NR, row k, lane j % NR,
-/// columns past Nc zero; read along the operand's contiguous axis.
-template <class T, class LoadB>
-void packB(const LoadB &B, bool UnitK, int64_t Bi, int64_t K0, int64_t Kc,
-           int64_t J0, int64_t Nc, int64_t NcPad, int64_t NR, T *PB) {
-  if constexpr (IsStridedFloatB<LoadB>) {
+/// columns past Nc zero; read along the operand's contiguous axis (UnitK: k).
+template <class T, class WT>
+void packB(const Operand<T, WT> &B, bool UnitK, int64_t Bi, int64_t K0,
+           int64_t Kc, int64_t J0, int64_t Nc, int64_t NcPad, int64_t NR,
+           T *PB) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<WT, float>) {
     // A float [K, N] weight read in place: each row of it is copied, in
     // NR-column pieces, into every panel at once.
-    if (B.NStride == 1 && B.KStride != 1) {
+    if (!B.Fill && B.RowStride == 1 && B.KStride != 1) {
       const float *Src = B.Data + Bi * B.BatchStride + K0 * B.KStride + J0;
       for (int64_t K = 0; K < Kc; ++K)
         for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
@@ -291,75 +444,40 @@ void packB(const LoadB &B, bool UnitK, int64_t Bi, int64_t K0, int64_t Kc,
   for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
     T *Panel = PB + Jp * Kc;
     const int64_t W = std::min(NR, Nc - Jp);
-    if constexpr (IsStridedFloatB<LoadB>) {
-      // A float w[N, K] read in place is transposed straight from memory.
-      if (B.KStride == 1) {
-        packKernel(gemm_isa())(
-            W, Kc, B.Data + Bi * B.BatchStride + (J0 + Jp) * B.NStride + K0,
-            B.NStride, Panel, NR);
-        continue;
-      }
-    }
-    if (UnitK) {
-      packTransposed<T>(
-          [&](int64_t J, int64_t K) { return B(Bi, K0 + K, J0 + Jp + J); }, W,
-          Kc, Panel, NR);
-    } else {
-      for (int64_t K = 0; K < Kc; ++K) {
-        for (int64_t J = 0; J < W; ++J)
-          Panel[K * NR + J] = B(Bi, K0 + K, J0 + Jp + J);
-        for (int64_t J = W; J < NR; ++J)
-          Panel[K * NR + J] = T(0);
-      }
-    }
+    // A float operand in place with a unit stride along k is transposed
+    // straight from memory (packAlongK) whatever UnitK says.
+    if (UnitK || (!B.Fill && B.KStride == 1))
+      packAlongK(B, Bi, J0 + Jp, W, K0, Kc, Panel, NR);
+    else
+      packAlongRows(B, Bi, J0 + Jp, W, K0, Kc, Panel, NR);
   }
 }
 
 /// A[I0 + i, K0 + k] for i < Mc, k < Kc -> panel i / MR, column k, lane
 /// i % MR, rows past Mc zero.
-template <class T, class LoadA>
-void packA(const LoadA &A, bool UnitK, int64_t Bi, int64_t I0, int64_t Mc,
+template <class T>
+void packA(const Operand<T> &A, bool UnitK, int64_t Bi, int64_t I0, int64_t Mc,
            int64_t McPad, int64_t MR, int64_t K0, int64_t Kc, T *PA) {
   for (int64_t Ip = 0; Ip < McPad; Ip += MR) {
     T *Panel = PA + Ip * Kc;
     const int64_t H = std::min(MR, Mc - Ip);
-    if constexpr (IsStridedFloatA<LoadA>) {
-      // A float A read in place is transposed straight from memory.
-      if (A.KStride == 1) {
-        packKernel(gemm_isa())(
-            H, Kc, A.Data + Bi * A.BatchStride + (I0 + Ip) * A.IStride + K0,
-            A.IStride, Panel, MR);
-        continue;
-      }
-    }
-    if (UnitK) {
-      packTransposed<T>(
-          [&](int64_t I, int64_t K) { return A(Bi, I0 + Ip + I, K0 + K); }, H,
-          Kc, Panel, MR);
-    } else {
-      for (int64_t K = 0; K < Kc; ++K) {
-        for (int64_t I = 0; I < H; ++I)
-          Panel[K * MR + I] = A(Bi, I0 + Ip + I, K0 + K);
-        for (int64_t I = H; I < MR; ++I)
-          Panel[K * MR + I] = T(0);
-      }
-    }
+    if (UnitK || (!A.Fill && A.KStride == 1))
+      packAlongK(A, Bi, I0 + Ip, H, K0, Kc, Panel, MR);
+    else
+      packAlongRows(A, Bi, I0 + Ip, H, K0, Kc, Panel, MR);
   }
 }
 
-} // namespace gemm_detail
-
-/// C = A B for every batch, through the lambdas described at the top of
-/// this file, with the micro-kernel of gemm_isa().
-template <class T, class LoadA, class LoadB, class Epilogue>
-void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
-          const LoadB &B, const Epilogue &E) {
-  using namespace gemm_detail;
+/// C = A B for every batch with the micro-kernel of gemm_isa(): the tile
+/// loops of pk::rt::gemm, compiled once per element type and weight type.
+template <class T, class WT>
+void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
+              const Operand<T, WT> &B, const RowEpilogue<T> &E) {
   if (S.Batch <= 0 || S.M <= 0 || S.N <= 0)
     return;
-  if constexpr (IsStridedB<LoadB>)
-    if (S.M <= kGemvMaxRows && S.K > 0 && (B.KStride == 1 || B.NStride == 1))
-      return gemv<T>(S, Opt.Threaded, A, B, E);
+  if (!B.Fill && S.M <= kGemvMaxRows && S.K > 0 &&
+      (B.KStride == 1 || B.RowStride == 1))
+    return gemv<T>(S, Opt.Threaded, A, B, E);
   const MicroKernel<T> Micro = microKernel<T>(gemm_isa());
   const int64_t MR = Micro.Shape.MR, NR = Micro.Shape.NR;
   GemmBlocking Blk = Opt.Blocking;
@@ -370,13 +488,14 @@ void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
   // by every row tile of the block that a thread computes, when the rows
   // are more than one tile and it fits the budget.
   const int64_t DepthPad = roundUp(std::max<int64_t>(S.K, 1), KC);
-  const bool KeepB = S.M > Blk.MC &&
-                     DepthPad * NR * int64_t(sizeof(T)) <= kKeptPanelBytes;
+  const bool KeepB =
+      S.M > Blk.MC && DepthPad * NR * int64_t(sizeof(T)) <= kKeptPanelBytes;
   const int64_t NCMax =
-      KeepB ? std::max(NR, std::min(Blk.NC, kKeptPanelBytes /
-                                                (DepthPad * int64_t(sizeof(T))) /
-                                                NR * NR))
-            : Blk.NC;
+      KeepB
+          ? std::max(NR, std::min(Blk.NC, kKeptPanelBytes /
+                                              (DepthPad * int64_t(sizeof(T))) /
+                                              NR * NR))
+          : Blk.NC;
   // Equal tiles: N = 768 with NC = 672 was a 672 and a 96 column tile, and
   // with two threads one of them got both wide ones.
   int64_t MC = balancedBlock(S.M, Blk.MC, MR);
@@ -482,6 +601,20 @@ void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
   } else {
     Run(0, NumTiles);
   }
+}
+
+} // namespace gemm_detail
+
+/// C = A B for every batch, through the lambdas described at the top of
+/// this file (or a StridedA / StridedB read in place), with the
+/// micro-kernel of gemm_isa(). Only the adapters to the lambdas are compiled
+/// per call; the product itself is gemm_detail::gemmCore's, once per type.
+template <class T, class LoadA, class LoadB, class Epilogue>
+void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
+          const LoadB &B, const Epilogue &E) {
+  using namespace gemm_detail;
+  const RowEpilogue<T> Finish{&finishRow<T, Epilogue>, &E};
+  gemmCore<T>(S, Opt, operandA<T>(A), operandB<T>(B), Finish);
 }
 
 } // namespace pk::rt
