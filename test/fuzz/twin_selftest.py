@@ -10,6 +10,11 @@ on cases the random batches found or rarely reach (ctest fuzz.twin.selftest).
   numpy-accepted-9004-k14-c9, 2026-12-04: the twin checked each ref's last
   store only, and accepted a call eager refuses).
 
+- reshape with a -1 whose other extents multiply to 0 is refused, also for
+  an empty array, as eager, the compiled guard and NumPy refuse it
+  (long-mode finding numpy-accepted-9109-k0-c1, 2026-12-04: the twin
+  inferred 0 there, after a line of docs/design.md that said pk does).
+
 Exit status 0 when every check holds, 1 otherwise (each failure printed).
 """
 
@@ -113,9 +118,28 @@ def every_store_checked():
         check('the twin runs when every store fits (%s)' % e, False)
 
 
+def reshape_of_zero_extents():
+    for size, dims in ((0, [0, -1]), (0, [0, 3, -1, 3]), (6, [0, -1])):
+        try:
+            F.reshape(np.zeros(size, np.float32), dims)
+            check('the twin refuses reshape of %d elements into %s'
+                  % (size, dims), False)
+        except F.ShapeError:
+            pass
+    for shape, dims, want in (((0,), [-1], (0,)), ((2, 0), [0, 5], (0, 5)),
+                              ((2, 3), [3, -1], (3, 2))):
+        try:
+            got = F.reshape(np.zeros(shape, np.float32), dims).shape
+            check('reshape of %s into %s is %s, got %s'
+                  % (shape, dims, want, got), got == want)
+        except F.ShapeError as e:
+            check('reshape of %s into %s runs (%s)' % (shape, dims, e), False)
+
+
 def main():
     rounding()
     every_store_checked()
+    reshape_of_zero_extents()
     if FAILURES:
         print('%d check(s) failed' % len(FAILURES))
         return 1

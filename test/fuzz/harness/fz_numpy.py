@@ -256,16 +256,11 @@ def reshape(a, dims):
         for d in dims:
             if d != -1:
                 known *= d
-        if known == 0:
-            # pk: 0 when the array is empty (NumPy raises)
-            if a.size != 0:
-                raise ShapeError('reshape: %d elements into %s' % (a.size,
-                                                                    dims))
-            dims = [0 if d == -1 else d for d in dims]
-        elif a.size % known:
+        # The other extents' product 0: no -1 fits, not even for an empty
+        # array (pk and NumPy both refuse).
+        if known == 0 or a.size % known:
             raise ShapeError('reshape: %d elements into %s' % (a.size, dims))
-        else:
-            dims = [a.size // known if d == -1 else d for d in dims]
+        dims = [a.size // known if d == -1 else d for d in dims]
     n = 1
     for d in dims:
         n *= d
