@@ -28,15 +28,13 @@ void NestsToKernels::attention(const Nest &N, const NestPlan &P,
                                const std::string &Name,
                                kernel::NestKernels &Out) {
   const loop::AttentionParts &A = *N.Attention;
+  std::vector<std::string> Args;
   kernel::Kernel K = newKernel(
-      N, Name,
+      N, P, Name,
       fmt::format("attention over {}: a warp per query row, kCols output "
                   "columns per lane",
-                  shapeToString(F, N.Domain)));
-  for (const std::string &Note : P.Notes)
-    K.Notes.push_back(Note);
-  std::vector<std::string> Args;
-  addNestParams(N, K, Args);
+                  shapeToString(F, N.Domain)),
+      Args);
   K.TemplateParams = {"int kCols"};
   K.LaunchBounds = std::to_string(P.BlockX);
   const int Warps = P.BlockX / T.WarpSize;

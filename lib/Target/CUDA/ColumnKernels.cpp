@@ -28,15 +28,13 @@ using kernel::IndexMode;
 void NestsToKernels::columns(const Nest &N, const NestPlan &P,
                              const std::string &Name,
                              kernel::NestKernels &Out) {
+  std::vector<std::string> Args;
   kernel::Kernel K = newKernel(
-      N, Name,
+      N, P, Name,
       fmt::format("reduction over axis {} of {}, {} x {} threads per block",
                   fmt::join(N.ReduceAxes, ", "), shapeToString(F, N.Domain),
-                  P.BlockX, P.BlockY));
-  for (const std::string &Note : P.Notes)
-    K.Notes.push_back(Note);
-  std::vector<std::string> Args;
-  addNestParams(N, K, Args);
+                  P.BlockX, P.BlockY),
+      Args);
   int Threads = P.BlockX * P.BlockY;
   K.LaunchBounds = std::to_string(Threads);
   for (unsigned R : reduces(N))
@@ -99,13 +97,13 @@ void NestsToKernels::columnSlices(
   const std::vector<ExtentId> &Key = N.Body[Rs.front()].LoopExtents;
   int Threads = P.BlockX * P.BlockY;
 
+  std::vector<std::string> Args1;
   kernel::Kernel K1 = newKernel(
-      N, Name + "_slices",
+      N, P, Name + "_slices",
       fmt::format("reduction over axis {} of {}, stage 1: blocks along y "
                   "fold slices of the reduced range into partials",
-                  fmt::join(N.ReduceAxes, ", "), shapeToString(F, N.Domain)));
-  std::vector<std::string> Args1;
-  addNestParams(N, K1, Args1);
+                  fmt::join(N.ReduceAxes, ", "), shapeToString(F, N.Domain)),
+      Args1, /*WithNotes=*/false);
   K1.LaunchBounds = std::to_string(Threads);
   for (unsigned R : Rs) {
     K1.Params.push_back(
@@ -161,12 +159,12 @@ void NestsToKernels::columnSlices(
                               "pk_rows", "int64_t(gridDim.x) * blockDim.x",
                               std::move(Tile)));
 
-  kernel::Kernel K2 = newKernel(
-      N, Name + "_fold",
-      "stage 2: one thread per kept element folds the slices, then the row "
-      "values and stores");
   std::vector<std::string> Args2;
-  addNestParams(N, K2, Args2);
+  kernel::Kernel K2 = newKernel(
+      N, P, Name + "_fold",
+      "stage 2: one thread per kept element folds the slices, then the row "
+      "values and stores",
+      Args2, /*WithNotes=*/false);
   for (unsigned R : Rs) {
     K2.Params.push_back({"const " + accType(N, R) + " *__restrict__",
                          "pk_slice_" + N.Body[R].Name});

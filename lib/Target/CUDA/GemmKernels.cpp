@@ -46,15 +46,13 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
   std::optional<loop::GemmPattern> Match = loop::matchGemm(N);
   assert(Match && "the schedule said gemm");
   const loop::GemmPattern &G = *Match;
+  std::vector<std::string> Args;
   kernel::Kernel K =
-      newKernel(N, Name,
+      newKernel(N, P, Name,
                 fmt::format("matrix product over {}, a BM x BN tile of C "
                             "per block, TM x TN per thread",
-                            shapeToString(F, N.Domain)));
-  for (const std::string &Note : P.Notes)
-    K.Notes.push_back(Note);
-  std::vector<std::string> Args;
-  addNestParams(N, K, Args);
+                            shapeToString(F, N.Domain)),
+                Args);
   K.TemplateParams = {"int BM", "int BN", "int TM", "int TN", "int VB"};
   K.LaunchBounds = std::to_string(P.BlockX);
   const int BK = P.GemmBK;

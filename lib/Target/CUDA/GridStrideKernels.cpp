@@ -32,18 +32,16 @@ void NestsToKernels::gridStride(const Nest &N, const NestPlan &P,
   bool FlatFlag = N.canFlatten() && !FlatCond.empty();
   bool Flat = N.canFlatten() && !FlatFlag;
   int VW = P.VectorWidth;
+  std::vector<std::string> Args;
   kernel::Kernel K =
-      newKernel(N, Name,
+      newKernel(N, P, Name,
                 fmt::format("elementwise over {}, grid-stride loop, {}",
                             shapeToString(F, N.Domain),
                             Flat       ? "contiguous indexing"
                             : FlatFlag ? "contiguous indexing when no operand "
                                          "broadcasts"
-                                       : "broadcast index arithmetic"));
-  for (const std::string &Note : P.Notes)
-    K.Notes.push_back(Note);
-  std::vector<std::string> Args;
-  addNestParams(N, K, Args);
+                                       : "broadcast index arithmetic"),
+                Args);
   if (FlatFlag) {
     K.Params.push_back({"const bool", "pk_flat"});
     Args.push_back("(" + FlatCond + ")");
@@ -198,15 +196,13 @@ KStmts NestsToKernels::vectorLoop(const Nest &N, int VW) {
 void NestsToKernels::gridStrideIndexed(const Nest &N, const NestPlan &P,
                                        const std::string &Name,
                                        kernel::NestKernels &Out) {
+  std::vector<std::string> Args;
   kernel::Kernel K =
-      newKernel(N, Name,
+      newKernel(N, P, Name,
                 fmt::format("elementwise over {}, one thread per element, "
                             "grid-stride loop",
-                            shapeToString(F, N.Domain)));
-  for (const std::string &Note : P.Notes)
-    K.Notes.push_back(Note);
-  std::vector<std::string> Args;
-  addNestParams(N, K, Args);
+                            shapeToString(F, N.Domain)),
+                Args);
   K.LaunchBounds = std::to_string(P.BlockX);
   KStmts &B = K.Body;
   B.push_back(KStmt::strides(IndexMode::Indexed));

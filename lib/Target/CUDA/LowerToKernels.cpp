@@ -149,8 +149,11 @@ void NestsToKernels::addNestParams(const Nest &N, kernel::Kernel &K,
   }
 }
 
-kernel::Kernel NestsToKernels::newKernel(const Nest &N, const std::string &Name,
-                                         std::string Summary) {
+kernel::Kernel NestsToKernels::newKernel(const Nest &N, const NestPlan &P,
+                                         const std::string &Name,
+                                         std::string Summary,
+                                         std::vector<std::string> &Args,
+                                         bool WithNotes) {
   kernel::Kernel K;
   K.Name = Name;
   K.Nest = &N;
@@ -158,6 +161,9 @@ kernel::Kernel NestsToKernels::newKernel(const Nest &N, const std::string &Name,
                                 llvm::sys::path::filename(F.File).str(),
                                 N.Lines.empty() ? 0 : N.Lines.front(),
                                 std::move(Summary)));
+  if (WithNotes)
+    K.Notes.insert(K.Notes.end(), P.Notes.begin(), P.Notes.end());
+  addNestParams(N, K, Args);
   return K;
 }
 

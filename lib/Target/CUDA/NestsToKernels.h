@@ -57,8 +57,14 @@ private:
   void addNestParams(const Nest &N, kernel::Kernel &K,
                      std::vector<std::string> &Args);
 
-  kernel::Kernel newKernel(const Nest &N, const std::string &Name,
-                           std::string Summary);
+  /// A kernel of nest N: its comment (the group, the source line and
+  /// Summary), the schedule's notes unless a kernel before it in the nest
+  /// shows them (`WithNotes` false), and the nest's parameters
+  /// (addNestParams), whose launch arguments are appended to Args.
+  kernel::Kernel newKernel(const Nest &N, const NestPlan &P,
+                           const std::string &Name, std::string Summary,
+                           std::vector<std::string> &Args,
+                           bool WithNotes = true);
 
   /// Lets for the domain indices `Axes` (outermost first) from the flat
   /// index `Flat` over their extents `Extents`. Each index is its own

@@ -28,14 +28,12 @@ using kernel::IndexMode;
 void NestsToKernels::rowGroups(const Nest &N, const NestPlan &P,
                                const std::string &Name,
                                kernel::NestKernels &Out) {
-  kernel::Kernel K = newKernel(
-      N, Name,
-      fmt::format("reduction over axis {} of {}, kThreads threads per row",
-                  fmt::join(N.ReduceAxes, ", "), shapeToString(F, N.Domain)));
-  for (const std::string &Note : P.Notes)
-    K.Notes.push_back(Note);
   std::vector<std::string> Args;
-  addNestParams(N, K, Args);
+  kernel::Kernel K = newKernel(
+      N, P, Name,
+      fmt::format("reduction over axis {} of {}, kThreads threads per row",
+                  fmt::join(N.ReduceAxes, ", "), shapeToString(F, N.Domain)),
+      Args);
   K.TemplateParams.push_back("int kThreads");
 
   // Shared row values of one dtype: one dynamic buffer holds

@@ -34,15 +34,13 @@ void NestsToKernels::twoStage(const Nest &N, const NestPlan &P,
   std::string Block = std::to_string(P.BlockX);
 
   // Stage 1: per-block partials.
+  std::vector<std::string> Args1;
   kernel::Kernel K1 =
-      newKernel(N, Name + "_partials",
+      newKernel(N, P, Name + "_partials",
                 fmt::format("full reduction of {}, stage 1: each block "
                             "folds a grid-stride share into one partial",
-                            shapeToString(F, N.Domain)));
-  for (const std::string &Note : P.Notes)
-    K1.Notes.push_back(Note);
-  std::vector<std::string> Args1;
-  addNestParams(N, K1, Args1);
+                            shapeToString(F, N.Domain)),
+                Args1);
   for (unsigned R : Rs) {
     K1.Params.push_back(
         {accType(N, R) + " *__restrict__", "pk_part_" + N.Body[R].Name});
@@ -76,12 +74,12 @@ void NestsToKernels::twoStage(const Nest &N, const NestPlan &P,
   B1.push_back(KStmt::ifThen("threadIdx.x == 0", std::move(Publish)));
 
   // Stage 2: one block folds the partials and runs the consumers.
-  kernel::Kernel K2 = newKernel(
-      N, Name + "_final",
-      "stage 2: one block folds the partials, then the row values and "
-      "stores");
   std::vector<std::string> Args2;
-  addNestParams(N, K2, Args2);
+  kernel::Kernel K2 = newKernel(
+      N, P, Name + "_final",
+      "stage 2: one block folds the partials, then the row values and "
+      "stores",
+      Args2, /*WithNotes=*/false);
   for (unsigned R : Rs) {
     K2.Params.push_back({"const " + accType(N, R) + " *__restrict__",
                          "pk_part_" + N.Body[R].Name});
