@@ -40,6 +40,7 @@
 #define PK_GEMM_H
 
 #include <pk/cpuinfo.h>
+#include <pk/dispatch.h>
 #include <pk/gemm_kernels.h>
 #include <pk/half.h>
 #include <pk/runtime.h>
@@ -223,10 +224,15 @@ template <class T, class ST = T> struct Operand {
 };
 
 /// Operand::Fill for a lambda: A(b, i, k) with rows i (IsA), or B(b, k, j)
-/// with rows j.
+/// with rows j. Cloned per x86-64 level like the kernel bodies
+/// (PK_CPU_DISPATCH, <pk/dispatch.h>) and flattened, so that the lambda is
+/// inlined into each clone (g++ does not inline it by itself: it has three
+/// callers, and other optimisation options) and runs at the CPU's vector
+/// width, with the clones' fp-contract=off: the same bits on every CPU.
 template <class T, class Load, bool IsA>
-void fillFrom(const void *Fn, int64_t B, int64_t R0, int64_t Rows, int64_t K0,
-              int64_t Depth, T *Out, int64_t Ld, bool AlongK) {
+PK_CPU_DISPATCH __attribute__((flatten)) void
+fillFrom(const void *Fn, int64_t B, int64_t R0, int64_t Rows, int64_t K0,
+         int64_t Depth, T *Out, int64_t Ld, bool AlongK) {
   const Load &Ld0 = *static_cast<const Load *>(Fn);
   auto At = [&](int64_t R, int64_t K) -> T {
     if constexpr (IsA)
@@ -257,9 +263,12 @@ template <class T> struct RowEpilogue {
   }
 };
 
+/// RowEpilogue::Run for a lambda, cloned like fillFrom: the epilogue (bias,
+/// activation, residual) runs at the CPU's vector width.
 template <class T, class Epilogue>
-void finishRow(const void *Fn, int64_t B, int64_t I, int64_t J0, int64_t N,
-               const T *Acc) {
+PK_CPU_DISPATCH __attribute__((flatten)) void
+finishRow(const void *Fn, int64_t B, int64_t I, int64_t J0, int64_t N,
+          const T *Acc) {
   (*static_cast<const Epilogue *>(Fn))(B, I, J0, N, Acc);
 }
 
@@ -282,9 +291,7 @@ template <class T, class WT>
 inline constexpr bool IsStridedB<StridedB<T, WT>> = true;
 /// The type B's elements are stored in: a StridedB's WT, else T (a
 /// lambda's values).
-template <class T, class LoadB> struct StoredB {
-  using Type = T;
-};
+template <class T, class LoadB> struct StoredB { using Type = T; };
 template <class T, class WT> struct StoredB<T, StridedB<T, WT>> {
   using Type = WT;
 };

@@ -1,8 +1,11 @@
 """Counts the fused multiply-add instructions (vfmadd*, vfmsub*, vfnmadd*,
-vfnmsub*) in the x86-64-v4 clones of one function, OpenMP regions included.
+vfnmsub*) in the x86-64-v4 clones of one function, OpenMP regions included;
+or, given a third argument, the instructions that match that regex (`zmm`:
+those that use a 64-byte register).
 
-usage: count_fma.py <objdump -d -C output> <function name prefix>
+usage: count_fma.py <objdump -d -C output> <function name prefix> [regex]
 prints: fma instructions in the v4 clone: <count>
+        (<regex> instructions in the v4 clone: <count>)
 Exits 1 when the listing has no v4 clone of that function, or an empty one (a
 count of 0 would otherwise pass for a clone that is not there).
 """
@@ -10,8 +13,9 @@ import re
 import sys
 
 listing, name = sys.argv[1], sys.argv[2]
+what = sys.argv[3] if len(sys.argv) > 3 else "fma"
 header = re.compile(r"^[0-9a-f]+ <(.*)>:$")
-fma = re.compile(r"\bvf(n?)m(add|sub)")
+fma = re.compile(sys.argv[3] if len(sys.argv) > 3 else r"\bvf(n?)m(add|sub)")
 count = 0
 clones = 0
 instructions = 0
@@ -31,4 +35,4 @@ with open(listing) as f:
 if not clones or not instructions:
     print(f"no v4 clone of {name} in {listing} ({clones} symbols, {instructions} instructions)")
     sys.exit(1)
-print(f"fma instructions in the v4 clone: {count}")
+print(f"{what} instructions in the v4 clone: {count}")
