@@ -3,7 +3,8 @@
 #   <prefix>/include/pk/*.h                  (the language and the runtime)
 #   <prefix>/lib/cmake/pk/pkConfig.cmake      (find_package(pk CONFIG))
 #   <prefix>/lib/cmake/pk/pkConfigVersion.cmake
-#   <prefix>/lib/cmake/pk/pkTargets.cmake     (pk::headers)
+#   <prefix>/lib/libpk_runtime.a             (the matrix product, compiled once)
+#   <prefix>/lib/cmake/pk/pkTargets.cmake     (pk::headers, pk::runtime)
 #   <prefix>/lib/cmake/pk/pk.cmake            (pk_add_kernels)
 # An outside project then writes
 #   find_package(pk CONFIG REQUIRED)
@@ -23,6 +24,8 @@ target_include_directories(pk_headers INTERFACE
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 set_target_properties(pk_headers PROPERTIES EXPORT_NAME headers)
 install(TARGETS pk_headers EXPORT pkTargets)
+install(TARGETS pk_runtime EXPORT pkTargets
+        ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
 install(EXPORT pkTargets NAMESPACE pk:: DESTINATION "${PK_INSTALL_CMAKEDIR}")
 
 configure_package_config_file(

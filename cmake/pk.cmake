@@ -26,7 +26,10 @@ pkc is given the target's C++ standard (``-std=c++20`` unless the target's
 include dir and ``-I<dir of the kernel file>`` (quoted includes resolve as in
 the original). The target gets the output dir as an include dir (so
 ``#include "<stem>.pk.h"`` works), the kernel file's dir for the ``.pk.cpp``,
-and links ``OpenMP::OpenMP_CXX`` and ``pk_headers`` (PRIVATE, keyword form).
+and links ``OpenMP::OpenMP_CXX``, ``pk_headers`` and pk's runtime library
+``pk_runtime`` (``pk::headers``, ``pk::runtime`` when installed; PRIVATE,
+keyword form), which holds the matrix product compiled once (it defines
+``PK_RUNTIME_LIBRARY`` for the target, see ``<pk/gemm.h>``).
 pkc reruns when the kernel file, any header it includes (via pkc's depfile,
 Ninja and Makefile generators) or pkc itself changes.
 
@@ -119,6 +122,16 @@ function(pk_add_kernels target)
   elseif(TARGET pk::headers)
     set(pk_headers_lib pk::headers)
   endif()
+  # pk's runtime library (lib/Runtime): the matrix product compiled once,
+  # not in every generated file that multiplies (it defines
+  # PK_RUNTIME_LIBRARY for the target). Without it (pk.cmake included from
+  # a source tree that did not build pk) <pk/gemm.h> compiles it inline.
+  set(pk_runtime_lib "")
+  if(TARGET pk_runtime)
+    set(pk_runtime_lib pk_runtime)
+  elseif(TARGET pk::runtime)
+    set(pk_runtime_lib pk::runtime)
+  endif()
 
   set(with_cuda OFF)
   if("cuda" IN_LIST arg_TARGETS AND CMAKE_CUDA_COMPILER_LOADED)
@@ -200,7 +213,8 @@ function(pk_add_kernels target)
     target_include_directories(${target} PRIVATE "${out_DIR}")
   endforeach()
 
-  target_link_libraries(${target} PRIVATE OpenMP::OpenMP_CXX ${pk_headers_lib})
+  target_link_libraries(${target} PRIVATE OpenMP::OpenMP_CXX ${pk_headers_lib}
+                        ${pk_runtime_lib})
   if(NOT pk_headers_lib)
     target_include_directories(${target} PRIVATE "${pk_include}")
     target_compile_features(${target} PRIVATE cxx_std_20)

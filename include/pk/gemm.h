@@ -610,6 +610,25 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
   }
 }
 
+// With PK_RUNTIME_LIBRARY (pk_add_kernels defines it, and links pk's runtime
+// library, lib/Runtime), the product's instances are compiled there once,
+// not in every file that multiplies: the first matmul of a generated file
+// cost about 1.9 s of g++ -O2 for the core, the GEMV and the micro-kernels
+// of three levels. These are every element/weight pair pkc writes (StridedB
+// above); another pair is still compiled from this header. Without the
+// macro (the eager reference, code compiled outside pk_add_kernels) this
+// header is all there is.
+#ifdef PK_RUNTIME_LIBRARY
+#define PK_GEMM_CORE_INSTANCE(T, WT)                                           \
+  extern template void gemmCore<T, WT>(                                        \
+      const GemmShape &, const GemmOptions &, const Operand<T> &,              \
+      const Operand<T, WT> &, const RowEpilogue<T> &);
+PK_GEMM_CORE_INSTANCE(float, float)
+PK_GEMM_CORE_INSTANCE(float, bfloat16)
+PK_GEMM_CORE_INSTANCE(double, double)
+#undef PK_GEMM_CORE_INSTANCE
+#endif
+
 } // namespace gemm_detail
 
 /// C = A B for every batch, through the lambdas described at the top of

@@ -51,6 +51,7 @@ void mm_accumulate(pk::InOut<float, 2> c, pk::In<float, 2> a,
 void mm_f64(pk::In<double, 2> a, pk::In<double, 2> b, pk::Out<double, 2> c);
 void mm_i32(pk::In<int32_t, 2> a, pk::In<int32_t, 2> b, pk::Out<int32_t, 2> c);
 void transpose_copy(pk::In<float, 3> x, pk::Out<float, 3> y);
+bool matmul_cases_use_runtime_library();
 void attention_causal_heads(pk::In<float, 3> q, pk::In<float, 3> k,
                             pk::In<float, 3> v, pk::Out<float, 3> o,
                             float scale);
@@ -135,6 +136,17 @@ std::vector<float> rnd(int64_t N, unsigned Seed) {
 // A compiled output starts as NaN: every element must be written.
 std::vector<float> poisoned(int64_t N) {
   return std::vector<float>(N, std::nanf(""));
+}
+
+// pk_add_kernels links pk's runtime library (lib/Runtime) and compiles the
+// generated code with PK_RUNTIME_LIBRARY, so that the product's tile loops,
+// packing, GEMV and micro-kernels are compiled once there, not in every file
+// that multiplies; the tests below run the compiled kernels through it (the
+// float, bfloat16-weight and double instances).
+TEST(GemmRuntimeLibrary, KernelFilesAreCompiledAgainstIt) {
+  EXPECT_TRUE(matmul_cases_use_runtime_library());
+  EXPECT_FALSE(eager::matmul_cases_use_runtime_library())
+      << "the test itself is not compiled by pk_add_kernels";
 }
 
 TEST(Matmul, EveryLayoutOverOddShapes) {

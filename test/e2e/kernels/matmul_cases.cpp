@@ -82,3 +82,15 @@ PK_KERNEL void attention_f64(In<double, 3> q, In<double, 3> k,
   auto e = exp(s - max(s, -1, keepdims));
   o[_] = matmul(e / sum(e, -1, keepdims), v[_]);
 }
+
+// Not a kernel: whether this file was compiled as pk_add_kernels compiles
+// generated code, linked with pk's runtime library (lib/Runtime), whose
+// interface defines PK_RUNTIME_LIBRARY so that <pk/gemm.h> calls the
+// product's compiled instances (e2e GemmRuntimeLibrary.*).
+bool matmul_cases_use_runtime_library() {
+#ifdef PK_RUNTIME_LIBRARY
+  return true;
+#else
+  return false;
+#endif
+}

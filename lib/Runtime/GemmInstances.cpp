@@ -1,0 +1,28 @@
+//===- GemmInstances.cpp - The matrix product, compiled once --------------===//
+//
+// pk's runtime library: the instances of pk::rt::gemm's core that
+// <pk/gemm.h> declares `extern template` under PK_RUNTIME_LIBRARY, so that a
+// generated file compiles only its own adapters (its lambdas' loops) and not
+// the tile loops, packing, GEMV driver and micro-kernels of every x86-64
+// level again. This file is compiled without PK_RUNTIME_LIBRARY, so the
+// header's definitions are what it instantiates.
+//
+//===----------------------------------------------------------------------===//
+#include <pk/gemm.h>
+
+#ifdef PK_RUNTIME_LIBRARY
+#error "GemmInstances.cpp instantiates what PK_RUNTIME_LIBRARY declares extern"
+#endif
+
+namespace pk::rt::gemm_detail {
+
+#define PK_GEMM_CORE_INSTANCE(T, WT)                                           \
+  template void gemmCore<T, WT>(const GemmShape &, const GemmOptions &,        \
+                                const Operand<T> &, const Operand<T, WT> &,    \
+                                const RowEpilogue<T> &);
+PK_GEMM_CORE_INSTANCE(float, float)
+PK_GEMM_CORE_INSTANCE(float, bfloat16)
+PK_GEMM_CORE_INSTANCE(double, double)
+#undef PK_GEMM_CORE_INSTANCE
+
+} // namespace pk::rt::gemm_detail
