@@ -15,6 +15,11 @@ on cases the random batches found or rarely reach (ctest fuzz.twin.selftest).
   (long-mode finding numpy-accepted-9109-k0-c1, 2026-12-04: the twin
   inferred 0 there, after a line of docs/design.md that said pk does).
 
+- A double literal the generator made for a float context keeps its double
+  value where it meets a double array (long-mode finding
+  numpy-mismatch-9112-k34-c2, 2026-12-04: `0.1 + ceil(x2[_] + x1[_])` with
+  x1 double; the twin added 0.1 rounded to float, 0.10000000149011612).
+
 Exit status 0 when every check holds, 1 otherwise (each failure printed).
 """
 
@@ -136,10 +141,36 @@ def reshape_of_zero_extents():
             check('reshape of %s into %s runs (%s)' % (shape, dims, e), False)
 
 
+def double_literal_meets_double():
+    seed, index = '9112', 34
+    k = gen.generate(seed, index)
+    it = gen.Interp(k)
+    it.run(k.stmts)
+    text = '\n'.join(gen.numpy_text(k, it))
+    if '    h0[_] = 0.1 + ceil(x2[_] + x1[_]);' not in gen.kernel_text(k):
+        check('gen.generate(%s, %d) is still the finding\'s kernel: choose '
+              'another' % (seed, index), False)
+        return
+    ns = {}
+    exec('import numpy as np\nimport fz_numpy as F\n' + text, ns)
+    A, B = 3, 2
+    args = {'h0': np.zeros((A, B)), 'h1': np.zeros(A, np.float32),
+            'x0': np.ones((A, B), bool), 'x1': np.full((A, B), 0.25),
+            'x2': np.full((A, B), 0.5, np.float32),
+            'x3': np.ones((A, B), np.float32),
+            'x4': np.ones((A, 1), np.float32)}
+    h0 = ns[k.name](args)['h0']
+    # every column but the last (which the kernel then updates): 0.1 +
+    # ceil(0.5 + 0.25) in double, as pk computes it
+    check('0.1 + ceil(x2 + x1) of doubles is %r, the twin says %r'
+          % (0.1 + 1.0, float(h0[0, 0])), float(h0[0, 0]) == 0.1 + 1.0)
+
+
 def main():
     rounding()
     every_store_checked()
     reshape_of_zero_extents()
+    double_literal_meets_double()
     if FAILURES:
         print('%d check(s) failed' % len(FAILURES))
         return 1
