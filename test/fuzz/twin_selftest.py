@@ -20,6 +20,12 @@ on cases the random batches found or rarely reach (ctest fuzz.twin.selftest).
   numpy-mismatch-9112-k34-c2, 2026-12-04: `0.1 + ceil(x2[_] + x1[_])` with
   x1 double; the twin added 0.1 rounded to float, 0.10000000149011612).
 
+- A window's negative bound is an error, not a count from the end (long-mode
+  finding numpy-accepted-9119-k39-c1, 2026-12-04: `o0.slice(0, 0,
+  o0.extent(0) - s0)` with s0 past the extent; eager refused, the twin took
+  -1 as the last row, following a row of docs/design.md that treated
+  windows as value slices).
+
 Exit status 0 when every check holds, 1 otherwise (each failure printed).
 """
 
@@ -166,11 +172,47 @@ def double_literal_meets_double():
           % (0.1 + 1.0, float(h0[0, 0])), float(h0[0, 0]) == 0.1 + 1.0)
 
 
+def window_bounds_never_wrap():
+    seed, index = '9119', 39
+    k = gen.generate(seed, index)
+    it = gen.Interp(k)
+    it.run(k.stmts)
+    store = '  o0.slice(0, 0, o0.extent(0) - s0)[_] += '
+    if not any(line.startswith(store) for line in gen.kernel_text(k)):
+        check('gen.generate(%s, %d) is still the finding\'s kernel: choose '
+              'another' % (seed, index), False)
+        return
+    ns = {}
+    exec('import numpy as np\nimport fz_numpy as F\n' +
+         '\n'.join(gen.numpy_text(k, it)), ns)
+    shape = (1, 2, 3, 2)
+    args = {p: np.ones(shape, np.float32)
+            for p in ('o0', 'x0', 'x1', 'x2', 'x3', 'x4')}
+    for s0, refused in ((2, True), (1, False)):  # end -1, then 0
+        args['s0'] = s0
+        try:
+            ns[k.name](args)
+            check('the twin refuses the window [0, %d) of o0[1, ...]'
+                  % (1 - s0), not refused)
+        except F.ShapeError as e:
+            check('the twin runs the window [0, %d) (%s)' % (1 - s0, e),
+                  refused)
+    for b, e in ((-1, 1), (0, -1)):
+        try:
+            F.window(np.zeros((3, 2)), [(0, b, e)])
+            check('F.window refuses [%d, %d)' % (b, e), False)
+        except F.ShapeError:
+            pass
+    check('F.slice_ of a value still counts -1 from the end',
+          F.slice_(np.arange(3), 0, 0, -1).tolist() == [0, 1])
+
+
 def main():
     rounding()
     every_store_checked()
     reshape_of_zero_extents()
     double_literal_meets_double()
+    window_bounds_never_wrap()
     if FAILURES:
         print('%d check(s) failed' % len(FAILURES))
         return 1

@@ -11,8 +11,9 @@ any backend: values every backend rounds the same way must agree bit for
 bit. Where pk's semantics differ from NumPy's operators they are written out
 here, each one listed in docs/design.md ("Where pk differs from NumPy"): C's
 truncating integer `/` and `%` (0 for a zero divisor), saturating float ->
-integer conversions, no wrapping or clamping of slice bounds, `max` of an
-empty axis raising, and `-1` in a reshape of an empty array meaning 0.
+integer conversions, no clamping of slice bounds (a negative bound counts
+from the end once; a window's bounds are never negative), and `max` of an
+empty axis raising.
 """
 
 import math
@@ -269,12 +270,17 @@ def reshape(a, dims):
     return a.reshape(dims)
 
 
-def slice_(a, axis, b, e):
-    """pk's slice: negative bounds count from the end, then no clamping."""
+def slice_(a, axis, b, e, window=False):
+    """pk's slice of a value: negative bounds count from the end (as eager
+    code does; pkc takes negative constants only), then no clamping. A
+    window of a ref (window=True) never counts from the end: a negative
+    bound is an error (language.md §2)."""
     a = arr(a)
     ax = _axis(a, axis)
     n = a.shape[ax]
     b, e = int(b), int(e)
+    if window and (b < 0 or e < 0):
+        raise ShapeError('window [%d, %d): a negative bound' % (b, e))
     if b < 0:
         b += n
     if e < 0:
@@ -289,14 +295,14 @@ def slice_(a, axis, b, e):
 def window(a, wins):
     """A window of a ref (x.slice(...).slice(...)[_]), innermost first."""
     for (ax, b, e) in wins:
-        a = slice_(a, ax, b, e)
+        a = slice_(a, ax, b, e, window=True)
     return a
 
 
 def window_store(cur, v, axis, b, e, dt):
     """The ref's contents after `ref.slice(axis, b, e)[_] = v`."""
     out = np.array(arr(cur), copy=True)
-    w = slice_(out, axis, b, e)
+    w = slice_(out, axis, b, e, window=True)
     w[...] = broadcast_to(conv(v, dt), w.shape)
     return out
 
