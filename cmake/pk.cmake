@@ -116,22 +116,20 @@ function(pk_add_kernels target)
   else()
     get_filename_component(pk_include "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../include" ABSOLUTE)
   endif()
-  set(pk_headers_lib "")
-  if(TARGET pk_headers)
-    set(pk_headers_lib pk_headers)
-  elseif(TARGET pk::headers)
-    set(pk_headers_lib pk::headers)
-  endif()
-  # pk's runtime library (lib/Runtime): the matrix product compiled once,
-  # not in every generated file that multiplies (it defines
-  # PK_RUNTIME_LIBRARY for the target). Without it (pk.cmake included from
-  # a source tree that did not build pk) <pk/gemm.h> compiles it inline.
-  set(pk_runtime_lib "")
-  if(TARGET pk_runtime)
-    set(pk_runtime_lib pk_runtime)
-  elseif(TARGET pk::runtime)
-    set(pk_runtime_lib pk::runtime)
-  endif()
+  # pk's targets, pk_<part> in a source build, pk::<part> when installed:
+  # pk_headers, and pk_runtime (lib/Runtime), the matrix product compiled
+  # once, not in every generated file that multiplies (it defines
+  # PK_RUNTIME_LIBRARY for the target). Without them (pk.cmake included
+  # from a source tree that did not build pk) the include dir is added by
+  # hand and <pk/gemm.h> compiles the product inline.
+  foreach(part headers runtime)
+    set(pk_${part}_lib "")
+    if(TARGET pk_${part})
+      set(pk_${part}_lib pk_${part})
+    elseif(TARGET pk::${part})
+      set(pk_${part}_lib pk::${part})
+    endif()
+  endforeach()
 
   set(with_cuda OFF)
   if("cuda" IN_LIST arg_TARGETS AND CMAKE_CUDA_COMPILER_LOADED)
