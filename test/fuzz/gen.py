@@ -4233,11 +4233,23 @@ def py_arg(x, dt):
                                                                   dt)
 
 
+def py_lit_value(n):
+    """The value a literal's C++ text denotes, as Python: the model keeps
+    -1e30 for `-INFINITY` (a finite stand-in for its ranges), the twin
+    needs the infinity itself (long-mode finding numpy-mismatch-9128-k39-c8:
+    a causal mask's -1e30 let the twin's softmax weigh masked keys where an
+    unmasked score was -inf, and pk's row was NaN)."""
+    body = n.attrs.get('text', '').strip('()')
+    if body.endswith('INFINITY'):
+        return "float('-inf')" if body.startswith('-') else "float('inf')"
+    return repr(n.attrs['value'])
+
+
 def py_value(n):
     """The NumPy expression of node n (its operands are v<id> locals)."""
     op, args, dt = n.op, n.args, n.dtype
     if op == 'lit':
-        return 'F.lit(%r, %r)' % (n.attrs['value'], dt)
+        return 'F.lit(%s, %r)' % (py_lit_value(n), dt)
     if op == 'sparam':
         return "F.lit(a['%s'], %r)" % (n.attrs['param'], dt)
     if op == 'load':

@@ -26,6 +26,11 @@ on cases the random batches found or rarely reach (ctest fuzz.twin.selftest).
   -1 as the last row, following a row of docs/design.md that treated
   windows as value slices).
 
+- `-INFINITY` is -inf in the twins, not the -1e30 the generator's ranges
+  use (long-mode finding numpy-mismatch-9128-k39-c8, 2026-12-04: a causal
+  mask's -1e30 let the twin's softmax weigh masked keys where the one
+  unmasked score of a row was -inf; pk's row is NaN).
+
 Exit status 0 when every check holds, 1 otherwise (each failure printed).
 """
 
@@ -207,12 +212,40 @@ def window_bounds_never_wrap():
           F.slice_(np.arange(3), 0, 0, -1).tolist() == [0, 1])
 
 
+def masked_scores_are_minus_inf():
+    seed, index = '9128', 39
+    k = gen.generate(seed, index)
+    it = gen.Interp(k)
+    it.run(k.stmts)
+    mask = '  s0 = where(index(s0, -1) <= index(s0, 0), s0, -INFINITY);'
+    if mask not in gen.kernel_text(k):
+        check('gen.generate(%s, %d) is still the finding\'s kernel: choose '
+              'another' % (seed, index), False)
+        return
+    ns = {}
+    exec('import numpy as np\nimport fz_numpy as F\n' +
+         '\n'.join(gen.numpy_text(k, it)), ns)
+    A, K = 2, 1
+    x3 = np.zeros((A, A))
+    x3[0, 0] = -np.inf  # row 0's one unmasked score
+    args = {'x0': np.ones((A, K)), 'x1': np.ones((A, K)),
+            'x2': np.ones((), np.float32), 'x3': x3, 'x4': np.ones((A, 1)),
+            'o0': np.zeros((A, 1)), 'x5': np.zeros((1, A, A), np.float32)}
+    with np.errstate(invalid='ignore'):  # -inf - -inf, 0 * inf
+        o0 = ns[k.name](args)['o0']
+    check('row 0 of softmax([-inf | masked]) v is NaN, as in pk; the twin '
+          'says %r' % o0[0].tolist(), bool(np.isnan(o0[0]).all()))
+    check('row 1 is finite (%r)' % o0[1].tolist(),
+          bool(np.isfinite(o0[1]).all()))
+
+
 def main():
     rounding()
     every_store_checked()
     reshape_of_zero_extents()
     double_literal_meets_double()
     window_bounds_never_wrap()
+    masked_scores_are_minus_inf()
     if FAILURES:
         print('%d check(s) failed' % len(FAILURES))
         return 1
