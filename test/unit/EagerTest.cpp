@@ -618,6 +618,18 @@ TEST(EagerMath, UnaryFunctions) {
   expectArray(abs(arr<float>({3}, {-1.5f, 2, 0})), {3}, {1.5f, 2, 0});
   expectArray(abs(arr<int32_t>({2}, {-3, 4})), {2}, {3, 4});
   expectArray(abs(arr<bool>({2}, {true, false})), {2}, {1, 0});
+  // |-0.0| is +0.0 (the sign bit cleared, as C's fabs and NumPy's abs), in
+  // eager code and in pk::scalar::abs, which the compiled CPU and CUDA code
+  // call: `x < 0 ? -x : x` kept -0.0, so 1 / abs(x) was -inf (a fuzz finding).
+  EXPECT_FALSE(std::signbit(abs(arr<float>({1}, {-0.0f})).at(0)));
+  EXPECT_FALSE(std::signbit(abs(arr<double>({1}, {-0.0})).at(0)));
+  EXPECT_FALSE(std::signbit(pk::scalar::abs(-0.0f)));
+  EXPECT_FALSE(std::signbit(pk::scalar::abs(-0.0)));
+  EXPECT_EQ(1.0f / pk::scalar::abs(-0.0f),
+            std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(pk::scalar::abs(std::nanf(""))));
+  EXPECT_EQ(pk::scalar::abs(-std::numeric_limits<double>::infinity()),
+            std::numeric_limits<double>::infinity());
   // Float precision: exp of a float array is expf.
   auto E = exp(arr<float>({1}, {0.1f}));
   EXPECT_EQ(E.at(0), std::exp(0.1f));
