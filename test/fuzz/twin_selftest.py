@@ -152,25 +152,34 @@ def reshape_of_zero_extents():
             check('reshape of %s into %s runs (%s)' % (shape, dims, e), False)
 
 
-def double_literal_meets_double():
-    seed, index = '9112', 34
+def finding_twin(seed, index, line):
+    """The twin of gen.generate(seed, index), a long-mode finding's kernel,
+    or None (a failed check) when the generator no longer makes the kernel
+    with `line` (whose start identifies it)."""
     k = gen.generate(seed, index)
+    if not any(l.startswith(line) for l in gen.kernel_text(k)):
+        check('gen.generate(%s, %d) is still the finding\'s kernel (a line '
+              '%r): choose another' % (seed, index, line), False)
+        return None
     it = gen.Interp(k)
     it.run(k.stmts)
-    text = '\n'.join(gen.numpy_text(k, it))
-    if '    h0[_] = 0.1 + ceil(x2[_] + x1[_]);' not in gen.kernel_text(k):
-        check('gen.generate(%s, %d) is still the finding\'s kernel: choose '
-              'another' % (seed, index), False)
-        return
     ns = {}
-    exec('import numpy as np\nimport fz_numpy as F\n' + text, ns)
+    exec('import numpy as np\nimport fz_numpy as F\n' +
+         '\n'.join(gen.numpy_text(k, it)), ns)
+    return ns[k.name]
+
+
+def double_literal_meets_double():
+    twin = finding_twin('9112', 34, '    h0[_] = 0.1 + ceil(x2[_] + x1[_]);')
+    if twin is None:
+        return
     A, B = 3, 2
     args = {'h0': np.zeros((A, B)), 'h1': np.zeros(A, np.float32),
             'x0': np.ones((A, B), bool), 'x1': np.full((A, B), 0.25),
             'x2': np.full((A, B), 0.5, np.float32),
             'x3': np.ones((A, B), np.float32),
             'x4': np.ones((A, 1), np.float32)}
-    h0 = ns[k.name](args)['h0']
+    h0 = twin(args)['h0']
     # every column but the last (which the kernel then updates): 0.1 +
     # ceil(0.5 + 0.25) in double, as pk computes it
     check('0.1 + ceil(x2 + x1) of doubles is %r, the twin says %r'
@@ -178,25 +187,17 @@ def double_literal_meets_double():
 
 
 def window_bounds_never_wrap():
-    seed, index = '9119', 39
-    k = gen.generate(seed, index)
-    it = gen.Interp(k)
-    it.run(k.stmts)
-    store = '  o0.slice(0, 0, o0.extent(0) - s0)[_] += '
-    if not any(line.startswith(store) for line in gen.kernel_text(k)):
-        check('gen.generate(%s, %d) is still the finding\'s kernel: choose '
-              'another' % (seed, index), False)
+    twin = finding_twin('9119', 39,
+                        '  o0.slice(0, 0, o0.extent(0) - s0)[_] += ')
+    if twin is None:
         return
-    ns = {}
-    exec('import numpy as np\nimport fz_numpy as F\n' +
-         '\n'.join(gen.numpy_text(k, it)), ns)
     shape = (1, 2, 3, 2)
     args = {p: np.ones(shape, np.float32)
             for p in ('o0', 'x0', 'x1', 'x2', 'x3', 'x4')}
     for s0, refused in ((2, True), (1, False)):  # end -1, then 0
         args['s0'] = s0
         try:
-            ns[k.name](args)
+            twin(args)
             check('the twin refuses the window [0, %d) of o0[1, ...]'
                   % (1 - s0), not refused)
         except F.ShapeError as e:
@@ -213,18 +214,11 @@ def window_bounds_never_wrap():
 
 
 def masked_scores_are_minus_inf():
-    seed, index = '9128', 39
-    k = gen.generate(seed, index)
-    it = gen.Interp(k)
-    it.run(k.stmts)
-    mask = '  s0 = where(index(s0, -1) <= index(s0, 0), s0, -INFINITY);'
-    if mask not in gen.kernel_text(k):
-        check('gen.generate(%s, %d) is still the finding\'s kernel: choose '
-              'another' % (seed, index), False)
+    twin = finding_twin(
+        '9128', 39,
+        '  s0 = where(index(s0, -1) <= index(s0, 0), s0, -INFINITY);')
+    if twin is None:
         return
-    ns = {}
-    exec('import numpy as np\nimport fz_numpy as F\n' +
-         '\n'.join(gen.numpy_text(k, it)), ns)
     A, K = 2, 1
     x3 = np.zeros((A, A))
     x3[0, 0] = -np.inf  # row 0's one unmasked score
@@ -232,7 +226,7 @@ def masked_scores_are_minus_inf():
             'x2': np.ones((), np.float32), 'x3': x3, 'x4': np.ones((A, 1)),
             'o0': np.zeros((A, 1)), 'x5': np.zeros((1, A, A), np.float32)}
     with np.errstate(invalid='ignore'):  # -inf - -inf, 0 * inf
-        o0 = ns[k.name](args)['o0']
+        o0 = twin(args)['o0']
     check('row 0 of softmax([-inf | masked]) v is NaN, as in pk; the twin '
           'says %r' % o0[0].tolist(), bool(np.isnan(o0[0]).all()))
     check('row 1 is finite (%r)' % o0[1].tolist(),
