@@ -1455,6 +1455,41 @@ requires detail::ArrayLike<X> Array<int64_t> index(const X &V, int Axis) {
   return Res;
 }
 
+/// repeat(v, repeats, axis): NumPy's repeat with one count for every
+/// element: each element of v repeated `repeats` times along `axis`, in
+/// place (repeat of [a, b] by 2 is [a, a, b, b]), so the extent there is
+/// multiplied by `repeats`. Quantised weights' scales are the use: one
+/// scale per group of `gs` columns, `cast<float>(q[_]) * repeat(scale[_],
+/// gs, -1)`. A negative count is a ShapeError; 0 gives an empty axis.
+template <class X>
+requires detail::ArrayLike<X> Array<detail::ElemOf<X>>
+repeat(const X &V, int64_t Repeats, int Axis) {
+  const auto &A = detail::as_array(V);
+  const int Ax =
+      detail::normalizeAxis("repeat", Axis, A.rank(), A.label(), A.shape());
+  if (Repeats < 0)
+    throw ShapeError("repeat of " + detail::describe(A.label(), A.shape()) +
+                     ": the count " + std::to_string(Repeats) + " is negative");
+  int64_t Outer = 1, Inner = 1;
+  for (int D = 0; D < Ax; ++D)
+    Outer *= A.extent(D);
+  for (int D = Ax + 1; D < A.rank(); ++D)
+    Inner *= A.extent(D);
+  const int64_t E = A.extent(Ax);
+  detail::Shape S = A.shape();
+  S[static_cast<size_t>(Ax)] = E * Repeats;
+  Array<detail::ElemOf<X>> Res(std::move(S), detail::Uninit{},
+                               detail::callLabel("repeat", V, Repeats, Axis));
+  auto *D = Res.data();
+  const auto *Src = A.data();
+  for (int64_t O = 0; O < Outer; ++O)
+    for (int64_t K = 0; K < E * Repeats; ++K)
+      for (int64_t In = 0; In < Inner; ++In)
+        D[(O * E * Repeats + K) * Inner + In] =
+            Src[(O * E + K / Repeats) * Inner + In];
+  return Res;
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra: matmul, transpose
 //===----------------------------------------------------------------------===//
@@ -2104,6 +2139,7 @@ using ::pk::sum;
 using ::pk::broadcast_to;
 using ::pk::expand_dims;
 using ::pk::index;
+using ::pk::repeat;
 using ::pk::squeeze;
 
 using ::pk::matmul;

@@ -272,6 +272,7 @@ private:
   /// `concat({a, b, ...}, axis)`.
   Val evalConcat(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
   Val evalTake(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
+  Val evalRepeat(const CallExpr *E, llvm::ArrayRef<const Expr *> Args);
   /// The extent of the integer scalar expression `Arg`, or an error there.
   std::optional<ir::ExtentId> extentArg(const Expr *Arg, llvm::StringRef What);
   /// The window [Begin, End) along `Axis` (as written, checked here) of

@@ -256,6 +256,8 @@ Val ASTToGraph::evalPkCall(const FunctionDecl *FD, const CallExpr *E,
     return evalConcat(E, Args);
   if (Name == "take")
     return evalTake(E, Args);
+  if (Name == "repeat")
+    return evalRepeat(E, Args);
 
   return unsupported(E, "'" + FD->getQualifiedNameAsString() + "'",
                      "use the operations of pk::lang (language.md §3)");

@@ -1152,6 +1152,24 @@ Val ASTToGraph::evalTake(const CallExpr *E, llvm::ArrayRef<const Expr *> Args) {
   return Val::value(B.take(*Table, *Indices, *Axis, loc(E)));
 }
 
+Val ASTToGraph::evalRepeat(const CallExpr *E,
+                           llvm::ArrayRef<const Expr *> Args) {
+  if (Args.size() != 3)
+    return unsupported(E, "'" + text(E) + "'",
+                       "write repeat(value, count, axis)");
+  std::optional<NodeId> V = valueOf(eval(Args[0]));
+  if (!V)
+    return Val::invalid();
+  std::optional<NodeId> Count = valueOf(eval(Args[1]));
+  if (!Count)
+    return Val::invalid();
+  std::optional<int> Axis = constAxis(Args[2], "repeat");
+  if (!Axis)
+    return Val::invalid();
+  return Val::value(
+      B.repeat(*V, castTo(*Count, DType::I64, Args[1]), *Axis, loc(E)));
+}
+
 Val ASTToGraph::evalConstruct(const CXXConstructExpr *E) {
   QualType T = E->getType();
   if (isPkClass(T, "Whole"))

@@ -46,9 +46,16 @@ std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
   if (!N.Indexed || N.ReduceAxes.size() != 1 || (D != 3 && D != 4) ||
       N.ReduceAxes[0] != D - 1)
     return std::nullopt;
-  // (take's gathered loads address rows the packing cannot stride over.)
-  if (llvm::any_of(N.Body, [](const Stmt &S) { return S.Map.isGather(); }))
-    return std::nullopt;
+  // A gathered load is an operand's element like any other when its index
+  // is computed from the loop indices (repeat's: the index over the count,
+  // or a scalar's): the operand's lambda computes it. take's indices read
+  // from a ref would add loads of their own per element, so those nests stay
+  // plain loops.
+  for (const Stmt &S : N.Body)
+    if (S.Map.isGather() &&
+        llvm::any_of(closureOf(N, {S.Args[0]}).Stmts,
+                     [&](unsigned I) { return N.Body[I].K == Stmt::Load; }))
+      return std::nullopt;
   GemmPattern G;
   G.BatchAxis = D == 4 ? 0 : -1;
   G.MAxis = D - 3;

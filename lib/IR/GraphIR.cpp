@@ -940,6 +940,15 @@ NodeId Builder::take(NodeId Table, NodeId Indices, int Axis, SrcLoc Loc) {
   return add(std::move(N));
 }
 
+NodeId Builder::repeat(NodeId V, NodeId Count, int Axis, SrcLoc Loc) {
+  Node N(NodeKind::Repeat);
+  N.Type = F.Nodes[V].Type;
+  N.Operands = {V, Count};
+  N.Axes = {Axis};
+  N.Loc = Loc;
+  return add(std::move(N));
+}
+
 NodeId Builder::index(NodeId V, int Axis, SrcLoc Loc) {
   Node N(NodeKind::Index);
   N.Type = DType::I64;
@@ -1144,6 +1153,8 @@ static std::string nodeBody(const Function &F, const Node &N) {
     return fmt::format("concat {} axis={}", Ops(), N.Axes[0]);
   case NodeKind::Take:
     return fmt::format("take {} axis={}", Ops(), N.Axes[0]);
+  case NodeKind::Repeat:
+    return fmt::format("repeat {} axis={}", Ops(), N.Axes[0]);
   case NodeKind::Store:
     return fmt::format("store {}, {}", F.Params[N.Param].Name, Ops());
   }
@@ -1185,11 +1196,11 @@ void pk::ir::print(const Function &F, llvm::raw_ostream &OS,
       OS << "  temp " << P.Name << ": " << dtypeName(P.Type)
          << shapeToString(F, P.TempShape) << "  ; " << P.Why << "\n";
   for (const Guard &G : F.Guards) {
-    static const char *const Kinds[] = {"fits",   "equal",   "nonzero",
+    static const char *const Kinds[] = {"fits",    "equal",  "nonzero",
                                         "reshape", "concat", "indices",
-                                        "slice"};
+                                        "slice",   "repeat"};
     OS << "  guard " << Kinds[G.K] << " " << extentToString(F, G.A);
-    if (G.K != Guard::NonZero && G.K != Guard::Indices)
+    if (G.K != Guard::NonZero && G.K != Guard::Indices && G.K != Guard::Repeat)
       OS << ", " << extentToString(F, G.B);
     OS << "  ; axis " << G.Axis;
     if (G.Loc.Line)
@@ -1358,9 +1369,11 @@ std::string pk::ir::verify(const Function &F) {
         return fmt::format("%{}: concat of no values", I);
       break;
     case NodeKind::Take:
+    case NodeKind::Repeat:
       Err = ExpectOperands(2);
       if (Err.empty() && N.Axes.size() != 1)
-        return fmt::format("%{}: take without an axis", I);
+        return fmt::format("%{}: {} without an axis", I,
+                           N.Kind == NodeKind::Take ? "take" : "repeat");
       break;
     }
     if (!Err.empty())

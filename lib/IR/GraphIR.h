@@ -311,6 +311,12 @@ enum class NodeKind : uint8_t {
   /// table) is a load; operand 1 (the integer indices) a load of an In ref
   /// or a scalar, checked against the table's extent at entry.
   Take,
+  /// repeat(operand 0, operand 1, Axes[0]): each element of operand 0 (a
+  /// load, BufferViews.cpp keeps a computed value in a temporary first)
+  /// repeated operand 1 (an i64 scalar, ViewExtents[0] once shapes are
+  /// known) times along the axis. Lowered as a load whose index along the
+  /// axis is the loop's divided by the count.
+  Repeat,
 };
 
 /// ArgMax and ArgMin (the int64 position of the first extreme along one
@@ -393,8 +399,8 @@ struct Node {
   IndexMap Map; ///< View: filled by inferShapes() (or by the pass adding it)
   /// Reshape: the extents (the inferred one a placeholder), from its scalar
   /// operands 1.. (a literal -1 at Axes[0]); Slice: begin and end, from
-  /// operands 1 and 2. inferShapes fills them; BufferViews.cpp turns both
-  /// views into buffers.
+  /// operands 1 and 2; the Repeat node: the count, from operand 1. inferShapes
+  /// fills them; BufferViews.cpp turns both views into buffers.
   Shape ViewExtents;
   bool KeepDims = false;
   /// A readable name: the local variable or ref it was bound to, or "".
@@ -430,6 +436,8 @@ struct Guard {
     /// values are dropped, so a slice whose value no store uses is checked
     /// as eager code checks it.
     Slice,
+    /// repeat of NodeA: the count A is >= 0 (A == B).
+    Repeat,
   };
   Kind K;
   ExtentId A, B;
@@ -518,6 +526,8 @@ public:
   NodeId extentOf(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId concat(llvm::ArrayRef<NodeId> Parts, int Axis, SrcLoc Loc = {});
   NodeId take(NodeId Table, NodeId Indices, int Axis, SrcLoc Loc = {});
+  /// repeat(v, count, axis): the count an i64 scalar value.
+  NodeId repeat(NodeId V, NodeId Count, int Axis, SrcLoc Loc = {});
   NodeId index(NodeId V, int Axis, SrcLoc Loc = {});
   NodeId matmul(NodeId A, NodeId B, DType Result, SrcLoc Loc = {});
   NodeId store(unsigned Param, NodeId V, SrcLoc Loc = {});

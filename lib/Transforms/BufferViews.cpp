@@ -13,6 +13,9 @@
 //    frontend makes them).
 //  * concat({a, b, ...}, axis): a temporary of the result's shape, each part
 //    stored into its window of it, the result read back after those stores.
+//  * repeat(v, count, axis) reads v's elements at run-time computed indices
+//    (the loop's index over the count): v must be a load, so a computed v
+//    is kept in a temporary first, like a reshaped one.
 // A temporary read through an alias or a window is ordered like a windowed
 // ref (Fusion.cpp): its loads carry the number of stores before them.
 //
@@ -48,7 +51,9 @@ public:
   }
 
 private:
-  static bool isBufferView(const Node &N) {
+  bool isBufferView(const Node &N) const {
+    if (N.Kind == NodeKind::Repeat)
+      return F.Nodes[N.Operands[0]].Kind != NodeKind::Load;
     return N.Kind == NodeKind::Concat ||
            (N.Kind == NodeKind::View &&
             (N.View == ViewKind::Reshape || N.View == ViewKind::Slice));
@@ -169,6 +174,8 @@ private:
     const Node N = F.Nodes[Id];
     if (N.Kind == NodeKind::Concat)
       return lowerConcat(Id);
+    if (N.Kind == NodeKind::Repeat)
+      return lowerRepeat(N);
     if (N.View == ViewKind::Reshape) {
       InMemory M = inMemory(Id, /*NeedContiguous=*/true,
                             fmt::format("reshaped at line {}", N.Loc.Line));
@@ -183,6 +190,33 @@ private:
     unsigned W =
         window(M.Buffer, Axis, N.ViewExtents[0], N.ViewExtents[1], N.Loc);
     becomeLoad(M.View, W, M.Version);
+  }
+
+  /// repeat of a computed value: the value in a temporary, which the
+  /// repeat reads (the temporary's load may come back through expand_dims,
+  /// for axes of extent 1 it leaves out: an alias of the whole shape is
+  /// read instead).
+  void lowerRepeat(const Node &N) {
+    const NodeId V = N.Operands[0];
+    const Shape Sh = F.Nodes[V].Sh;
+    unsigned T = materializeValue(
+        F, V, {}, fmt::format("repeated at line {}", N.Loc.Line));
+    readAfterStores(T, 1);
+    std::optional<unsigned> Whole;
+    for (NodeId I = 0; I < F.Nodes.size(); ++I) {
+      const Node &R = F.Nodes[I];
+      if (R.Dead || R.Kind != NodeKind::Repeat)
+        continue;
+      NodeId Op = R.Operands[0], Root = Op;
+      while (F.Nodes[Root].Kind == NodeKind::View)
+        Root = F.Nodes[Root].Operands[0];
+      if (Op == Root || F.Nodes[Root].Kind != NodeKind::Load ||
+          F.Nodes[Root].Param != T)
+        continue;
+      if (!Whole)
+        Whole = alias(T, Sh, N.Loc);
+      becomeLoad(Op, *Whole, 1);
+    }
   }
 
   void lowerConcat(NodeId Id) {

@@ -189,6 +189,16 @@ private:
                           N.Axes[0], N.Loc});
       return;
     }
+    case NodeKind::Repeat: {
+      // The count is not negative (eager repeat checks it).
+      if (N.ViewExtents.empty())
+        return;
+      const ExtentId C = N.ViewExtents[0];
+      if (X.get(C).K != Extent::Const)
+        add(Guard::Repeat, C, C, N.Operands[0], Id,
+            N.Axes[0] - static_cast<int>(F.Nodes[N.Operands[0]].rank()), N.Loc);
+      return;
+    }
     case NodeKind::Concat: {
       // Every part has the first one's extents but along the axis.
       const Shape &First = F.Nodes[N.Operands[0]].Sh;

@@ -125,6 +125,40 @@ private:
     N.Sh.insert(N.Sh.end(), T.Sh.begin() + Ax + 1, T.Sh.end());
   }
 
+  /// repeat(v, count, axis): v's shape with the extent along the axis
+  /// multiplied by the count (a negative one is a guard, or an error when
+  /// it is a constant).
+  void visitRepeat(Node &N) {
+    const Node &V = F.Nodes[N.Operands[0]];
+    const int Ax = normaliseAxis(N, N.Axes[0], V.rank());
+    if (Ax < 0)
+      return;
+    std::optional<ExtentId> Count = scalarExtent(F, N.Operands[1]);
+    if (!Count) {
+      const Node &C = F.Nodes[N.Operands[1]];
+      Diags.push_back(
+          {C.Loc.Line ? C.Loc : N.Loc, "pk-not-supported-yet",
+           fmt::format("the count '{}' of repeat of {} is not supported by "
+                       "pkc yet",
+                       C.Label.empty() ? C.Name : C.Label,
+                       describe(N.Operands[0])),
+           "counts are integer sums, differences, products and quotients of "
+           "scalar parameters, extents and constants"});
+      return;
+    }
+    if (X.get(*Count).K == Extent::Const && X.get(*Count).Value < 0) {
+      error(N,
+            fmt::format("repeat of {}: the count {} is negative",
+                        describe(N.Operands[0]), X.get(*Count).Value),
+            "repeat each element 0 or more times");
+      return;
+    }
+    N.Axes[0] = Ax;
+    N.ViewExtents = {*Count};
+    N.Sh = V.Sh;
+    N.Sh[Ax] = X.mul(V.Sh[Ax], *Count);
+  }
+
   /// Broadcasts extent `E` of operand `Op` into `Acc`, reporting constants
   /// that cannot broadcast.
   ExtentId broadcastInto(const Node &N, ExtentId Acc, NodeId AccFrom,
@@ -413,6 +447,9 @@ private:
       return;
     case NodeKind::Take:
       visitTake(N);
+      return;
+    case NodeKind::Repeat:
+      visitRepeat(N);
       return;
     case NodeKind::MatMul: {
       const Shape &A = Operand(0).Sh, &B = Operand(1).Sh;

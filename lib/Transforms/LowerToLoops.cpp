@@ -180,6 +180,8 @@ private:
         const Node &Nd = F.Nodes[*S.Node];
         if (S.K == Stmt::Load)
           return F.Params[S.Param].Name + "_v";
+        if (Nd.Kind == NodeKind::Repeat) // its coordinate and index
+          return S.K == Stmt::Index ? "idx" : S.K == Stmt::Const ? "c" : "rep";
         if (!Nd.Name.empty())
           return Nd.Name;
         return S.K == Stmt::Const    ? "c"
@@ -465,25 +467,14 @@ private:
       case NodeKind::Index: {
         int R = Nd.rank();
         int K = Nd.Axes[0] < 0 ? Nd.Axes[0] + R : Nd.Axes[0];
-        if (Emb[K] < 0) {
-          Stmt S = fromNode(Nd, Stmt::Const, "c");
-          S.IntValue = 0;
-          return add(std::move(S));
-        }
-        Stmt S = fromNode(Nd, Stmt::Index, "idx");
-        S.Axis = Emb[K];
-        S.Inner = isReduceAxis(Emb[K]);
-        // A value broadcast along the axis at run time (extent 1 there)
-        // has coordinate 0 whatever the loop's index (found by the random
-        // tests: test/fuzz/regressions/index_of_broadcast).
-        if (isReduceAxis(Emb[K]) || N.Domain[Emb[K]] != Nd.Sh[K])
-          S.LoopExtents = {Nd.Sh[K]};
-        return add(std::move(S));
+        return coordinate(Nd, K, Emb);
       }
       case NodeKind::MatMul:
         return lowerMatMul(Id, Emb);
       case NodeKind::Take:
         return lowerTake(Id, Emb);
+      case NodeKind::Repeat:
+        return lowerRepeat(Id, Emb);
       case NodeKind::Reduce: {
         // The operand is embedded canonically; the result must be used
         // along the axes it was not reduced over.
@@ -717,6 +708,63 @@ private:
       Mark(P.Epilogue, 3, false);
       N.Attention = std::move(P);
       return N;
+    }
+
+    /// The coordinate along axis K of value Nd (embedded as Emb): the loop
+    /// index, or 0 where the value has extent 1.
+    unsigned coordinate(const Node &Nd, unsigned K,
+                        const std::vector<int> &Emb) {
+      if (Emb[K] < 0) {
+        Stmt S = fromNode(Nd, Stmt::Const, "c");
+        S.Type = DType::I64;
+        S.IntValue = 0;
+        return add(std::move(S));
+      }
+      Stmt S = fromNode(Nd, Stmt::Index, "idx");
+      S.Type = DType::I64;
+      S.Axis = Emb[K];
+      S.Inner = isReduceAxis(Emb[K]);
+      // A value broadcast along the axis at run time (extent 1 there)
+      // has coordinate 0 whatever the loop's index (found by the random
+      // tests: test/fuzz/regressions/index_of_broadcast).
+      if (isReduceAxis(Emb[K]) || N.Domain[Emb[K]] != Nd.Sh[K])
+        S.LoopExtents = {Nd.Sh[K]};
+      return add(std::move(S));
+    }
+
+    /// repeat(v, count, axis): one load of v (a buffer: BufferViews.cpp)
+    /// whose index along the axis is the coordinate divided by the count,
+    /// a gathered axis like take's. It is within v's extent by
+    /// construction (coordinate < extent * count), so nothing is checked
+    /// at entry but the count's sign.
+    std::optional<unsigned> lowerRepeat(NodeId Id,
+                                        const std::vector<int> &Emb) {
+      const Node &Nd = F.Nodes[Id];
+      const Node &Table = F.Nodes[Nd.Operands[0]];
+      const int Ax = Nd.Axes[0];
+      std::optional<unsigned> Count = lower(Nd.Operands[1], {});
+      if (!Count)
+        return std::nullopt;
+      const unsigned Coord = coordinate(Nd, Ax, Emb);
+      Stmt Div = fromNode(Nd, Stmt::Apply, "");
+      Div.Name = L.Names.get("rep");
+      Div.Type = DType::I64;
+      Div.Op = ir::OpCode::Div;
+      Div.Args = {Coord, *Count};
+      inherit(Div);
+      const unsigned At = add(std::move(Div));
+      std::vector<int> TableEmb = Emb;
+      TableEmb[Ax] = -1;
+      Stmt S = fromNode(Nd, Stmt::Load, "");
+      S.Name = L.Names.get(F.Params[Table.Param].Name + "_v");
+      S.Param = Table.Param;
+      S.Map = mapOf(Table.Param, TableEmb, /*Stored=*/false);
+      S.Map.Axes[Ax].Gathered = true;
+      S.Args = {At};
+      for (int D : TableEmb)
+        S.Inner |= D >= 0 && isReduceAxis(D);
+      inherit(S);
+      return add(std::move(S));
     }
 
     /// take(table, indices, axis): the indices under the result's axes

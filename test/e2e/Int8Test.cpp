@@ -17,6 +17,7 @@
 // values whose sums and products overflow (they wrap: language.md §3).
 #include "common/sample.h"
 
+#include <pk/gemm.h>
 #include <pk/pk.h>
 
 #include <gtest/gtest.h>
@@ -58,6 +59,12 @@ void q_linear(pk::In<float, 2> x, pk::In<int8_t, 2> w, pk::In<float, 1> scale,
               pk::Out<float, 2> y);
 void q_matmul_i32(pk::In<int8_t, 2> a, pk::In<int8_t, 2> b,
                   pk::Out<int32_t, 2> c);
+void q_dequant_groups(pk::In<int8_t, 2> q, pk::In<float, 2> scale,
+                      pk::Out<float, 2> w);
+void q_linear_groups(pk::In<float, 2> x, pk::In<int8_t, 2> w,
+                     pk::In<float, 2> scale, pk::Out<float, 2> y);
+void q_repeat_computed(pk::In<int8_t, 2> x, pk::Out<int32_t, 2> rows,
+                       pk::Out<int32_t, 2> centred, int64_t r);
 void q_float_to_int(pk::In<float> x, pk::In<double> y, pk::Out<int32_t> ci,
                     pk::Out<int64_t> cl, pk::Out<int32_t> di,
                     pk::Out<int64_t> sl, pk::Out<int32_t> c8);
@@ -411,6 +418,143 @@ TEST(Int8, MatmulOfDequantisedWeights) {
                      Dev<int8_t> DW(W);
                      pk::cuda::q_linear({DX.get(), {M, K}}, {DW.get(), {K, N}},
                                         {DS.get(), {N}}, {DY.get(), {M, N}});
+                     expectSame(E, DY.host(), What + " " + Sch);
+                   });)
+      }
+}
+
+/// Power-of-two scales 2^-10..2^0, one per group of gs along K: w [N, K].
+std::vector<float> groupScales(int64_t N, int64_t G, unsigned Seed) {
+  const auto Exp = randomInts<int32_t>(N * G, Seed, -10, 0);
+  std::vector<float> S(N * G);
+  for (int64_t I = 0; I < N * G; ++I)
+    S[I] = std::ldexp(1.0f, Exp[I]);
+  return S;
+}
+
+TEST(Int8, GroupScalesRepeated) {
+  // K = G * gs: one group, groups of 1, and the Q8_0 sizes 32 and 64 with
+  // tails of the vector widths; K = 0 as groups of 0 (no group at all would
+  // divide by 0 in the kernel's own `gs`, plain C++).
+  const int64_t Groups[][2] = {{1, 1},  {1, 7},  {7, 1}, {3, 32},
+                               {5, 64}, {2, 33}, {4, 0}};
+  for (int64_t N : {0, 1, 3, 17, 129})
+    for (const auto &GG : Groups) {
+      const int64_t G = GG[0], Gs = GG[1], K = G * Gs;
+      const auto Q = randomI8(N * K, 21);
+      const auto S = groupScales(N, G, 22);
+      std::vector<float> E(N * K), P(N * K, -1.0f);
+      eager::q_dequant_groups({Q.data(), {N, K}}, {S.data(), {N, G}},
+                              {E.data(), {N, K}});
+      q_dequant_groups({Q.data(), {N, K}}, {S.data(), {N, G}},
+                       {P.data(), {N, K}});
+      const std::string What = "q_dequant_groups N=" + std::to_string(N) +
+                               " G=" + std::to_string(G) +
+                               " gs=" + std::to_string(Gs);
+      expectSame(E, P, What + " cpu");
+      // Element (n, k) is q * the scale of group k / gs (not a neighbour's).
+      for (int64_t I = 0; I < N * K; ++I)
+        ASSERT_EQ(E[I], float(Q[I]) * S[(I / K) * G + (I % K) / Gs]) << What;
+      PK_IF_CUDA(forEachSchedule(N * K, [&](const std::string &Sch) {
+                   Dev<int8_t> DQ(Q);
+                   Dev<float> DS(S), DW(N * K);
+                   pk::cuda::q_dequant_groups({DQ.get(), {N, K}},
+                                              {DS.get(), {N, G}},
+                                              {DW.get(), {N, K}});
+                   expectSame(E, DW.host(), What + " " + Sch);
+                 });)
+    }
+}
+
+TEST(Int8, GroupScalesThatDoNotDivideAreShapeErrors) {
+  // K = 10 over 3 groups: gs = 3, and 3 groups of 3 cover 9 columns, which
+  // cannot broadcast against 10 (eager and compiled alike, before any
+  // write).
+  const auto Q = randomI8(2 * 10, 23);
+  const std::vector<float> S(2 * 3, 1.0f);
+  std::vector<float> W(2 * 10, 5.0f);
+  EXPECT_THROW(eager::q_dequant_groups({Q.data(), {2, 10}}, {S.data(), {2, 3}},
+                                       {W.data(), {2, 10}}),
+               pk::ShapeError);
+  EXPECT_THROW(q_dequant_groups({Q.data(), {2, 10}}, {S.data(), {2, 3}},
+                                {W.data(), {2, 10}}),
+               pk::ShapeError);
+  EXPECT_EQ(W, std::vector<float>(2 * 10, 5.0f));
+  std::vector<int32_t> R(4), C(2 * 10);
+  EXPECT_THROW(q_repeat_computed({Q.data(), {2, 10}}, {R.data(), {0, 10}},
+                                 {C.data(), {2, 10}}, -1),
+               pk::ShapeError);
+  EXPECT_THROW(eager::q_repeat_computed({Q.data(), {2, 10}},
+                                        {R.data(), {0, 10}},
+                                        {C.data(), {2, 10}}, -1),
+               pk::ShapeError);
+}
+
+TEST(Int8, RepeatOfComputedValues) {
+  for (const Shape2 &MK : Shapes)
+    for (int64_t R : {0, 1, 3}) {
+      const auto [M, K] = MK;
+      const auto X = randomI8(M * K, 24);
+      std::vector<int32_t> ER(M * R * K), PR(M * R * K, 9), EC(M * K),
+          PC(M * K, 9);
+      eager::q_repeat_computed({X.data(), {M, K}}, {ER.data(), {M * R, K}},
+                               {EC.data(), {M, K}}, R);
+      q_repeat_computed({X.data(), {M, K}}, {PR.data(), {M * R, K}},
+                        {PC.data(), {M, K}}, R);
+      const std::string What =
+          shapeName("q_repeat_computed", M, K) + " r=" + std::to_string(R);
+      expectSame(ER, PR, What + " rows cpu");
+      expectSame(EC, PC, What + " centred cpu");
+      for (int64_t I = 0; I < M * R * K; ++I)
+        ASSERT_EQ(ER[I], X[(I / K / R) * K + I % K] * 2 + 1) << What;
+      PK_IF_CUDA(forEachSchedule(M * K, [&](const std::string &Sch) {
+                   Dev<int8_t> DX(X);
+                   Dev<int32_t> DR(M * R * K), DC(M * K);
+                   pk::cuda::q_repeat_computed({DX.get(), {M, K}},
+                                               {DR.get(), {M * R, K}},
+                                               {DC.get(), {M, K}}, R);
+                   expectSame(ER, DR.host(), What + " rows " + Sch);
+                   expectSame(EC, DC.host(), What + " centred " + Sch);
+                 });)
+    }
+}
+
+TEST(Int8, MatmulOfGroupScaledWeights) {
+  // nn.Linear's w [N, K] with Q8_0 scales [N, K / gs]: the GEMV path (M up
+  // to 32) and the packed one, every level; exact data as above.
+  const int64_t Ms[] = {1, 3, 8, 33, 129};
+  const int64_t Ns[] = {1, 17, 129};
+  const int64_t Groups[][2] = {{1, 1}, {3, 32}, {2, 64}, {5, 7}, {4, 0}};
+  for (int64_t M : Ms)
+    for (int64_t N : Ns)
+      for (const auto &GG : Groups) {
+        const int64_t G = GG[0], Gs = GG[1], K = G * Gs;
+        const auto XI = randomInts<int32_t>(M * K, 25, -8, 8);
+        const std::vector<float> X(XI.begin(), XI.end());
+        const auto W = randomI8(N * K, 26);
+        const auto S = groupScales(N, G, 27);
+        std::vector<float> E(M * N), P(M * N, -1.0f);
+        eager::q_linear_groups({X.data(), {M, K}}, {W.data(), {N, K}},
+                               {S.data(), {N, G}}, {E.data(), {M, N}});
+        const std::string What = "q_linear_groups " + std::to_string(M) + "x" +
+                                 std::to_string(N) + "x" + std::to_string(G) +
+                                 "*" + std::to_string(Gs);
+        const pk::rt::GemmIsa Saved = pk::rt::gemm_isa();
+        for (pk::rt::GemmIsa Isa : pk::rt::kAllGemmIsas) {
+          if (!pk::rt::set_gemm_isa(Isa))
+            continue; // a level this CPU lacks (GemmLevel reports it)
+          std::fill(P.begin(), P.end(), -1.0f);
+          q_linear_groups({X.data(), {M, K}}, {W.data(), {N, K}},
+                          {S.data(), {N, G}}, {P.data(), {M, N}});
+          expectSame(E, P, What + " cpu " + pk::rt::gemm_isa_name(Isa));
+        }
+        pk::rt::set_gemm_isa(Saved);
+        PK_IF_CUDA(forEachSchedule(M * N, [&](const std::string &Sch) {
+                     Dev<float> DX(X), DS(S), DY(M * N);
+                     Dev<int8_t> DW(W);
+                     pk::cuda::q_linear_groups(
+                         {DX.get(), {M, K}}, {DW.get(), {N, K}},
+                         {DS.get(), {N, G}}, {DY.get(), {M, N}});
                      expectSame(E, DY.host(), What + " " + Sch);
                    });)
       }

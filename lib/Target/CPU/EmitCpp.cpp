@@ -373,6 +373,8 @@ private:
     if (Stmts.size() != 1 || Stmts[0] != Value)
       return std::nullopt;
     const Stmt &S = N.Body[Value];
+    if (S.Map.isGather())
+      return std::nullopt; // its index is computed: a lambda
     OperandInPlace Op;
     Op.Stored = F.Params[S.Param].Type;
     const bool Widened =

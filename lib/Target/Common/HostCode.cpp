@@ -482,6 +482,9 @@ void target::emitGuards(const Function &F, std::string &Out,
       Cond = fmt::format("0 <= {0} && {0} <= {1} && {1} <= {2}", A, B,
                          extentExpr(F, G.List[0]));
       break;
+    case Guard::Repeat:
+      Cond = fmt::format("{} >= 0", A);
+      break;
     case Guard::Reshape: {
       std::vector<std::string> Parts, Known;
       for (size_t I = 0; I < G.List.size(); ++I) {
@@ -528,6 +531,9 @@ void target::emitGuards(const Function &F, std::string &Out,
     } else if (G.K == Guard::Slice) {
       What = fmt::format("slice: the bounds are outside axis {} of", G.Axis);
       Rel = "";
+    } else if (G.K == Guard::Repeat) {
+      What = "repeat of";
+      Rel = "";
     } else if (G.K == Guard::Equal && G.NodeA == G.NodeB) {
       What = fmt::format("cannot squeeze axis {} of", G.Axis);
       Rel = "";
@@ -553,6 +559,10 @@ void target::emitGuards(const Function &F, std::string &Out,
           "\"): it needs 0 <= begin <= end <= \" + std::to_string({2}) + "
           "\")\").c_str()",
           A, B, extentExpr(F, G.List[0]));
+    if (G.K == Guard::Repeat)
+      TailArg = fmt::format(
+          "(\": the count \" + std::to_string({}) + \" is negative\").c_str()",
+          A);
     if (G.K == Guard::Equal && G.NodeA != G.NodeB)
       TailArg = fmt::format("(\" (inner extents \" + std::to_string({}) + "
                             "\" and \" + std::to_string({}) + \")\").c_str()",

@@ -84,6 +84,30 @@ PK_KERNEL void q_linear(In<float, 2> x, In<int8_t, 2> w, In<float, 1> scale,
   y[_] = matmul(x[_], cast<float>(w[_]) * scale[_]);
 }
 
+// Per-group scales (Q8_0): w [N, K] has one float scale per group of gs
+// along its input axis, scale [N, K / gs]; repeat stretches the scales over
+// their groups. Dequantised alone, and as nn.Linear's weights of a product
+// (the operand's lambda reads the int8 weight and its group's scale).
+PK_KERNEL void q_dequant_groups(In<int8_t, 2> q, In<float, 2> scale,
+                                Out<float, 2> w) {
+  auto gs = q.extent(1) / scale.extent(1);
+  w[_] = cast<float>(q[_]) * repeat(scale[_], gs, -1);
+}
+PK_KERNEL void q_linear_groups(In<float, 2> x, In<int8_t, 2> w,
+                               In<float, 2> scale, Out<float, 2> y) {
+  auto gs = w.extent(1) / scale.extent(1);
+  y[_] = matmul(x[_], transpose(cast<float>(w[_]) * repeat(scale[_], gs, -1)));
+}
+
+// repeat of computed values, with a count from a scalar: an 8-bit row
+// repeated along axis 0, and a keepdims statistic ([M, 1], kept in a
+// temporary of rank 1) stretched back over its row.
+PK_KERNEL void q_repeat_computed(In<int8_t, 2> x, Out<int32_t, 2> rows,
+                                 Out<int32_t, 2> centred, int64_t r) {
+  rows[_] = repeat(x[_] * 2 + 1, r, 0);
+  centred[_] = x[_] - repeat(max(x[_], -1, keepdims), x.extent(1), -1);
+}
+
 // int8 x int8 into int32: one dot product per element, products and sums in
 // int64_t, the result converted to int32_t.
 PK_KERNEL void q_matmul_i32(In<int8_t, 2> a, In<int8_t, 2> b,
