@@ -922,31 +922,26 @@ std::optional<ExtentId> pk::ir::scalarExtent(const Function &F, NodeId Id) {
   }
 }
 
-NodeId Builder::concat(llvm::ArrayRef<NodeId> Parts, int Axis, SrcLoc Loc) {
-  Node N(NodeKind::Concat);
-  N.Type = F.Nodes[Parts.front()].Type;
-  N.Operands.assign(Parts.begin(), Parts.end());
+NodeId Builder::alongAxis(NodeKind K, llvm::ArrayRef<NodeId> Operands,
+                          int Axis, SrcLoc Loc) {
+  Node N(K);
+  N.Type = F.Nodes[Operands.front()].Type;
+  N.Operands.assign(Operands.begin(), Operands.end());
   N.Axes = {Axis};
   N.Loc = Loc;
   return add(std::move(N));
+}
+
+NodeId Builder::concat(llvm::ArrayRef<NodeId> Parts, int Axis, SrcLoc Loc) {
+  return alongAxis(NodeKind::Concat, Parts, Axis, Loc);
 }
 
 NodeId Builder::take(NodeId Table, NodeId Indices, int Axis, SrcLoc Loc) {
-  Node N(NodeKind::Take);
-  N.Type = F.Nodes[Table].Type;
-  N.Operands = {Table, Indices};
-  N.Axes = {Axis};
-  N.Loc = Loc;
-  return add(std::move(N));
+  return alongAxis(NodeKind::Take, {Table, Indices}, Axis, Loc);
 }
 
 NodeId Builder::repeat(NodeId V, NodeId Count, int Axis, SrcLoc Loc) {
-  Node N(NodeKind::Repeat);
-  N.Type = F.Nodes[V].Type;
-  N.Operands = {V, Count};
-  N.Axes = {Axis};
-  N.Loc = Loc;
-  return add(std::move(N));
+  return alongAxis(NodeKind::Repeat, {V, Count}, Axis, Loc);
 }
 
 NodeId Builder::index(NodeId V, int Axis, SrcLoc Loc) {

@@ -542,6 +542,10 @@ public:
 
 private:
   NodeId add(Node N);
+  /// A node of kind K over Operands along Axis, typed like operand 0
+  /// (concat, take, repeat).
+  NodeId alongAxis(NodeKind K, llvm::ArrayRef<NodeId> Operands, int Axis,
+                   SrcLoc Loc);
   Function &F;
 };
 
