@@ -23,6 +23,12 @@
 // figure beside linear_decode's is what narrow weights buy a decode step.
 // Peer: naive (the same dot product, converting each weight).
 //
+// `linear_decode_q8` has int8 weights with one float scale per group of 32
+// along K (llama2.c's Q8_0; `linear_q8`, `repeat` of the scales): a quarter
+// of the bytes, plus the scales. Its weights and scales rotate through pools
+// of the same total size. Peer: naive (per group, the int8 dot product in
+// float times the group's scale).
+//
 //===----------------------------------------------------------------------===//
 #include "bench.h"
 
@@ -31,11 +37,15 @@
 #include <pk/ref.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 void linear(pk::In<float, 2> x, pk::In<float, 2> w, pk::Out<float, 2> y);
 void linear_bf16(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
                  pk::Out<float, 2> y);
+void linear_q8(pk::In<float, 2> x, pk::In<int8_t, 2> w, pk::In<float, 2> scale,
+               pk::Out<float, 2> y);
 
 namespace {
 
@@ -161,6 +171,78 @@ struct LinearDecodeBf16 {
   void naive() { naive_linear(x.data(), next(), y.data(), M, N, K); }
 };
 
+/// Q8_0's group size along K (llama2.c's export default is 64; 32 is
+/// llama.cpp's Q8_0 and divides every K here).
+constexpr int64_t kQ8Group = 32;
+
+/// The int8 weight pool (uniform in [-127, 127]) and its scales (one per
+/// group, in (0, 2^-6]): as many weight bytes as pool() has.
+const std::vector<int8_t> &pool_q8() {
+  static const std::vector<int8_t> P = [] {
+    const Buffer R = pkbench::random(poolBytes(), 245);
+    std::vector<int8_t> V(R.size());
+    for (int64_t I = 0; I < R.size(); ++I)
+      V[I] = static_cast<int8_t>(R[I] * 127.0f);
+    return V;
+  }();
+  return P;
+}
+const Buffer &pool_q8_scales() {
+  static const Buffer P = [] {
+    Buffer S = pkbench::random(poolBytes() / kQ8Group, 246);
+    for (int64_t I = 0; I < S.size(); ++I)
+      S[I] = (std::abs(S[I]) + 0.01f) / 64.0f;
+    return S;
+  }();
+  return P;
+}
+
+// y = x wᵀ with Q8_0 weights: w [N, K] int8, scale [N, K / 32].
+struct LinearDecodeQ8 {
+  int64_t M, N, K, G;
+  Buffer x, y;
+  int64_t Count, Next = 0;
+  explicit LinearDecodeQ8(const Shape &S)
+      : M(S[0]), N(S[1]), K(S[2]), G(K / kQ8Group),
+        x(pkbench::random(M * K, 242)), y(pkbench::random(M * N, 243)),
+        Count(std::max<int64_t>(2, static_cast<int64_t>(pool_q8().size()) /
+                                       (N * K))) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return N * K + (N * G + M * K + M * N) * F; }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+  std::pair<const int8_t *, const float *> next() {
+    const int8_t *W = pool_q8().data() + Next * N * K;
+    const float *S = pool_q8_scales().data() + Next * N * G;
+    Next = (Next + 1) % Count;
+    return {W, S};
+  }
+
+  void pk() {
+    auto [W, S] = next();
+    ::linear_q8({x.data(), {M, K}}, {W, {N, K}}, {S, {N, G}},
+                {y.data(), {M, N}});
+  }
+  void naive() {
+    auto [W, S] = next();
+    const float *__restrict px = x.data();
+    float *__restrict py = y.data();
+#pragma omp parallel for
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t i = 0; i < M; ++i) {
+        float acc = 0.0f;
+        for (int64_t g = 0; g < G; ++g) {
+          float part = 0.0f;
+#pragma omp simd reduction(+ : part)
+          for (int64_t l = 0; l < kQ8Group; ++l)
+            part += px[i * K + g * kQ8Group + l] *
+                    static_cast<float>(W[j * K + g * kQ8Group + l]);
+          acc += part * S[j * G + g];
+        }
+        py[i * N + j] = acc;
+      }
+  }
+};
+
 // The read bandwidth at the same shape: the sum of the N x K weights of the
 // next matrix, threads over contiguous ranges, vectorised with 64 partial
 // sums per thread (16 vectors at SSE2: one accumulator would make the loop
@@ -197,6 +279,8 @@ struct WeightsRead {
 
 const bool LinearDecodeRegistered =
     pkbench::register_kernel<LinearDecode>("linear_decode", decode_shapes());
+const bool LinearDecodeQ8Registered = pkbench::register_kernel<LinearDecodeQ8>(
+    "linear_decode_q8", decode_shapes());
 const bool LinearDecodeBf16Registered =
     pkbench::register_kernel<LinearDecodeBf16>("linear_decode_bf16",
                                                decode_shapes());
