@@ -27,7 +27,8 @@
 // along K (llama2.c's Q8_0; `linear_q8`, `repeat` of the scales): a quarter
 // of the bytes, plus the scales. Its weights and scales rotate through pools
 // of the same total size. Peer: naive (per group, the int8 dot product in
-// float times the group's scale).
+// float times the group's scale). pk reads the int8 values in place (the
+// GEMV kernels with pk::rt::GroupScaledB).
 //
 //===----------------------------------------------------------------------===//
 #include "bench.h"

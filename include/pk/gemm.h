@@ -127,6 +127,26 @@ template <class T, class WT = T> struct StridedB {
   }
 };
 
+/// A B operand of int8 weights with one float scale per group of `Group`
+/// along k (llama2.c's Q8_0; pkc passes it for `cast<float>(w[_]) *
+/// repeat(scale[_], gs, -1)` as a product's weights): element (b, k, j) is
+/// `float(Data[b * BatchStride + k * KStride + j * NStride]) *
+/// Scales[b * ScaleBatchStride + j * ScaleNStride + (k / Group) *
+/// ScaleKStride]`. For a few rows of A with w[N, K] contiguous along k and
+/// groups of whole vectors, the GEMV kernels read the int8 values in place
+/// (a quarter of float's bytes); otherwise it is packed like a lambda.
+struct GroupScaledB {
+  const int8_t *Data;
+  int64_t BatchStride, KStride, NStride;
+  const float *Scales;
+  int64_t ScaleBatchStride, ScaleNStride, ScaleKStride, Group;
+  float operator()(int64_t B, int64_t K, int64_t J) const {
+    return float(Data[B * BatchStride + K * KStride + J * NStride]) *
+           Scales[B * ScaleBatchStride + J * ScaleNStride +
+                  K / Group * ScaleKStride];
+  }
+};
+
 /// An A operand read straight from memory: element (b, i, k) at
 /// `Data[b * BatchStride + i * IStride + k * KStride]` (strides 0 along
 /// broadcast axes). pkc passes it instead of a lambda when A is a ref read as
@@ -315,13 +335,19 @@ Operand<T, typename StoredB<T, LoadB>::Type> operandB(const LoadB &B) {
 /// of C split between the threads in blocks, each block computed by the
 /// level's GEMV kernel reading B (in place) once, then handed to the
 /// epilogue.
+/// int8 weights (WT = int8_t) have their scales in Gs, batch b's at
+/// Gs.S + b * ScaleBatchStride, and are contiguous along k.
 template <class T, class WT>
 void gemv(const GemmShape &S, bool Threaded, const Operand<T> &A,
-          const Operand<T, WT> &B, const RowEpilogue<T> &E) {
+          const Operand<T, WT> &B, const RowEpilogue<T> &E,
+          const GroupScales &Gs = {}, int64_t ScaleBatchStride = 0) {
   const bool ColumnsAlongK = B.KStride == 1;
-  const GemvFn<T, WT> Kernel = ColumnsAlongK
-                                   ? gemvKernel<T, WT, true>(gemm_isa())
-                                   : gemvKernel<T, WT, false>(gemm_isa());
+  GemvFn<T, WT> Kernel;
+  if constexpr (kScaledWeights<WT>)
+    Kernel = gemvKernel<T, WT, true>(gemm_isa());
+  else
+    Kernel = ColumnsAlongK ? gemvKernel<T, WT, true>(gemm_isa())
+                           : gemvKernel<T, WT, false>(gemm_isa());
   const int64_t LdW = ColumnsAlongK ? B.RowStride : B.KStride;
   // Columns a block: enough to amortise the epilogue calls, few enough that
   // two threads get work at N = 768.
@@ -340,7 +366,10 @@ void gemv(const GemmShape &S, bool Threaded, const Operand<T> &A,
       for (int64_t Bl = Begin; Bl < End; ++Bl) {
         const int64_t J0 = Bl * Block, Nc = std::min(Block, S.N - J0);
         const WT *Wj = ColumnsAlongK ? W + J0 * B.RowStride : W + J0;
-        Kernel(S.K, S.M, PA, Wj, LdW, Nc, Out.get(), Block);
+        GroupScales Gj = Gs;
+        if (Gj.S)
+          Gj.S += Bi * ScaleBatchStride + J0 * Gs.LdS;
+        Kernel(S.K, S.M, PA, Wj, LdW, Nc, Out.get(), Block, Gj);
         for (int64_t I = 0; I < S.M; ++I)
           E(Bi, I, J0, Nc, static_cast<const T *>(Out.get() + I * Block));
       }
@@ -627,6 +656,12 @@ PK_GEMM_CORE_INSTANCE(float, float)
 PK_GEMM_CORE_INSTANCE(float, bfloat16)
 PK_GEMM_CORE_INSTANCE(double, double)
 #undef PK_GEMM_CORE_INSTANCE
+// int8 weights with group scales (GroupScaledB) read in place.
+extern template void gemv<float, int8_t>(const GemmShape &, bool,
+                                         const Operand<float> &,
+                                         const Operand<float, int8_t> &,
+                                         const RowEpilogue<float> &,
+                                         const GroupScales &, int64_t);
 #endif
 
 } // namespace gemm_detail
@@ -640,6 +675,23 @@ void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
           const LoadB &B, const Epilogue &E) {
   using namespace gemm_detail;
   const RowEpilogue<T> Finish{&finishRow<T, Epilogue>, &E};
+  if constexpr (std::is_same_v<LoadB, GroupScaledB>) {
+    // int8 weights read in place by the GEMV kernels: w[N, K] contiguous
+    // along k, a few rows of A, groups of whole vectors of the level.
+    static_assert(std::is_same_v<T, float>, "GroupScaledB: float products");
+    if (S.Batch > 0 && S.M > 0 && S.N > 0 && S.M <= kGemvMaxRows && S.K > 0 &&
+        B.KStride == 1 && B.Group > 0 &&
+        B.Group % gemv_float_lanes(gemm_isa()) == 0) {
+      Operand<float, int8_t> W;
+      W.Data = B.Data;
+      W.BatchStride = B.BatchStride;
+      W.RowStride = B.NStride;
+      W.KStride = 1;
+      const GroupScales Gs{B.Scales, B.ScaleNStride, B.ScaleKStride, B.Group};
+      return gemv<float, int8_t>(S, Opt.Threaded, operandA<T>(A), W, Finish, Gs,
+                                 B.ScaleBatchStride);
+    }
+  }
   gemmCore<T>(S, Opt, operandA<T>(A), operandB<T>(B), Finish);
 }
 

@@ -357,11 +357,23 @@ inline PackFn packKernel(GemmIsa L) {
 
 /// The weights a GEMV reads in place are T itself or, for T = float,
 /// bfloat16 (any 2-byte type WT holds bfloat16 bits: the high half of a
-/// float), widened as they are loaded so a decode step reads half the bytes.
+/// float), widened as they are loaded so a decode step reads half the bytes,
+/// or int8_t with one float scale per group along k (GroupScales; a quarter
+/// of the bytes).
 template <class T, class WT>
 inline constexpr bool kWeightsSupported = std::is_same_v<T, WT> ||
                                           (std::is_same_v<T, float> &&
-                                           sizeof(WT) == 2);
+                                           (sizeof(WT) == 2 ||
+                                            std::is_same_v<WT, int8_t>));
+
+/// int8 weights carry scales: weight (j, k) is its int8 value times
+/// S[j * LdS + (k / Group) * KStride] (column j of the GEMV's block).
+template <class WT>
+inline constexpr bool kScaledWeights = std::is_same_v<WT, int8_t>;
+struct GroupScales {
+  const float *S = nullptr;
+  int64_t LdS = 0, KStride = 0, Group = 1;
+};
 
 /// V = the L weights at P, as T.
 template <class T, int VectorBytes, class WT, class Vec>
@@ -369,6 +381,16 @@ __attribute__((always_inline)) inline void loadWeights(Vec &V, const WT *P) {
   static_assert(kWeightsSupported<T, WT>);
   if constexpr (std::is_same_v<T, WT>) {
     std::memcpy(&V, P, sizeof(Vec));
+  } else if constexpr (kScaledWeights<WT>) {
+    // A sign extension and a conversion (vpmovsxbd, vcvtdq2ps).
+    constexpr int L = VectorBytes / int(sizeof(T));
+    int8_t Q[L];
+    std::memcpy(Q, P, sizeof(Q));
+    float F[L];
+#pragma GCC unroll 16
+    for (int I = 0; I < L; ++I)
+      F[I] = float(Q[I]);
+    std::memcpy(&V, F, sizeof(Vec));
   } else {
     // A loop the vectoriser turns into a zero-extension and a shift (g++'s
     // __builtin_convertvector rejects the dependent vector types here).
@@ -389,6 +411,8 @@ __attribute__((always_inline)) inline T weightValue(const WT *P) {
   static_assert(kWeightsSupported<T, WT>);
   if constexpr (std::is_same_v<T, WT>) {
     return *P;
+  } else if constexpr (kScaledWeights<WT>) {
+    return float(*P); // unscaled: the GEMV multiplies by the group's scale
   } else {
     uint16_t H;
     std::memcpy(&H, P, sizeof(H));
@@ -442,11 +466,15 @@ __attribute__((always_inline)) inline T sumLanes(const Vec &V) {
 /// Cols columns and each vector of W for Rows rows, so the loads stay below
 /// the multiply-adds (one column at a time, four rows of A were loaded per
 /// vector of weights, and M = 4 and 8 ran at 0.4-0.8x the read bandwidth).
+/// int8 weights are converted and multiplied by their group's scale (Gs)
+/// as they are loaded, the product as written (int8 x scale, then x a);
+/// their groups are whole vectors (Gs.Group a multiple of the lanes).
 template <class T, class WT, int VectorBytes, int Rows, int Cols,
           bool Prefetch = false>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
 gemvColumnsTile(int64_t K, const T *__restrict A, const WT *__restrict W,
-                int64_t LdW, T *__restrict Out, int64_t LdOut) {
+                int64_t LdW, T *__restrict Out, int64_t LdOut,
+                const GroupScales &Gs) {
   PK_GEMM_CONTRACT_HERE
   typedef T Vec __attribute__((vector_size(VectorBytes)));
   constexpr int L = VectorBytes / int(sizeof(T));
@@ -457,11 +485,20 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const WT *__restrict W,
     for (int C = 0; C < Cols; ++C)
       Acc[R][C] = Vec{};
   int64_t Kk = 0;
+  // The scales' offset of the current group, and where the next begins.
+  [[maybe_unused]] int64_t GroupAt = 0, GroupEnd = Gs.Group;
   for (; Kk + L <= K; Kk += L) {
+    if constexpr (kScaledWeights<WT>)
+      if (Kk == GroupEnd) {
+        GroupAt += Gs.KStride;
+        GroupEnd += Gs.Group;
+      }
     Vec Wv[Cols];
 #pragma GCC unroll 4
     for (int C = 0; C < Cols; ++C) {
       loadWeights<T, VectorBytes>(Wv[C], W + C * LdW + Kk);
+      if constexpr (kScaledWeights<WT>)
+        Wv[C] *= Gs.S[C * Gs.LdS + GroupAt];
       // The next strip's columns, at the same depth: each column is one or
       // two 4 KiB pages, where the hardware's stream prefetch stops.
       if constexpr (Prefetch)
@@ -481,8 +518,12 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const WT *__restrict W,
 #pragma GCC unroll 4
     for (int C = 0; C < Cols; ++C) {
       T Sum = sumLanes<T, VectorBytes>(Acc[R][C]);
-      for (int64_t Kt = Kk; Kt < K; ++Kt)
-        Sum += A[R * K + Kt] * weightValue<T>(W + C * LdW + Kt);
+      for (int64_t Kt = Kk; Kt < K; ++Kt) {
+        T Wt = weightValue<T>(W + C * LdW + Kt);
+        if constexpr (kScaledWeights<WT>)
+          Wt *= Gs.S[C * Gs.LdS + Kt / Gs.Group * Gs.KStride];
+        Sum += A[R * K + Kt] * Wt;
+      }
       Out[R * LdOut + C] = Sum;
     }
 }
@@ -494,26 +535,29 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const WT *__restrict W,
 template <class T, class WT, int VectorBytes, int CT>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
 gemvColumnsStrip(int64_t K, int64_t Rows, const T *A, const WT *Wj, int64_t LdW,
-                 T *Out, int64_t LdOut) {
+                 T *Out, int64_t LdOut, const GroupScales &Gs) {
   // The first group of rows prefetches the next strip's weights.
   int64_t R = Rows >= 4 ? 4 : Rows >= 2 ? 2 : 1;
   if (R == 4)
-    gemvColumnsTile<T, WT, VectorBytes, 4, CT, true>(K, A, Wj, LdW, Out, LdOut);
+    gemvColumnsTile<T, WT, VectorBytes, 4, CT, true>(K, A, Wj, LdW, Out, LdOut,
+                                                     Gs);
   else if (R == 2)
-    gemvColumnsTile<T, WT, VectorBytes, 2, CT, true>(K, A, Wj, LdW, Out, LdOut);
+    gemvColumnsTile<T, WT, VectorBytes, 2, CT, true>(K, A, Wj, LdW, Out, LdOut,
+                                                     Gs);
   else
-    gemvColumnsTile<T, WT, VectorBytes, 1, CT, true>(K, A, Wj, LdW, Out, LdOut);
+    gemvColumnsTile<T, WT, VectorBytes, 1, CT, true>(K, A, Wj, LdW, Out, LdOut,
+                                                     Gs);
   for (; R + 4 <= Rows; R += 4)
     gemvColumnsTile<T, WT, VectorBytes, 4, CT>(K, A + R * K, Wj, LdW,
-                                               Out + R * LdOut, LdOut);
+                                               Out + R * LdOut, LdOut, Gs);
   if (R + 2 <= Rows) {
     gemvColumnsTile<T, WT, VectorBytes, 2, CT>(K, A + R * K, Wj, LdW,
-                                               Out + R * LdOut, LdOut);
+                                               Out + R * LdOut, LdOut, Gs);
     R += 2;
   }
   if (R < Rows)
     gemvColumnsTile<T, WT, VectorBytes, 1, CT>(K, A + R * K, Wj, LdW,
-                                               Out + R * LdOut, LdOut);
+                                               Out + R * LdOut, LdOut, Gs);
 }
 
 /// All Rows x Cols outputs for B's columns contiguous along k, in strips of
@@ -522,14 +566,20 @@ gemvColumnsStrip(int64_t K, int64_t Rows, const T *A, const WT *Wj, int64_t LdW,
 template <class T, class WT, int VectorBytes, int ColTile>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
 gemvColumnsBody(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
-                int64_t Cols, T *Out, int64_t LdOut) {
+                int64_t Cols, T *Out, int64_t LdOut, const GroupScales &Gs) {
+  // The scales of columns J.. (only int8 weights have them).
+  auto From = [&Gs](int64_t J) {
+    GroupScales G = Gs;
+    G.S += J * Gs.LdS;
+    return G;
+  };
   int64_t J = 0;
   for (; J + ColTile <= Cols; J += ColTile)
     gemvColumnsStrip<T, WT, VectorBytes, ColTile>(K, Rows, A, W + J * LdW, LdW,
-                                                  Out + J, LdOut);
+                                                  Out + J, LdOut, From(J));
   for (; J < Cols; ++J)
     gemvColumnsStrip<T, WT, VectorBytes, 1>(K, Rows, A, W + J * LdW, LdW,
-                                            Out + J, LdOut);
+                                            Out + J, LdOut, From(J));
 }
 
 /// The same for B's rows contiguous along j (a [K, N] weight): Out[r *
@@ -539,6 +589,7 @@ __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
 gemvRowsBody(int64_t K, const T *__restrict A, const WT *__restrict W,
              int64_t LdW, int64_t Cols, T *__restrict Out, int64_t LdOut) {
   PK_GEMM_CONTRACT_HERE
+  static_assert(!kScaledWeights<WT>, "int8 weights: w[N, K] only");
   typedef T Vec __attribute__((vector_size(VectorBytes)));
   constexpr int L = VectorBytes / int(sizeof(T));
   int64_t J = 0;
@@ -580,17 +631,18 @@ inline constexpr int kGemvRows = 4;
 
 template <class T, class WT = T>
 using GemvFn = void (*)(int64_t K, int64_t Rows, const T *A, const WT *W,
-                        int64_t LdW, int64_t Cols, T *Out, int64_t LdOut);
+                        int64_t LdW, int64_t Cols, T *Out, int64_t LdOut,
+                        const GroupScales &Gs);
 
 /// All Rows rows for one layout and level: [K, N] weights kGemvRows rows
 /// at a time; w[N, K] in register tiles of ColTile columns.
 template <class T, class WT, int VectorBytes, bool ColumnsAlongK, int ColTile>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
 gemvBody(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
-         int64_t Cols, T *Out, int64_t LdOut) {
+         int64_t Cols, T *Out, int64_t LdOut, const GroupScales &Gs) {
   if constexpr (ColumnsAlongK) {
     gemvColumnsBody<T, WT, VectorBytes, ColTile>(K, Rows, A, W, LdW, Cols, Out,
-                                                 LdOut);
+                                                 LdOut, Gs);
   } else {
     int64_t R = 0;
     for (; R + kGemvRows <= Rows; R += kGemvRows)
@@ -613,28 +665,36 @@ inline constexpr int kAvx512GemvCols = 4, kAvx2GemvCols = 3,
                      kNarrowGemvCols = 2;
 
 template <class T, class WT, bool ColumnsAlongK>
-PK_GEMM_CONTRACT void gemvBaseline(int64_t K, int64_t Rows, const T *A,
-                                   const WT *W, int64_t LdW, int64_t Cols,
-                                   T *Out, int64_t LdOut) {
+PK_GEMM_CONTRACT void
+gemvBaseline(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
+             int64_t Cols, T *Out, int64_t LdOut, const GroupScales &Gs) {
   gemvBody<T, WT, kBaselineBytes, ColumnsAlongK, kNarrowGemvCols>(
-      K, Rows, A, W, LdW, Cols, Out, LdOut);
+      K, Rows, A, W, LdW, Cols, Out, LdOut, Gs);
 }
 #if PK_GEMM_X86
 template <class T, class WT, bool ColumnsAlongK>
 __attribute__((target("avx2,fma"))) PK_GEMM_CONTRACT void
 gemvAvx2(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
-         int64_t Cols, T *Out, int64_t LdOut) {
+         int64_t Cols, T *Out, int64_t LdOut, const GroupScales &Gs) {
   gemvBody<T, WT, kAvx2Bytes, ColumnsAlongK, kAvx2GemvCols>(
-      K, Rows, A, W, LdW, Cols, Out, LdOut);
+      K, Rows, A, W, LdW, Cols, Out, LdOut, Gs);
 }
 template <class T, class WT, bool ColumnsAlongK>
 __attribute__((target("avx512f"))) PK_GEMM_CONTRACT void
 gemvAvx512(int64_t K, int64_t Rows, const T *A, const WT *W, int64_t LdW,
-           int64_t Cols, T *Out, int64_t LdOut) {
+           int64_t Cols, T *Out, int64_t LdOut, const GroupScales &Gs) {
   gemvBody<T, WT, kAvx512Bytes, ColumnsAlongK, kAvx512GemvCols>(
-      K, Rows, A, W, LdW, Cols, Out, LdOut);
+      K, Rows, A, W, LdW, Cols, Out, LdOut, Gs);
 }
 #endif
+
+/// The float lanes of level L's GEMV vectors: int8 weights' groups must be
+/// whole vectors of them.
+inline int64_t gemv_float_lanes(GemmIsa L) {
+  return L == GemmIsa::Avx512 ? kAvx512Bytes / 4
+         : L == GemmIsa::Avx2 ? kAvx2Bytes / 4
+                              : kBaselineBytes / 4;
+}
 
 /// Level L's GEMV kernel for B's columns contiguous along k
 /// (`ColumnsAlongK`) or its rows contiguous along j.

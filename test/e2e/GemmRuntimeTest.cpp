@@ -311,6 +311,61 @@ TEST_P(GemmLevel, Bfloat16Weights) {
         }
 }
 
+// int8 weights with one float scale per group along k (GroupScaledB, what
+// pkc passes for `cast<float>(w[_]) * repeat(scale[_], gs, -1)`): read in
+// place by the GEMV kernels where the groups are whole vectors of the level
+// (gs 16, 32, 64 on every level; 4 below AVX2), packed otherwise; two
+// batches with their own weights and scales, and scales broadcast over the
+// batch. Exact data (small integers, power-of-two scales), so every path and
+// order of summation gives the double reference's value exactly.
+TEST_P(GemmLevel, GroupScaledInt8Weights) {
+  std::mt19937 G(13);
+  std::uniform_int_distribution<int> Q(-127, 127), X(-8, 8), E(-8, 0);
+  const int64_t Groups[][2] = {{1, 4}, {2, 16}, {3, 32}, {2, 64}, {5, 7}};
+  for (int64_t M : {1, 3, 8, 9, 32, 33})
+    for (int64_t N : {1, 7, 17, 130})
+      for (const auto &Gg : Groups)
+        for (int64_t ScaleBatch : {1, 0}) {
+          const int64_t Ng = Gg[0], Gs = Gg[1], K = Ng * Gs, Batch = 2;
+          std::vector<int8_t> W(size_t(Batch * N * K));
+          std::vector<float> S(size_t(Batch * N * Ng)), A(size_t(M * K));
+          for (auto &V : W)
+            V = int8_t(Q(G));
+          for (auto &V : S)
+            V = std::ldexp(1.0f, E(G));
+          for (auto &V : A)
+            V = float(X(G));
+          const pk::rt::GroupScaledB B{
+              W.data(), N * K, 1, K, S.data(), ScaleBatch * N * Ng, Ng, 1, Gs};
+          std::vector<float> C(size_t(Batch * M * N), -7.0f);
+          GemmOptions Opt;
+          Opt.BUnitK = true;
+          pk::rt::gemm<float>(
+              {Batch, M, N, K}, Opt,
+              [&](int64_t, int64_t I, int64_t Kk) { return A[I * K + Kk]; }, B,
+              [&](int64_t Bi, int64_t I, int64_t J0, int64_t Len,
+                  const float *Acc) {
+                for (int64_t L = 0; L < Len; ++L)
+                  C[size_t((Bi * M + I) * N + J0 + L)] = Acc[L];
+              });
+          const std::string What =
+              std::to_string(M) + "x" + std::to_string(N) + "x" +
+              std::to_string(Ng) + "*" + std::to_string(Gs) +
+              (ScaleBatch ? " batched scales" : " shared scales");
+          for (int64_t Bi = 0; Bi < Batch; ++Bi)
+            for (int64_t I = 0; I < M; ++I)
+              for (int64_t J = 0; J < N; ++J) {
+                double Want = 0;
+                for (int64_t Kk = 0; Kk < K; ++Kk)
+                  Want +=
+                      double(A[I * K + Kk]) * W[size_t((Bi * N + J) * K + Kk)] *
+                      S[size_t(Bi * ScaleBatch * N * Ng + J * Ng + Kk / Gs)];
+                ASSERT_EQ(C[size_t((Bi * M + I) * N + J)], float(Want))
+                    << What << " at " << Bi << "," << I << "," << J;
+              }
+        }
+}
+
 TEST_P(GemmLevel, NanAndInfinity) {
   for (int64_t M : {3, 33}) // the GEMV path and the packed one
     for (bool Strided : {false, true})

@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <functional>
 #include <optional>
@@ -420,6 +421,89 @@ private:
                        Op->Col);
   }
 
+  /// B as a pk::rt::GroupScaledB when it is int8 weights times their group's
+  /// scale, `cast<float>(w[_]) * repeat(scale[_], gs, -1)` (either order):
+  /// the GEMV kernels then read the int8 values in place. `Count` is the
+  /// statements of the group size (extents and scalars, emitted before the
+  /// call), `Operand` the constructor.
+  struct GroupScaled {
+    std::vector<unsigned> Count;
+    std::string Operand;
+  };
+  std::optional<GroupScaled> groupScaledB(const Nest &N,
+                                          const loop::GemmPattern &G) const {
+    const Stmt &V = N.Body[G.B];
+    if (G.Type != DType::F32 || V.K != Stmt::Apply || V.Op != ir::OpCode::Mul ||
+        V.Args.size() != 2)
+      return std::nullopt;
+    for (unsigned Swap = 0; Swap < 2; ++Swap) {
+      const Stmt &C = N.Body[V.Args[Swap]], &S = N.Body[V.Args[1 - Swap]];
+      if (C.K != Stmt::Cast || C.Type != DType::F32 ||
+          N.Body[C.Args[0]].K != Stmt::Load || S.K != Stmt::Load ||
+          S.Type != DType::F32 || F.Params[S.Param].Type != DType::F32)
+        continue;
+      const Stmt &Q = N.Body[C.Args[0]];
+      if (F.Params[Q.Param].Type != DType::I8 || Q.Map.isGather())
+        continue;
+      // The scale's gathered axis is indexed by k over the count.
+      int ScaleAxis = -1;
+      for (size_t D = 0; D < S.Map.rank(); ++D)
+        if (S.Map.Axes[D].Gathered)
+          ScaleAxis = ScaleAxis < 0 ? int(D) : -2;
+      if (ScaleAxis < 0)
+        continue;
+      const Stmt &Div = N.Body[S.Args[0]];
+      if (Div.K != Stmt::Apply || Div.Op != ir::OpCode::Div ||
+          N.Body[Div.Args[0]].K != Stmt::Index ||
+          N.Body[Div.Args[0]].Axis != int(G.KAxis))
+        continue;
+      const Stmt &Coord = N.Body[Div.Args[0]];
+      GroupScaled R;
+      bool FromScalars = true;
+      walkArgs(N, {Div.Args[1]}, [&](unsigned I, const Stmt &X) {
+        FromScalars &= X.K == Stmt::Extent || X.K == Stmt::Scalar ||
+                       X.K == Stmt::Const || X.K == Stmt::Apply ||
+                       X.K == Stmt::Cast;
+        R.Count.push_back(I);
+        return true;
+      });
+      std::sort(R.Count.begin(), R.Count.end());
+      R.Count.erase(std::unique(R.Count.begin(), R.Count.end()), R.Count.end());
+      std::string Strides[2][3] = {{"0", "0", "0"}, {"0", "0", "0"}};
+      bool Fits = FromScalars;
+      for (unsigned Op = 0; Op < 2 && Fits; ++Op) {
+        const Stmt &L = Op == 0 ? Q : S;
+        for (size_t D = 0; D < L.Map.rank() && Fits; ++D) {
+          const int Axis = L.Map.Axes[D].Axis;
+          const int At = L.Map.Axes[D].Gathered            ? 1
+                         : Axis < 0                        ? -1
+                         : Axis == G.BatchAxis             ? 0
+                         : Axis == int(G.KAxis) && Op == 0 ? 1
+                         : Axis == int(G.NAxis)            ? 2
+                                                           : -2;
+          Fits = At != -2;
+          if (At >= 0)
+            Strides[Op][At] = strideVar(F, L.Param, D);
+        }
+      }
+      if (!Fits)
+        continue;
+      // Where the repeated scales have extent 1 they broadcast over k: one
+      // group holds every k.
+      std::string Group = N.Body[Div.Args[1]].Name;
+      if (!Coord.LoopExtents.empty())
+        Group = fmt::format("({} == 1 ? INT64_MAX : {})",
+                            extentExpr(F, Coord.LoopExtents[0]), Group);
+      R.Operand = fmt::format(
+          "pk::rt::GroupScaledB{{{}, {}, {}, {}, {}, {}, {}, {}, {}}}",
+          pointerVar(F, Q.Param), Strides[0][0], Strides[0][1], Strides[0][2],
+          pointerVar(F, S.Param), Strides[1][0], Strides[1][2], Strides[1][1],
+          Group);
+      return R;
+    }
+    return std::nullopt;
+  }
+
   /// A as a pk::rt::StridedA when it is a ref read as it is: a row-major A
   /// is then packed by transposing it straight from memory, where a
   /// lambda's values are staged one at a time.
@@ -487,6 +571,15 @@ private:
     if (!Unit.empty())
       Out += fmt::format("{}const bool pk_unit = {};\n", Indent,
                          fmt::join(Unit, " && "));
+    const std::optional<GroupScaled> Grouped = groupScaledB(N, *G);
+    if (Grouped && llvm::any_of(Grouped->Count, [&](unsigned I) {
+          return N.Body[I].K != Stmt::Scalar; // a parameter needs no line
+        })) {
+      Out += fmt::format("{}// B's group size (its scales repeated along k).\n",
+                         Indent);
+      for (unsigned I : Grouped->Count)
+        emitStmt(F, N, N.Body[I], Backend::Cpu, Index(-1), Out, Indent);
+    }
     Out += fmt::format("{}pk::rt::gemm<{}>(\n", Indent, Ty);
     Out += fmt::format("{}  {{{}, {}, {}, {}}},\n", Indent, Batch,
                        extentExpr(F, N.Domain[G->MAxis]),
@@ -502,7 +595,11 @@ private:
                          Indent, Indent, *Strided);
     else
       Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis, G->KAxis);
-    if (std::optional<std::string> Strided = stridedB(N, *G))
+    if (Grouped)
+      Out += fmt::format("{}  // B(batch, k, j): int8 weights times their "
+                         "group's scale, read in place\n{}  {},\n",
+                         Indent, Indent, Grouped->Operand);
+    else if (std::optional<std::string> Strided = stridedB(N, *G))
       Out += fmt::format("{}  // B(batch, k, j), read in place\n{}  {},\n",
                          Indent, Indent, *Strided);
     else

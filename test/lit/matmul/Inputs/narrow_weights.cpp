@@ -24,3 +24,11 @@ PK_KERNEL void linear_bf16_scaled(In<float, 2> x, In<pk::bfloat16, 2> w,
                                   Out<float, 2> y) {
   y[_] = matmul(x[_], transpose(w[_] * 2.0f));
 }
+
+// int8 weights with a scale per group of gs along k (Q8_0): a
+// pk::rt::GroupScaledB, read in place by the GEMV kernels for a few rows.
+PK_KERNEL void linear_q8(In<float, 2> x, In<int8_t, 2> w, In<float, 2> scale,
+                         Out<float, 2> y) {
+  auto gs = w.extent(1) / scale.extent(1);
+  y[_] = matmul(x[_], transpose(cast<float>(w[_]) * repeat(scale[_], gs, -1)));
+}
