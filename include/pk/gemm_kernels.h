@@ -513,8 +513,7 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const WT *__restrict W,
         ChunkAt = Kk;
 #pragma GCC unroll 4
         for (int C = 0; C < Cols; ++C)
-          widenInt8<Chunk>(Wide[C], W + C * LdW + Kk,
-                           std::min(Chunk, K - Kk));
+          widenInt8<Chunk>(Wide[C], W + C * LdW + Kk, std::min(Chunk, K - Kk));
       }
     }
     Vec Wv[Cols];
