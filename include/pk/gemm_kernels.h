@@ -45,6 +45,12 @@
 #define PK_GEMM_X86 0
 #endif
 
+#if PK_GEMM_X86
+// The int8 GEMV tiles widen weights with the levels' intrinsics (declared
+// whatever the build's -m flags; used only in functions compiled for them).
+#include <immintrin.h>
+#endif
+
 // Contraction into FMA: g++ decides it per function (its ISO modes default
 // to fp-contract=off), clang per expression.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -554,6 +560,168 @@ gemvColumnsTile(int64_t K, const T *__restrict A, const WT *__restrict W,
     }
 }
 
+#if PK_GEMM_X86
+// int8 weights on the x86 levels. g++ turns a widening of int8 to float
+// written portably (a loop of one vector, __builtin_convertvector) into
+// scalar code, and the chunk-at-a-time widening of gemvColumnsTile stores
+// and reloads every weight, so the int8 GEMV ran at 2x the float one where
+// it reads a quarter of the bytes; these tiles sign-extend and convert a
+// vector in registers (vpmovsxbd, vcvtdq2ps). They compute what
+// gemvColumnsTile does, in the same order: each weight times its group's
+// scale, then a multiply-add. (Functions of their own, with the level's
+// target: an intrinsic cannot be inlined into the level-independent
+// templates, nor can g++ give a template a target that depends on it.)
+
+/// The scalar rest of an int8 tile: Out = Sums plus the weights at Kk..K.
+template <int Rows, int Cols>
+__attribute__((always_inline)) PK_GEMM_CONTRACT inline void
+finishInt8Tile(const float (&Sums)[Rows][Cols], int64_t Kk, int64_t K,
+               const float *A, const int8_t *W, int64_t LdW, float *Out,
+               int64_t LdOut, const GroupScales &Gs) {
+  PK_GEMM_CONTRACT_HERE
+  for (int R = 0; R < Rows; ++R)
+    for (int C = 0; C < Cols; ++C) {
+      float Sum = Sums[R][C];
+      for (int64_t Kt = Kk; Kt < K; ++Kt)
+        Sum += A[R * K + Kt] * (float(W[C * LdW + Kt]) *
+                                Gs.S[C * Gs.LdS + Kt / Gs.Group * Gs.KStride]);
+      Out[R * LdOut + C] = Sum;
+    }
+}
+
+/// The 16 int8 values of Q as floats. (The zero-masked forms: the plain
+/// ones start from _mm512_undefined_*(), which g++ 12 reports as
+/// maybe-uninitialized under -Wall.)
+__attribute__((target("avx512f"), always_inline)) inline __m512
+widenInt8Avx512(__m128i Q) {
+  return _mm512_maskz_cvtepi32_ps(__mmask16(-1),
+                                  _mm512_maskz_cvtepi8_epi32(__mmask16(-1), Q));
+}
+
+/// gemvColumnsTile for int8 weights on AVX-512: Rows x Cols accumulators
+/// of 16 lanes; the group's scales are broadcast once per group.
+template <int Rows, int Cols, bool Prefetch>
+__attribute__((target("avx512f"))) PK_GEMM_CONTRACT void gemvInt8TileAvx512(
+    int64_t K, const float *__restrict A, const int8_t *__restrict W,
+    int64_t LdW, float *__restrict Out, int64_t LdOut, const GroupScales &Gs) {
+  constexpr int L = 16;
+  __m512 Acc[Rows][Cols];
+#pragma GCC unroll 8
+  for (int R = 0; R < Rows; ++R)
+#pragma GCC unroll 8
+    for (int C = 0; C < Cols; ++C)
+      Acc[R][C] = _mm512_setzero_ps();
+  const int64_t VectorEnd = K - K % L;
+  int64_t Kk = 0;
+  // Kk starts each group (a whole number of vectors); a Group of
+  // INT64_MAX (one scale for all of k) is not added to.
+  for (int64_t GroupAt = 0; Kk < VectorEnd; GroupAt += Gs.KStride) {
+    __m512 Scale[Cols];
+#pragma GCC unroll 8
+    for (int C = 0; C < Cols; ++C)
+      Scale[C] = _mm512_set1_ps(Gs.S[C * Gs.LdS + GroupAt]);
+    const int64_t End = Gs.Group < VectorEnd - Kk ? Kk + Gs.Group : VectorEnd;
+    for (; Kk < End; Kk += L) {
+      __m512 Wv[Cols];
+#pragma GCC unroll 8
+      for (int C = 0; C < Cols; ++C) {
+        const __m128i Q = _mm_loadu_si128(
+            reinterpret_cast<const __m128i *>(W + C * LdW + Kk));
+        Wv[C] = _mm512_mul_ps(widenInt8Avx512(Q), Scale[C]);
+        if constexpr (Prefetch)
+          __builtin_prefetch(W + (Cols + C) * LdW + Kk);
+      }
+#pragma GCC unroll 8
+      for (int R = 0; R < Rows; ++R) {
+        const __m512 Av = _mm512_loadu_ps(A + R * K + Kk);
+#pragma GCC unroll 8
+        for (int C = 0; C < Cols; ++C)
+          Acc[R][C] = _mm512_fmadd_ps(Av, Wv[C], Acc[R][C]);
+      }
+    }
+  }
+  float Sums[Rows][Cols];
+#pragma GCC unroll 8
+  for (int R = 0; R < Rows; ++R)
+#pragma GCC unroll 8
+    for (int C = 0; C < Cols; ++C)
+      Sums[R][C] = sumLanes<float, 64>(Acc[R][C]);
+  finishInt8Tile<Rows, Cols>(Sums, Kk, K, A, W, LdW, Out, LdOut, Gs);
+}
+
+/// The same on AVX2 + FMA: 8 lanes.
+template <int Rows, int Cols, bool Prefetch>
+__attribute__((target("avx2,fma"))) PK_GEMM_CONTRACT void
+gemvInt8TileAvx2(int64_t K, const float *__restrict A,
+                 const int8_t *__restrict W, int64_t LdW, float *__restrict Out,
+                 int64_t LdOut, const GroupScales &Gs) {
+  constexpr int L = 8;
+  __m256 Acc[Rows][Cols];
+#pragma GCC unroll 8
+  for (int R = 0; R < Rows; ++R)
+#pragma GCC unroll 8
+    for (int C = 0; C < Cols; ++C)
+      Acc[R][C] = _mm256_setzero_ps();
+  const int64_t VectorEnd = K - K % L;
+  int64_t Kk = 0;
+  // Kk starts each group (a whole number of vectors); a Group of
+  // INT64_MAX (one scale for all of k) is not added to.
+  for (int64_t GroupAt = 0; Kk < VectorEnd; GroupAt += Gs.KStride) {
+    __m256 Scale[Cols];
+#pragma GCC unroll 8
+    for (int C = 0; C < Cols; ++C)
+      Scale[C] = _mm256_set1_ps(Gs.S[C * Gs.LdS + GroupAt]);
+    const int64_t End = Gs.Group < VectorEnd - Kk ? Kk + Gs.Group : VectorEnd;
+    for (; Kk < End; Kk += L) {
+      __m256 Wv[Cols];
+#pragma GCC unroll 8
+      for (int C = 0; C < Cols; ++C) {
+        const __m128i Q = _mm_loadl_epi64(
+            reinterpret_cast<const __m128i *>(W + C * LdW + Kk));
+        Wv[C] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(Q)),
+                              Scale[C]);
+        if constexpr (Prefetch)
+          __builtin_prefetch(W + (Cols + C) * LdW + Kk);
+      }
+#pragma GCC unroll 8
+      for (int R = 0; R < Rows; ++R) {
+        const __m256 Av = _mm256_loadu_ps(A + R * K + Kk);
+#pragma GCC unroll 8
+        for (int C = 0; C < Cols; ++C)
+          Acc[R][C] = _mm256_fmadd_ps(Av, Wv[C], Acc[R][C]);
+      }
+    }
+  }
+  float Sums[Rows][Cols];
+#pragma GCC unroll 8
+  for (int R = 0; R < Rows; ++R)
+#pragma GCC unroll 8
+    for (int C = 0; C < Cols; ++C)
+      Sums[R][C] = sumLanes<float, 32>(Acc[R][C]);
+  finishInt8Tile<Rows, Cols>(Sums, Kk, K, A, W, LdW, Out, LdOut, Gs);
+}
+#endif
+
+/// One register tile of a strip: gemvColumnsTile, or on x86 for int8
+/// weights the level's tile above.
+template <class T, class WT, int VectorBytes, int Rows, int Cols,
+          bool Prefetch = false>
+__attribute__((always_inline)) PK_GEMM_CONTRACT inline void
+gemvStripTile(int64_t K, const T *A, const WT *W, int64_t LdW, T *Out,
+              int64_t LdOut, const GroupScales &Gs) {
+#if PK_GEMM_X86
+  if constexpr (kScaledWeights<WT> && VectorBytes == kAvx512Bytes) {
+    gemvInt8TileAvx512<Rows, Cols, Prefetch>(K, A, W, LdW, Out, LdOut, Gs);
+    return;
+  } else if constexpr (kScaledWeights<WT> && VectorBytes == kAvx2Bytes) {
+    gemvInt8TileAvx2<Rows, Cols, Prefetch>(K, A, W, LdW, Out, LdOut, Gs);
+    return;
+  }
+#endif
+  gemvColumnsTile<T, WT, VectorBytes, Rows, Cols, Prefetch>(K, A, W, LdW, Out,
+                                                            LdOut, Gs);
+}
+
 /// Columns [J, J + CT) for all Rows rows: four (then two, then one) rows at
 /// a time, so the tile's weights come from memory once and from L1 for the
 /// other rows. (Not a lambda: g++ does not compile a lambda for the target
@@ -565,25 +733,25 @@ gemvColumnsStrip(int64_t K, int64_t Rows, const T *A, const WT *Wj, int64_t LdW,
   // The first group of rows prefetches the next strip's weights.
   int64_t R = Rows >= 4 ? 4 : Rows >= 2 ? 2 : 1;
   if (R == 4)
-    gemvColumnsTile<T, WT, VectorBytes, 4, CT, true>(K, A, Wj, LdW, Out, LdOut,
-                                                     Gs);
+    gemvStripTile<T, WT, VectorBytes, 4, CT, true>(K, A, Wj, LdW, Out, LdOut,
+                                                   Gs);
   else if (R == 2)
-    gemvColumnsTile<T, WT, VectorBytes, 2, CT, true>(K, A, Wj, LdW, Out, LdOut,
-                                                     Gs);
+    gemvStripTile<T, WT, VectorBytes, 2, CT, true>(K, A, Wj, LdW, Out, LdOut,
+                                                   Gs);
   else
-    gemvColumnsTile<T, WT, VectorBytes, 1, CT, true>(K, A, Wj, LdW, Out, LdOut,
-                                                     Gs);
+    gemvStripTile<T, WT, VectorBytes, 1, CT, true>(K, A, Wj, LdW, Out, LdOut,
+                                                   Gs);
   for (; R + 4 <= Rows; R += 4)
-    gemvColumnsTile<T, WT, VectorBytes, 4, CT>(K, A + R * K, Wj, LdW,
-                                               Out + R * LdOut, LdOut, Gs);
+    gemvStripTile<T, WT, VectorBytes, 4, CT>(K, A + R * K, Wj, LdW,
+                                             Out + R * LdOut, LdOut, Gs);
   if (R + 2 <= Rows) {
-    gemvColumnsTile<T, WT, VectorBytes, 2, CT>(K, A + R * K, Wj, LdW,
-                                               Out + R * LdOut, LdOut, Gs);
+    gemvStripTile<T, WT, VectorBytes, 2, CT>(K, A + R * K, Wj, LdW,
+                                             Out + R * LdOut, LdOut, Gs);
     R += 2;
   }
   if (R < Rows)
-    gemvColumnsTile<T, WT, VectorBytes, 1, CT>(K, A + R * K, Wj, LdW,
-                                               Out + R * LdOut, LdOut, Gs);
+    gemvStripTile<T, WT, VectorBytes, 1, CT>(K, A + R * K, Wj, LdW,
+                                             Out + R * LdOut, LdOut, Gs);
 }
 
 /// All Rows x Cols outputs for B's columns contiguous along k, in strips of

@@ -321,12 +321,15 @@ TEST_P(GemmLevel, Bfloat16Weights) {
 TEST_P(GemmLevel, GroupScaledInt8Weights) {
   std::mt19937 G(13);
   std::uniform_int_distribution<int> Q(-127, 127), X(-8, 8), E(-8, 0);
-  const int64_t Groups[][2] = {{1, 4}, {2, 16}, {3, 32}, {2, 64}, {5, 7}};
+  // {groups, group size, k short of the last group's end}: a short last
+  // group leaves a tail of k after the last whole vector.
+  const int64_t Groups[][3] = {{1, 4, 0},  {2, 16, 0},  {3, 32, 0}, {3, 32, 5},
+                               {2, 64, 0}, {2, 64, 63}, {5, 7, 0}};
   for (int64_t M : {1, 3, 8, 9, 32, 33})
     for (int64_t N : {1, 7, 17, 130})
       for (const auto &Gg : Groups)
         for (int64_t ScaleBatch : {1, 0}) {
-          const int64_t Ng = Gg[0], Gs = Gg[1], K = Ng * Gs, Batch = 2;
+          const int64_t Ng = Gg[0], Gs = Gg[1], K = Ng * Gs - Gg[2], Batch = 2;
           std::vector<int8_t> W(size_t(Batch * N * K));
           std::vector<float> S(size_t(Batch * N * Ng)), A(size_t(M * K));
           for (auto &V : W)
@@ -350,7 +353,8 @@ TEST_P(GemmLevel, GroupScaledInt8Weights) {
               });
           const std::string What =
               std::to_string(M) + "x" + std::to_string(N) + "x" +
-              std::to_string(Ng) + "*" + std::to_string(Gs) +
+              std::to_string(Ng) + "*" + std::to_string(Gs) + "-" +
+              std::to_string(Gg[2]) +
               (ScaleBatch ? " batched scales" : " shared scales");
           for (int64_t Bi = 0; Bi < Batch; ++Bi)
             for (int64_t I = 0; I < M; ++I)
