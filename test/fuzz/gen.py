@@ -971,6 +971,19 @@ def make_node(op, args, attrs=None, strict=True):
                     min(x.lo for x in parts), max(x.hi for x in parts),
                     any(x.nan for x in parts), all(x.exact for x in parts),
                     union_sig(parts, strict), dict(attrs))
+    if op == 'repeat':
+        # repeat(v, count, axis): each element of v count times along axis
+        # (args[1:] only give the count's extents, 'vext'); the extent
+        # is attrs['dim'], the generator's.
+        a = args[0]
+        if a.weak:
+            raise Invalid('repeat of a scalar')
+        ax = attrs['axis']
+        if not 0 <= ax < a.rank:
+            raise Invalid('repeat axis')
+        return Node(op, args, a.dtype, False,
+                    with_dim(a.shape, ax, attrs['dim']), a.lo, a.hi, a.nan,
+                    a.exact, a.sig, dict(attrs))
     if op == 'take':
         # take(table, idx, axis): a gathered load of a table ref by indices
         # from an In ref or an int64_t scalar parameter (what pkc compiles).
@@ -1047,6 +1060,9 @@ def print_op(op, args, attrs):
     if op == 'concat':
         return 'concat({%s}, %s)' % (', '.join(args),
                                      attrs.get('axis_text', attrs['axis']))
+    if op == 'repeat':
+        return 'repeat(%s, %s, %s)' % (args[0], bx_text(attrs['count'], args),
+                                       attrs.get('axis_text', attrs['axis']))
     if op == 'take':
         return 'take(%s, %s, %s)' % (args[0], args[1],
                                      attrs.get('axis_text', attrs['axis']))
@@ -1919,7 +1935,7 @@ class Gen:
         """n is a ref read, or a view of one: pkc makes a slice of it a
         window, whose bounds are linear (no quotient; pkc says
         pk-not-supported-yet)."""
-        while n.op in VIEWS:
+        while n.op in VIEWS or n.op == 'repeat':
             n = n.args[0]
         return n.op in ('load', 'refread')
 
@@ -1999,7 +2015,7 @@ class Gen:
     def g_view(self, ctx, depth):
         kind = self.wchoice([('permute', 3), ('reshape', 2), ('merge', 2),
                              ('pick', 2), ('roll', 2), ('shift', 1),
-                             ('stack', 1), ('part', 1)])
+                             ('stack', 1), ('part', 1), ('repeat', 2)])
         return getattr(self, 'v_' + kind)(ctx, depth)
 
     def v_permute(self, ctx, depth):
@@ -2115,6 +2131,46 @@ class Gen:
         r = a.node.rank
         return self.op('vslice', a, *extra, axis=ax, b=b, e=e, dim=dim,
                        axis_text=ax - r if self.chance(0.3) else ax)
+
+    def v_repeat(self, ctx, depth):
+        """repeat(a, count, axis) (NumPy's repeat, one count): an extent-1
+        axis spread to a symbol's extent (count: a ref's extent), a count
+        of 1, or each element twice or three times along an axis, sliced
+        back to its first E elements (element k is a's k / count: the
+        index pkc computes for Q8_0 scales)."""
+        S = tuple(ctx.shape)
+        if not S:
+            raise Invalid('repeat of a scalar')
+        forms = [('one', 1), ('spread', 3)]
+        if any(d != 1 for d in S):
+            forms.append(('group', 3))
+        form = self.wchoice(forms)
+        if form == 'spread':
+            ax = self.rng.randrange(len(S))
+            a = self.view_operand(ctx, depth - 1, shape=with_dim(S, ax, 1))
+            if a.node.rank != len(S):
+                raise Invalid('repeat rank')
+            count = self.sym_ext(S[ax], ctx.scope)
+            res = self.op('repeat', a, count=count, axis=ax, dim=S[ax],
+                          axis_text=ax - len(S) if self.chance(0.3) else ax)
+            return res
+        if form == 'one':
+            a = self.view_operand(ctx, depth - 1)
+            if a.node.rank != len(S):
+                raise Invalid('repeat rank')
+            ax = self.rng.randrange(len(S))
+            return self.op('repeat', a, count=('c', 1), axis=ax, dim=S[ax])
+        a = self.view_operand(ctx, depth - 1)
+        if a.node.rank != len(S):
+            raise Invalid('repeat rank')
+        ax = self.choice([i for i, d in enumerate(S) if d != 1])
+        c = self.choice([2, 3])
+        extra = [a] if self.nameable(a) else []
+        E = self.extent(a, ax, 1, ctx.scope)
+        rep = self.op('repeat', a, count=('c', c), axis=ax, dim=self.token())
+        # slice(rep, ax, 0, E): E is a's extent (argument 1 of the slice)
+        return self.op('vslice', rep, *extra, axis=ax, b=('c', 0), e=E,
+                       dim=S[ax])
 
     def v_pick(self, ctx, depth):
         """slice(a, ax, b, b + 1): one element along an axis (first, last,
@@ -4074,6 +4130,11 @@ def err_text(n):
             return slice_chain(eb(a), n.attrs['wins'])
         return 'pk::concat({%s}, %d)' % (', '.join(eb(x) for x in n.args),
                                          n.attrs['axis'])
+    if op == 'repeat':
+        # a gather: each element's bound goes with it
+        args = [vref(x) for x in n.args]
+        return 'pk::repeat(pk::broadcast_to(%s, %s), %s, %d)' % (
+            eref(a), vref(a), bx_text(n.attrs['count'], args), n.attrs['axis'])
     if op == 'wstore':
         c, v = n.args
         ev = eref(v)
@@ -4305,6 +4366,9 @@ def py_value(n):
             py_bx(n.attrs['e'], refs))
     if op == 'concat':
         return 'F.concat([%s], %d)' % (', '.join(refs), n.attrs['axis'])
+    if op == 'repeat':
+        return 'F.repeat(%s, %s, %d)' % (refs[0], py_bx(n.attrs['count'], refs),
+                                         n.attrs['axis'])
     if op == 'take':
         return 'F.take(%s, %s, %d)' % (refs[0], refs[1], n.attrs['axis'])
     if op == 'window':

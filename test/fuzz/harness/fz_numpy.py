@@ -329,6 +329,17 @@ def take(table, idx, axis):
     return np.take(table, idx, axis=ax)
 
 
+def repeat(a, count, axis):
+    """np.repeat with one count along one axis (pk's repeat)."""
+    a = arr(a)
+    if a.ndim == 0:
+        raise ShapeError('repeat of a scalar')
+    count = int(count)
+    if count < 0:
+        raise ShapeError('repeat: the count %d is negative' % count)
+    return np.repeat(a, count, axis=_axis(a, axis))
+
+
 def refread(v, dt, shape):
     """A ref read after a store: the value stored, converted and broadcast."""
     return broadcast_to(conv(v, dt), shape)
