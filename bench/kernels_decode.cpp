@@ -30,11 +30,22 @@
 // float times the group's scale). pk reads the int8 values in place (the
 // GEMV kernels with pk::rt::GroupScaledB).
 //
+// `int8_product_decode` is llama2.c runq's product: the activations are
+// quantised to Q8_0 as well (groups of 64 along K, llama2.c's export
+// default), each group's dot product is exact in int32, and the terms
+// float(dot) * w_scale * x_scale are summed over the groups. pk's column is
+// pk::rt::int8_product (<pk/int8_product.h>) called directly, with the
+// quantisation in its A lambda: the runtime routine on its own, until pkc
+// compiles linear_q8 (samples/llama/common.h) into a call of it. Peer: naive
+// (runq.c's quantize and matmul: per output, per group, an int32 dot
+// product, columns in parallel).
+//
 //===----------------------------------------------------------------------===//
 #include "bench.h"
 
 #include <pk/cpuinfo.h>
 #include <pk/half.h>
+#include <pk/int8_product.h>
 #include <pk/ref.h>
 
 #include <algorithm>
@@ -244,6 +255,90 @@ struct LinearDecodeQ8 {
   }
 };
 
+/// runq's group size (llama2.c's export default).
+constexpr int64_t kRunqGroup = 64;
+
+/// x [M, K] quantised as runq's quantize() does, per group of kRunqGroup:
+/// scale max|x| / 127, values round(x / scale) (0 for a group of zeros).
+void quantize_runq(const float *x, int64_t M, int64_t K, int8_t *q,
+                   float *scale) {
+  const int64_t G = K / kRunqGroup;
+  for (int64_t g = 0; g < M * G; ++g) {
+    const float *xg = x + g * kRunqGroup;
+    float wmax = 0.0f;
+    for (int64_t l = 0; l < kRunqGroup; ++l)
+      wmax = std::max(wmax, std::abs(xg[l]));
+    const float s = wmax / 127.0f;
+    scale[g] = s;
+    for (int64_t l = 0; l < kRunqGroup; ++l)
+      q[g * kRunqGroup + l] =
+          s > 0.0f ? static_cast<int8_t>(std::round(xg[l] / s)) : 0;
+  }
+}
+
+// y = x wᵀ as runq computes it: x and w [N, K] both Q8_0 (groups of 64).
+struct Int8ProductDecode {
+  int64_t M, N, K, G;
+  Buffer x, y;
+  std::vector<int8_t> xq;
+  std::vector<float> xs;
+  int64_t Count, Next = 0;
+  explicit Int8ProductDecode(const Shape &S)
+      : M(S[0]), N(S[1]), K(S[2]), G(K / kRunqGroup),
+        x(pkbench::random(M * K, 247)), y(pkbench::random(M * N, 248)),
+        xq(M * K), xs(M * G),
+        Count(std::max<int64_t>(2, static_cast<int64_t>(pool_q8().size()) /
+                                       (N * K))) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return N * K + (N * G + M * K + M * N) * F; }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+  std::pair<const int8_t *, const float *> next() {
+    const int8_t *W = pool_q8().data() + Next * N * K;
+    const float *S = pool_q8_scales().data() + Next * N * G;
+    Next = (Next + 1) % Count;
+    return {W, S};
+  }
+
+  void pk() {
+    auto [W, S] = next();
+    quantize_runq(x.data(), M, K, xq.data(), xs.data());
+    float *py = y.data();
+    pk::rt::int8_product(
+        {G, M, N, kRunqGroup}, true,
+        [&](int64_t g, int64_t i, int64_t l) -> int32_t {
+          return xq[i * K + g * kRunqGroup + l];
+        },
+        pk::rt::Int8Rows{W, kRunqGroup, K, 1},
+        [&](int64_t g, int64_t i, int64_t j0, int64_t len, const int32_t *dot,
+            float *term) {
+          for (int64_t l = 0; l < len; ++l)
+            term[l] = static_cast<float>(dot[l]) * S[(j0 + l) * G + g] *
+                      xs[i * G + g];
+        },
+        [&](int64_t i, int64_t j0, int64_t len, const float *sum) {
+          std::memcpy(py + i * N + j0, sum, len * sizeof(float));
+        });
+  }
+  void naive() {
+    auto [W, S] = next();
+    quantize_runq(x.data(), M, K, xq.data(), xs.data());
+    float *__restrict py = y.data();
+#pragma omp parallel for
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t i = 0; i < M; ++i) {
+        float val = 0.0f;
+        for (int64_t g = 0; g < G; ++g) {
+          int32_t ival = 0;
+          for (int64_t l = 0; l < kRunqGroup; ++l)
+            ival += static_cast<int32_t>(xq[i * K + g * kRunqGroup + l]) *
+                    static_cast<int32_t>(W[j * K + g * kRunqGroup + l]);
+          val += static_cast<float>(ival) * S[j * G + g] * xs[i * G + g];
+        }
+        py[i * N + j] = val;
+      }
+  }
+};
+
 // The read bandwidth at the same shape: the sum of the N x K weights of the
 // next matrix, threads over contiguous ranges, vectorised with 64 partial
 // sums per thread (16 vectors at SSE2: one accumulator would make the loop
@@ -282,6 +377,9 @@ const bool LinearDecodeRegistered =
     pkbench::register_kernel<LinearDecode>("linear_decode", decode_shapes());
 const bool LinearDecodeQ8Registered = pkbench::register_kernel<LinearDecodeQ8>(
     "linear_decode_q8", decode_shapes());
+const bool Int8ProductDecodeRegistered =
+    pkbench::register_kernel<Int8ProductDecode>("int8_product_decode",
+                                                decode_shapes());
 const bool LinearDecodeBf16Registered =
     pkbench::register_kernel<LinearDecodeBf16>("linear_decode_bf16",
                                                decode_shapes());

@@ -1,0 +1,463 @@
+//===- pk/int8_product.h - Products of int8 values in groups ----*- C++ -*-===//
+//
+// The product of llama2.c's runq (Q8_0 activations times Q8_0 weights), as a
+// kernel writes it in NumPy terms (samples/llama/common.h, linear_q8):
+//
+//   dot[g, m, n] = sum over kk < GroupSize of a(g, m, kk) * b(g, n, kk)
+//   y[m, n]      = sum over g, in order, of term(g, m, n, dot[g, m, n])
+//
+// with the dot products exact in int32 (wrapping as an int32 sum does) and
+// the sum over the groups in float, one term after the other (runq's order).
+// a is any int32 value the caller computes (its lambda is called once per
+// element, so quantising the activations costs once per call, not once per
+// weight); b is int8 values in memory, read in place (the weights are never
+// copied); term and the final store are the caller's lambdas, given a block
+// of columns at a time:
+//
+//   A(g, m, kk) -> int32_t
+//   Term(g, m, n0, len, const int32_t *dot, float *term)
+//       term[l] for the columns n0 + l, l < len, from their dots
+//   Store(m, n0, len, const float *sum)
+//       the finished sums of row m, columns n0 + l
+//
+// The dot products run on the best level the CPU has, picked at run time
+// (the build's flags do not matter):
+//
+//   level        when                                       per 64 weights
+//   avx512vnni   gemm_isa() is avx512 and the CPU has       1 vpdpbusd
+//                AVX512-BW and -VNNI; every a fits int8
+//   avx2         gemm_isa() is avx2 or better; every a      4 vpmaddwd
+//                fits int16
+//   portable     otherwise (and when b's groups are not     scalar loops
+//                contiguous along kk)
+//
+// Every level computes the same dot products, so the results are the same
+// bits on every CPU and for every thread count (columns are split between
+// threads; a sum is never split). vpdpbusd multiplies unsigned bytes by
+// signed ones: the weights are made unsigned by adding 128 (b ^ 0x80) and
+// 128 * sum(a) of the group is subtracted after, which is exact modulo 2^32
+// like the sum itself.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PK_INT8_PRODUCT_H
+#define PK_INT8_PRODUCT_H
+
+#include <pk/gemm_kernels.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace pk::rt {
+
+/// The extents of an int8 product in groups: `Groups` groups of `GroupSize`
+/// along the summed axis, M rows of a, N rows of b.
+struct Int8ProductShape {
+  int64_t Groups, M, N, GroupSize;
+};
+
+/// b(g, n, kk) = Data[g * GroupStride + n * RowStride + kk * KStride].
+struct Int8Rows {
+  const int8_t *Data;
+  int64_t GroupStride, RowStride, KStride;
+};
+
+/// The levels of int8_product's dot products (see the top of this file).
+enum class Int8Isa : int { Portable = 0, Avx2 = 1, Avx512Vnni = 2 };
+
+inline const char *int8_isa_name(Int8Isa L) {
+  switch (L) {
+  case Int8Isa::Avx512Vnni:
+    return "avx512vnni";
+  case Int8Isa::Avx2:
+    return "avx2";
+  case Int8Isa::Portable:
+    break;
+  }
+  return "portable";
+}
+
+/// The level int8_product runs now: gemm_isa() (PK_GEMM_ISA and
+/// set_gemm_isa pin it) and, for avx512, the CPU's AVX512-VNNI.
+inline Int8Isa int8_isa() {
+#if PK_GEMM_X86
+  const GemmIsa L = gemm_isa();
+  if (L == GemmIsa::Avx512) {
+    static const bool Vnni = [] {
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vnni");
+    }();
+    if (Vnni)
+      return Int8Isa::Avx512Vnni;
+  }
+  if (L != GemmIsa::Baseline)
+    return Int8Isa::Avx2;
+#endif
+  return Int8Isa::Portable;
+}
+
+namespace int8_detail {
+
+/// The caller's lambdas behind plain function pointers, so that the
+/// product itself is compiled once (PK_RUNTIME_LIBRARY) and only these
+/// adapters per call.
+struct AFill {
+  /// Row[g * GroupSize + kk] = A(g, m, kk) for every g and kk.
+  void (*Fn)(const void *Ctx, int64_t M, int64_t Groups, int64_t GroupSize,
+             int32_t *Row);
+  const void *Ctx;
+};
+struct TermFn {
+  void (*Fn)(const void *Ctx, int64_t G, int64_t M, int64_t N0, int64_t Len,
+             const int32_t *Dot, float *Term);
+  const void *Ctx;
+};
+struct StoreFn {
+  void (*Fn)(const void *Ctx, int64_t M, int64_t N0, int64_t Len,
+             const float *Sum);
+  const void *Ctx;
+};
+
+/// The columns one block of a level computes together (one vector lane
+/// each once reduced).
+inline constexpr int kBlockColumns = 16;
+
+/// Dot[l] = the dot product of the GroupSize values at A with those of
+/// Rows[l], exact modulo 2^32, for l < 16 (portable loops).
+inline void dotsPortable(const int32_t *A, const int8_t *const *Rows,
+                         int64_t KStride, int64_t GroupSize, int Count,
+                         int32_t *Dot) {
+  for (int L = 0; L < Count; ++L) {
+    uint32_t S = 0;
+    for (int64_t K = 0; K < GroupSize; ++K)
+      S += uint32_t(A[K]) * uint32_t(int32_t(Rows[L][K * KStride]));
+    Dot[L] = int32_t(S);
+  }
+}
+
+#if PK_GEMM_X86
+/// Sixteen vectors of 16 int32 partial sums, folded into two: lane 4c + j
+/// of Half[0] and of Half[1] hold the sums of V[4c + j] over its 128-bit
+/// lanes 0 and 1 (Half[0]) and 2 and 3 (Half[1]). Pairs are folded
+/// lane-wise: the 32-bit halves of each 128-bit lane, then the 64-bit
+/// halves, then 128-bit lanes across vectors. (The zero-masked forms: g++
+/// 12 warns that the unmasked ones' undefined pass-through register may be
+/// used uninitialised.)
+__attribute__((target("avx512f"), always_inline)) inline void
+foldHalves(__m512i V[16], __m512i Half[2]) {
+  const __mmask16 All = 0xFFFF;
+  const __mmask8 All64 = 0xFF;
+  __m512i P[8], Q[4], R[2];
+#pragma GCC unroll 8
+  for (int I = 0; I < 8; ++I) // lane j of P[i]: {V[2i], V[2i+1]} x 2 halves
+    P[I] = _mm512_add_epi32(
+        _mm512_maskz_unpacklo_epi32(All, V[2 * I], V[2 * I + 1]),
+        _mm512_maskz_unpackhi_epi32(All, V[2 * I], V[2 * I + 1]));
+#pragma GCC unroll 4
+  for (int I = 0; I < 4; ++I) // each 128-bit lane: V[4i .. 4i+3]'s sums
+    Q[I] = _mm512_add_epi32(
+        _mm512_maskz_unpacklo_epi64(All64, P[2 * I], P[2 * I + 1]),
+        _mm512_maskz_unpackhi_epi64(All64, P[2 * I], P[2 * I + 1]));
+#pragma GCC unroll 2
+  for (int I = 0; I < 2; ++I) // 128-bit lanes 0+1 and 2+3 of two Q
+    R[I] =
+        _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(All, Q[2 * I], Q[2 * I + 1],
+                                                    _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_maskz_shuffle_i32x4(All, Q[2 * I], Q[2 * I + 1],
+                                                    _MM_SHUFFLE(3, 1, 3, 1)));
+  // R[i]: lanes 0+1 of V[8i..8i+3], 2+3 of them, lanes 0+1 of V[8i+4..],
+  // 2+3 of them; gather each half in row order.
+  Half[0] =
+      _mm512_maskz_shuffle_i32x4(All, R[0], R[1], _MM_SHUFFLE(2, 0, 2, 0));
+  Half[1] =
+      _mm512_maskz_shuffle_i32x4(All, R[0], R[1], _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/// Sixteen vectors of 16 int32 partial sums -> one vector whose lane l is
+/// the total of V[l].
+__attribute__((target("avx512f"), always_inline)) inline __m512i
+reduce16(__m512i V[16]) {
+  __m512i Half[2];
+  foldHalves(V, Half);
+  return _mm512_add_epi32(Half[0], Half[1]);
+}
+
+/// How far ahead of the bytes it reads the VNNI loop prefetches each row:
+/// the next eight 64-byte chunks (a group of 64 per chunk at llama2.c's
+/// group size). Measured on 4096 x 4096 weights, one thread (Xeon, AVX-512):
+/// 512 bytes 12.0 GB/s, none 10.4, 1024 8.9.
+inline constexpr int64_t kPrefetchAhead = 512;
+
+/// dotsPortable for 16 rows with AVX512-VNNI: A is the group's values as
+/// int8, ASum128 = 128 * their sum.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void
+dotsVnni(const int8_t *A, int32_t ASum128, const int8_t *const *Rows,
+         int64_t GroupSize, int32_t *Dot) {
+  __m512i Acc[16];
+#pragma GCC unroll 16
+  for (int L = 0; L < 16; ++L)
+    Acc[L] = _mm512_setzero_si512();
+  const __m512i Flip = _mm512_set1_epi8(int8_t(0x80));
+  for (int64_t K = 0; K < GroupSize; K += 64) {
+    const __mmask64 Mask = GroupSize - K >= 64
+                               ? ~__mmask64(0)
+                               : (__mmask64(1) << (GroupSize - K)) - 1;
+    const __m512i Av = _mm512_maskz_loadu_epi8(Mask, A + K);
+#pragma GCC unroll 16
+    for (int L = 0; L < 16; ++L) {
+      // b + 128 as unsigned bytes (masked-off bytes become 128, times the
+      // zeros loaded for a there).
+      const __m512i Bv =
+          _mm512_xor_si512(_mm512_maskz_loadu_epi8(Mask, Rows[L] + K), Flip);
+      Acc[L] = _mm512_dpbusd_epi32(Acc[L], Bv, Av);
+      _mm_prefetch(reinterpret_cast<const char *>(Rows[L] + K) + kPrefetchAhead,
+                   _MM_HINT_T0);
+    }
+  }
+  const __m512i S = _mm512_sub_epi32(reduce16(Acc), _mm512_set1_epi32(ASum128));
+  _mm512_storeu_si512(Dot, S);
+}
+
+/// dotsVnni for two adjacent groups of 32 (llama.cpp's Q8_0 group size)
+/// stored one after the other: one 64-byte vector holds both, and the
+/// halves of its sums are the two groups' dots.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void
+dotsVnniPair(const int8_t *A, const int32_t *ASum128, const int8_t *const *Rows,
+             int32_t *Dot0, int32_t *Dot1) {
+  const __m512i Flip = _mm512_set1_epi8(int8_t(0x80));
+  const __m512i Av = _mm512_loadu_si512(A);
+  __m512i Acc[16];
+#pragma GCC unroll 16
+  for (int L = 0; L < 16; ++L) {
+    const __m512i Bv = _mm512_xor_si512(_mm512_loadu_si512(Rows[L]), Flip);
+    Acc[L] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), Bv, Av);
+    _mm_prefetch(reinterpret_cast<const char *>(Rows[L]) + kPrefetchAhead,
+                 _MM_HINT_T0);
+  }
+  __m512i Half[2];
+  foldHalves(Acc, Half);
+  _mm512_storeu_si512(Dot0,
+                      _mm512_sub_epi32(Half[0], _mm512_set1_epi32(ASum128[0])));
+  _mm512_storeu_si512(Dot1,
+                      _mm512_sub_epi32(Half[1], _mm512_set1_epi32(ASum128[1])));
+}
+
+/// dotsPortable for 8 rows with AVX2: A is the group's values as int16;
+/// the last GroupSize % 16 run as scalar code.
+__attribute__((target("avx2"))) inline void dotsAvx2(const int16_t *A,
+                                                     const int8_t *const *Rows,
+                                                     int64_t GroupSize,
+                                                     int32_t *Dot) {
+  __m256i Acc[8];
+#pragma GCC unroll 8
+  for (int L = 0; L < 8; ++L)
+    Acc[L] = _mm256_setzero_si256();
+  const int64_t Whole = GroupSize / 16 * 16;
+  for (int64_t K = 0; K < Whole; K += 16) {
+    const __m256i Av =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(A + K));
+#pragma GCC unroll 8
+    for (int L = 0; L < 8; ++L) {
+      const __m256i Bv = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(Rows[L] + K)));
+      Acc[L] = _mm256_add_epi32(Acc[L], _mm256_madd_epi16(Av, Bv));
+    }
+  }
+  // Lane l of the result: the total of Acc[l].
+  const __m256i H01 = _mm256_hadd_epi32(Acc[0], Acc[1]);
+  const __m256i H23 = _mm256_hadd_epi32(Acc[2], Acc[3]);
+  const __m256i H45 = _mm256_hadd_epi32(Acc[4], Acc[5]);
+  const __m256i H67 = _mm256_hadd_epi32(Acc[6], Acc[7]);
+  const __m256i H0123 = _mm256_hadd_epi32(H01, H23);
+  const __m256i H4567 = _mm256_hadd_epi32(H45, H67);
+  const __m256i S =
+      _mm256_add_epi32(_mm256_permute2x128_si256(H0123, H4567, 0x20),
+                       _mm256_permute2x128_si256(H0123, H4567, 0x31));
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(Dot), S);
+  if (Whole < GroupSize)
+    for (int L = 0; L < 8; ++L) {
+      uint32_t T = uint32_t(Dot[L]);
+      for (int64_t K = Whole; K < GroupSize; ++K)
+        T += uint32_t(int32_t(A[K]) * int32_t(Rows[L][K]));
+      Dot[L] = int32_t(T);
+    }
+}
+#endif
+
+/// The product for every row and a range [Begin, End) of column blocks, on
+/// the calling thread. Groups run outermost in a block, so that each group
+/// of the block's rows is read from memory once and from L1 by every row of
+/// a.
+inline void int8Blocks(const Int8ProductShape &S, Int8Isa Isa,
+                       const int32_t *A32, const int8_t *A8, const int16_t *A16,
+                       const int32_t *ASum128, const Int8Rows &B,
+                       const TermFn &Term, const StoreFn &Store, int64_t Begin,
+                       int64_t End) {
+  const int64_t K = S.Groups * S.GroupSize;
+  const int8_t *Rows[kBlockColumns];
+  alignas(64) int32_t Dot[kBlockColumns];
+  alignas(64) float T[kBlockColumns];
+  std::vector<float> Sums(size_t(S.M * kBlockColumns));
+  for (int64_t Bl = Begin; Bl < End; ++Bl) {
+    const int64_t N0 = Bl * kBlockColumns;
+    const int Len = int(std::min<int64_t>(kBlockColumns, S.N - N0));
+    std::fill(Sums.begin(), Sums.end(), 0.0f);
+    // Rows past the last column repeat it: read, computed, not used.
+    for (int L = 0; L < kBlockColumns; ++L)
+      Rows[L] = B.Data + (N0 + std::min(L, Len - 1)) * B.RowStride;
+    // Groups of 32 stored one after the other go two at a time (VNNI).
+    const bool Pairs =
+        Isa == Int8Isa::Avx512Vnni && S.GroupSize == 32 && B.GroupStride == 32;
+    int64_t G = 0;
+    for (; Pairs && G + 2 <= S.Groups; G += 2) {
+#if PK_GEMM_X86
+      for (int64_t M = 0; M < S.M; ++M) {
+        alignas(64) int32_t Dot1[kBlockColumns];
+        dotsVnniPair(A8 + M * K + G * 32, ASum128 + M * S.Groups + G, Rows, Dot,
+                     Dot1);
+        float *Sum = Sums.data() + M * kBlockColumns;
+        Term.Fn(Term.Ctx, G, M, N0, Len, Dot, T);
+        for (int L = 0; L < Len; ++L)
+          Sum[L] += T[L];
+        Term.Fn(Term.Ctx, G + 1, M, N0, Len, Dot1, T);
+        for (int L = 0; L < Len; ++L)
+          Sum[L] += T[L];
+      }
+#endif
+      for (const int8_t *&R : Rows)
+        R += 2 * B.GroupStride;
+    }
+    for (; G < S.Groups; ++G) {
+      for (int64_t M = 0; M < S.M; ++M) {
+        const int64_t At = M * K + G * S.GroupSize;
+        switch (Isa) {
+#if PK_GEMM_X86
+        case Int8Isa::Avx512Vnni:
+          dotsVnni(A8 + At, ASum128[M * S.Groups + G], Rows, S.GroupSize, Dot);
+          break;
+        case Int8Isa::Avx2:
+          dotsAvx2(A16 + At, Rows, S.GroupSize, Dot);
+          if (Len > 8)
+            dotsAvx2(A16 + At, Rows + 8, S.GroupSize, Dot + 8);
+          break;
+#endif
+        default:
+          dotsPortable(A32 + At, Rows, B.KStride, S.GroupSize, Len, Dot);
+          break;
+        }
+        Term.Fn(Term.Ctx, G, M, N0, Len, Dot, T);
+        float *Sum = Sums.data() + M * kBlockColumns;
+        for (int L = 0; L < Len; ++L)
+          Sum[L] += T[L];
+      }
+      for (const int8_t *&R : Rows)
+        R += B.GroupStride;
+    }
+    for (int64_t M = 0; M < S.M; ++M)
+      Store.Fn(Store.Ctx, M, N0, Len, Sums.data() + M * kBlockColumns);
+  }
+  (void)A8;
+  (void)A16;
+  (void)ASum128;
+}
+
+/// The product, through the adapters: a's values are computed once (A32),
+/// then narrowed for the level when every one fits (else the portable
+/// loops run); column blocks are split between the threads in contiguous
+/// ranges.
+inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
+                            const AFill &A, const Int8Rows &B,
+                            const TermFn &Term, const StoreFn &Store) {
+  if (S.M <= 0 || S.N <= 0)
+    return;
+  const int64_t K = S.Groups * S.GroupSize;
+  std::vector<int32_t> A32(size_t(S.M * K));
+  int32_t Lo = 0, Hi = 0;
+  for (int64_t M = 0; M < S.M; ++M) {
+    int32_t *Row = A32.data() + M * K;
+    A.Fn(A.Ctx, M, S.Groups, S.GroupSize, Row);
+    for (int64_t I = 0; I < K; ++I) {
+      Lo = std::min(Lo, Row[I]);
+      Hi = std::max(Hi, Row[I]);
+    }
+  }
+  Int8Isa Isa =
+      B.KStride == 1 && S.GroupSize > 0 ? int8_isa() : Int8Isa::Portable;
+  if (Isa == Int8Isa::Avx512Vnni && (Lo < -128 || Hi > 127))
+    Isa = Int8Isa::Avx2;
+  if (Isa == Int8Isa::Avx2 && (Lo < -32768 || Hi > 32767))
+    Isa = Int8Isa::Portable;
+  std::vector<int8_t> A8;
+  std::vector<int16_t> A16;
+  std::vector<int32_t> ASum128;
+  if (Isa == Int8Isa::Avx512Vnni) {
+    A8.assign(A32.begin(), A32.end());
+    ASum128.resize(size_t(S.M * S.Groups));
+    for (int64_t I = 0; I < S.M * S.Groups; ++I) {
+      uint32_t Total = 0;
+      for (int64_t K0 = 0; K0 < S.GroupSize; ++K0)
+        Total += uint32_t(A32[size_t(I * S.GroupSize + K0)]);
+      ASum128[size_t(I)] = int32_t(Total * 128u);
+    }
+  } else if (Isa == Int8Isa::Avx2) {
+    A16.assign(A32.begin(), A32.end());
+  }
+  const int64_t Blocks = (S.N + kBlockColumns - 1) / kBlockColumns;
+  auto Run = [&](int64_t Begin, int64_t End) {
+    int8Blocks(S, Isa, A32.data(), A8.data(), A16.data(), ASum128.data(), B,
+               Term, Store, Begin, End);
+  };
+  if (Threads && Blocks > 1) {
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+      Run(Blocks * T0 / Tn, Blocks * (T0 + 1) / Tn);
+#else
+      Run(0, Blocks);
+#endif
+    }
+  } else {
+    Run(0, Blocks);
+  }
+}
+
+} // namespace int8_detail
+
+/// y[m, n] = sum over g of Term(g, m, n, the int32 dot of a(g, m, .) and
+/// b(g, n, .)), as described at the top of this file. `Threads`: split the
+/// columns between OpenMP threads.
+template <class LoadA, class Term, class Store>
+void int8_product(const Int8ProductShape &S, bool Threads, const LoadA &A,
+                  const Int8Rows &B, const Term &T, const Store &St) {
+  using namespace int8_detail;
+  const AFill Fill{[](const void *Ctx, int64_t M, int64_t Groups,
+                      int64_t GroupSize, int32_t *Row) {
+                     const LoadA &F = *static_cast<const LoadA *>(Ctx);
+                     for (int64_t G = 0; G < Groups; ++G)
+                       for (int64_t K = 0; K < GroupSize; ++K)
+                         Row[G * GroupSize + K] = F(G, M, K);
+                   },
+                   &A};
+  const TermFn Terms{[](const void *Ctx, int64_t G, int64_t M, int64_t N0,
+                        int64_t Len, const int32_t *Dot, float *Out) {
+                       (*static_cast<const Term *>(Ctx))(G, M, N0, Len, Dot,
+                                                         Out);
+                     },
+                     &T};
+  const StoreFn Stores{[](const void *Ctx, int64_t M, int64_t N0, int64_t Len,
+                          const float *Sum) {
+                         (*static_cast<const Store *>(Ctx))(M, N0, Len, Sum);
+                       },
+                       &St};
+  int8ProductCore(S, Threads, Fill, B, Terms, Stores);
+}
+
+} // namespace pk::rt
+
+#endif // PK_INT8_PRODUCT_H
