@@ -41,6 +41,7 @@
 #define PK_PK_H
 
 #include <pk/gemm.h>
+#include <pk/int8_product.h>
 #include <pk/ref.h>
 #include <pk/runtime.h>
 #include <pk/scalar.h>

@@ -223,6 +223,10 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
             ? fmt::format("threads over C tiles from {} multiply-adds; "
                           "micro-kernel and blocking picked at run time",
                           C.MinWorkForThreads)
+        : C.Kind == tile::LoopKind::Int8Product
+            ? fmt::format("threads over blocks of 16 columns from {} "
+                          "multiply-adds; dot products picked at run time",
+                          C.MinWorkForThreads)
             : fmt::format("threads over the outermost {} loop{} from {} "
                           "elements",
                           C.ThreadedLoops, C.ThreadedLoops == 1 ? "" : "s",

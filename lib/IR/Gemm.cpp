@@ -41,7 +41,11 @@ Closure closureOf(const Nest &N, llvm::ArrayRef<unsigned> Roots) {
 
 } // namespace
 
-std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
+/// The structure both matchers share: a sum over k of a product of two
+/// operands, one free of n and the other of m, of the reduce's type
+/// (float32/float64, or with `Integer` an integer sum of a product of any
+/// integer type).
+static std::optional<GemmPattern> matchProduct(const Nest &N, bool Integer) {
   unsigned D = N.Domain.size();
   if (!N.Indexed || N.ReduceAxes.size() != 1 || (D != 3 && D != 4) ||
       N.ReduceAxes[0] != D - 1)
@@ -79,13 +83,15 @@ std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
   if (!Reduce)
     return std::nullopt;
   const Stmt &R = N.Body[*Reduce];
+  const bool FloatSum = R.Type == ir::DType::F32 || R.Type == ir::DType::F64;
   if (R.Reduction != ir::ReduceKind::Sum || R.Phase != 0 ||
-      (R.Type != ir::DType::F32 && R.Type != ir::DType::F64) ||
+      (Integer ? isFloat(R.Type) || R.Type == ir::DType::Bool : !FloatSum) ||
       R.LoopExtents.size() != 1)
     return std::nullopt;
   const Stmt &P = N.Body[R.Args[0]];
   if (P.K != Stmt::Apply || P.Op != ir::OpCode::Mul || P.Args.size() != 2 ||
-      P.Type != R.Type)
+      (Integer ? isFloat(P.Type) || P.Type == ir::DType::Bool
+               : P.Type != R.Type))
     return std::nullopt;
   G.Reduce = *Reduce;
   G.Product = R.Args[0];
@@ -122,4 +128,45 @@ std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
   G.Epilogue = std::move(E.Stmts);
   G.EpilogueAxes = std::move(E.Axes);
   return G;
+}
+
+std::optional<GemmPattern> loop::matchGemm(const Nest &N) {
+  return matchProduct(N, /*Integer=*/false);
+}
+
+std::optional<Int8ProductPattern> loop::matchInt8Product(const ir::Function &F,
+                                                         const Nest &N) {
+  std::optional<GemmPattern> G = matchProduct(N, /*Integer=*/true);
+  if (!G || G->BatchAxis != 0 || N.Body[G->Reduce].Type != ir::DType::I32)
+    return std::nullopt;
+  // An operand's value as an int32: itself, or what a widening cast (to
+  // the product's type) widens.
+  auto Narrow = [&](unsigned I) -> std::optional<unsigned> {
+    const Stmt &S = N.Body[I];
+    auto Fits = [](ir::DType T) {
+      return T == ir::DType::I8 || T == ir::DType::U8 || T == ir::DType::I32;
+    };
+    if (S.K == Stmt::Cast && Fits(N.Body[S.Args[0]].Type))
+      return S.Args[0];
+    if (Fits(S.Type))
+      return I;
+    return std::nullopt;
+  };
+  std::optional<unsigned> A = Narrow(G->A), B = Narrow(G->B);
+  if (!A || !B)
+    return std::nullopt;
+  // B: int8 values loaded from memory as they are (no prologue), along the
+  // groups, n and k only.
+  const Stmt &L = N.Body[*B];
+  if (L.K != Stmt::Load || F.Params[L.Param].Type != ir::DType::I8 ||
+      L.Map.isGather() || G->BStmts.size() > 2)
+    return std::nullopt;
+  for (const AxisAccess &Ax : L.Map.Axes)
+    if (Ax.Axis == static_cast<int>(G->MAxis))
+      return std::nullopt;
+  Int8ProductPattern R;
+  R.Product = std::move(*G);
+  R.AValue = *A;
+  R.BLoad = *B;
+  return R;
 }

@@ -42,6 +42,23 @@ struct GemmPattern {
 /// as a reduction, one dot product per output element).
 std::optional<GemmPattern> matchGemm(const Nest &N);
 
+/// A batched integer product of int8 values in groups, as a Q8_0 x Q8_0
+/// product (llama2.c's runq; samples/llama/common.h's linear_q8) lowers:
+/// over [g, m, n, k], the int32 sum over k of a(g, m, k) * b(g, n, k), where
+/// a is any value of at most 32 bits (widened for the product) and b is an
+/// int8 ref loaded as it is. pk::rt::int8_product (<pk/int8_product.h>) runs
+/// it on the CPU: a computed once per element, b read in place.
+struct Int8ProductPattern {
+  /// The product's parts, as matchGemm describes them (BatchAxis is g).
+  GemmPattern Product;
+  /// The statements of a's int32 value and of b's load.
+  unsigned AValue = 0, BLoad = 0;
+};
+
+/// The pattern when `N` is such a product; std::nullopt otherwise.
+std::optional<Int8ProductPattern> matchInt8Product(const ir::Function &F,
+                                                   const Nest &N);
+
 } // namespace pk::loop
 
 #endif // PK_IR_GEMM_H

@@ -25,6 +25,8 @@ llvm::StringRef tile::loopKindName(LoopKind K) {
     return "single";
   case LoopKind::Gemm:
     return "gemm";
+  case LoopKind::Int8Product:
+    return "int8-product";
   case LoopKind::Attention:
     return "attention";
   }
@@ -44,6 +46,10 @@ static void printNest(const ir::Function &F, unsigned I, const loop::Nest &N,
   OS << " {\n";
   if (S.MinWorkForThreads > 0 && S.Kind == LoopKind::Gemm)
     OS << Pad << "  threads: C tiles when work >= " << S.MinWorkForThreads
+       << "\n";
+  else if (S.MinWorkForThreads > 0 && S.Kind == LoopKind::Int8Product)
+    OS << Pad
+       << "  threads: blocks of 16 columns when work >= " << S.MinWorkForThreads
        << "\n";
   else if (S.MinWorkForThreads > 0)
     OS << Pad << "  threads: outermost " << S.ThreadedLoops << " loop"

@@ -39,6 +39,7 @@ enum class LoopKind : uint8_t {
   Columns,       ///< column blocks; reduced axes outside, columns inside
   Single,        ///< one row (a full reduction): no row loop
   Gemm,          ///< a matrix product: pk::rt::gemm with cache blocking
+  Int8Product,   ///< int8 values in groups: pk::rt::int8_product
   Attention,     ///< per query row, an online softmax over the keys
 };
 

@@ -17,6 +17,11 @@
 //    threads, packed operand blocks, a register-tiled micro-kernel, the
 //    epilogue applied to each tile after its last K block. The micro-kernel
 //    and the blocking are picked at run time (include/pk/gemm.h).
+//  * An integer product of int8 values in groups (loop::matchInt8Product:
+//    Q8_0 activations times Q8_0 weights, llama2.c's runq) runs as
+//    pk::rt::int8_product: the operand a computed once per element, the
+//    weights read in place, exact int32 dot products with VNNI or AVX2 when
+//    the CPU has them; blocks of 16 columns on threads.
 //  * Attention (Nest::Attention) runs query rows on threads, each one pass
 //    over the keys with an online softmax.
 //  * A full reduction is one row: vectorised, on the calling thread.
@@ -214,6 +219,24 @@ NestSchedule schedule(const ir::Function &F, const Nest &N,
         "with an online softmax (running max, rescaled sum and output row), "
         "so the [t, s] scores are never stored; k and v rows are re-read "
         "from cache by every query row");
+    return S;
+  }
+  if (loop::matchInt8Product(F, N)) {
+    S.Kind = LoopKind::Int8Product;
+    S.ThreadedLoops = RowAxes - 1;
+    // Work counts multiply-adds, which the VNNI kernel runs ~64 at a time.
+    S.MinWorkForThreads = T.ParallelMinWork * 16;
+    S.Notes.front() = fmt::format(
+        "threads above {} multiply-adds: a libgomp region costs ~1.5 us to "
+        "enter",
+        S.MinWorkForThreads);
+    S.Vector = "the int8 dot products (vpdpbusd or vpmaddwd, picked at run "
+               "time)";
+    S.Notes.push_back(
+        "int8 product in groups: a(g, m, k) computed once per element "
+        "(int8 or int16 where every value fits), the int8 weights read in "
+        "place, one exact int32 dot product per group; the product's "
+        "epilogue runs on each block of 16 columns (pk::rt::int8_product)");
     return S;
   }
   if (auto G = loop::matchGemm(N)) {

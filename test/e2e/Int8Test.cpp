@@ -65,6 +65,8 @@ void q_linear_groups(pk::In<float, 2> x, pk::In<int8_t, 2> w,
                      pk::In<float, 2> scale, pk::Out<float, 2> y);
 void q_repeat_computed(pk::In<int8_t, 2> x, pk::Out<int32_t, 2> rows,
                        pk::Out<int32_t, 2> centred, int64_t r);
+void q_linear_runq(pk::In<float, 2> x, pk::In<int8_t, 2> w,
+                   pk::In<float, 2> scale, pk::Out<float, 2> y);
 void q_float_to_int(pk::In<float> x, pk::In<double> y, pk::Out<int32_t> ci,
                     pk::Out<int64_t> cl, pk::Out<int32_t> di,
                     pk::Out<int64_t> sl, pk::Out<int32_t> c8);
@@ -588,6 +590,132 @@ TEST(Int8, MatmulInt8IntoInt32) {
                                             {DC.get(), {M, N}});
                      expectSame(E, DC.host(), What + " " + Sch);
                    });)
+      }
+}
+
+/// runq's quantize + matmul (llama2.c runq.c), written out: the expected
+/// values of q_linear_runq. Each group's scale is max|x| / 127, its values
+/// round(x / scale) (0 for a group of zeros), its dot product exact, and the
+/// terms float(dot) * w_scale * x_scale are added in float, in order.
+std::vector<float> runqLinear(const std::vector<float> &X,
+                              const std::vector<int8_t> &W,
+                              const std::vector<float> &S, int64_t T, int64_t N,
+                              int64_t G, int64_t Gs) {
+  const int64_t K = G * Gs;
+  std::vector<int32_t> Q(T * K);
+  std::vector<float> Xs(T * G);
+  for (int64_t I = 0; I < T * G; ++I) {
+    float Max = 0.0f;
+    for (int64_t L = 0; L < Gs; ++L)
+      Max = std::max(Max, std::abs(X[I * Gs + L]));
+    Xs[I] = Max / 127.0f;
+    for (int64_t L = 0; L < Gs; ++L)
+      Q[I * Gs + L] =
+          Xs[I] > 0.0f ? static_cast<int32_t>(std::round(X[I * Gs + L] / Xs[I]))
+                       : 0;
+  }
+  std::vector<float> Y(T * N);
+  for (int64_t Ti = 0; Ti < T; ++Ti)
+    for (int64_t Ni = 0; Ni < N; ++Ni) {
+      float Val = 0.0f;
+      for (int64_t Gi = 0; Gi < G; ++Gi) {
+        int32_t Dot = 0;
+        for (int64_t L = 0; L < Gs; ++L)
+          Dot += Q[Ti * K + Gi * Gs + L] * int32_t(W[Ni * K + Gi * Gs + L]);
+        Val += float(Dot) * S[Ni * G + Gi] * Xs[Ti * G + Gi];
+      }
+      Y[Ti * N + Ni] = Val;
+    }
+  return Y;
+}
+
+TEST(Int8, RunqProductIsExactWhereItsSumIs) {
+  // Data whose every step is exact, so eager (sums in double), compiled
+  // (pk::rt::int8_product's dots, then a float sum) and runq agree bit for
+  // bit: each group's largest |x| is 127 * 2^e (its scale 2^e), x a multiple
+  // of 2^e, weights in [-3, 3] and scales powers of two, so every term and
+  // partial sum is an integer times 2^-7 far below 2^24 of them.
+  const int64_t Groups[][2] = {{1, 32}, {2, 64},  {3, 17},
+                               {4, 1},  {1, 130}, {5, 16}};
+  // (No T = 0: reshape's -1 of an empty array is an error, as in NumPy.)
+  std::mt19937 Rng(29);
+  for (int64_t T : {1, 2, 5})
+    for (int64_t N : {1, 7, 16, 17, 33})
+      for (const auto &GG : Groups) {
+        const int64_t G = GG[0], Gs = GG[1], K = G * Gs;
+        std::vector<float> X(T * K), S(N * G);
+        std::vector<int8_t> W(N * K);
+        for (int64_t I = 0; I < T * G; ++I) {
+          const float Unit = std::ldexp(1.0f, int(Rng() % 3) - 2);
+          for (int64_t L = 0; L < Gs; ++L)
+            X[I * Gs + L] = Unit * float(int(Rng() % 255) - 127);
+          X[I * Gs + Rng() % Gs] = Unit * (Rng() % 2 ? 127.0f : -127.0f);
+        }
+        for (int8_t &V : W)
+          V = int8_t(int(Rng() % 7) - 3);
+        for (float &V : S)
+          V = std::ldexp(1.0f, -1 - int(Rng() % 4));
+        std::vector<float> E(T * N), P(T * N, -1.0f);
+        eager::q_linear_runq({X.data(), {T, K}}, {W.data(), {N, K}},
+                             {S.data(), {N, G}}, {E.data(), {T, N}});
+        q_linear_runq({X.data(), {T, K}}, {W.data(), {N, K}},
+                      {S.data(), {N, G}}, {P.data(), {T, N}});
+        const std::string What =
+            "q_linear_runq T=" + std::to_string(T) + " N=" + std::to_string(N) +
+            " G=" + std::to_string(G) + " gs=" + std::to_string(Gs);
+        expectSame(E, P, What + " cpu");
+        expectSame(runqLinear(X, W, S, T, N, G, Gs), P, What + " runq");
+        PK_IF_CUDA(forEachSchedule(T * N, [&](const std::string &Sch) {
+                     Dev<float> DX(X), DS(S), DY(T * N);
+                     Dev<int8_t> DW(W);
+                     pk::cuda::q_linear_runq(
+                         {DX.get(), {T, K}}, {DW.get(), {N, K}},
+                         {DS.get(), {N, G}}, {DY.get(), {T, N}});
+                     expectSame(E, DY.host(), What + " " + Sch);
+                   });)
+      }
+}
+
+TEST(Int8, RunqProductOfRandomData) {
+  // Whole int8 weights, random activations (a group of zeros among them)
+  // and scales: the compiled product within a float sum's bound of runq's
+  // (G terms: |err| <= G * 2^-23 * sum |term|); the dots and terms are the
+  // same bits, only the order of the sum over the groups may differ.
+  const int64_t Groups[][2] = {{8, 32}, {4, 64}, {3, 100}, {12, 64}};
+  std::mt19937 Rng(31);
+  std::uniform_real_distribution<float> U(-2.0f, 2.0f), Sc(0.001f, 0.05f);
+  for (int64_t T : {1, 3, 9})
+    for (int64_t N : {5, 64, 129})
+      for (const auto &GG : Groups) {
+        const int64_t G = GG[0], Gs = GG[1], K = G * Gs;
+        std::vector<float> X(T * K), S(N * G);
+        for (float &V : X)
+          V = U(Rng);
+        std::fill(X.begin(), X.begin() + Gs, 0.0f); // a group of zeros
+        for (float &V : S)
+          V = Sc(Rng);
+        const std::vector<int8_t> W = randomI8(N * K, unsigned(T * N + G));
+        std::vector<float> P(T * N, -1.0f);
+        q_linear_runq({X.data(), {T, K}}, {W.data(), {N, K}},
+                      {S.data(), {N, G}}, {P.data(), {T, N}});
+        const std::vector<float> R = runqLinear(X, W, S, T, N, G, Gs);
+        std::vector<float> Bound(T * N, 0.0f);
+        {
+          // sum |term| from the same quantisation (runqLinear with |w|).
+          std::vector<int8_t> AbsW(W.size());
+          for (size_t I = 0; I < W.size(); ++I)
+            AbsW[I] = int8_t(std::min(127, std::abs(int(W[I]))));
+          std::vector<float> AbsX(X.size());
+          for (size_t I = 0; I < X.size(); ++I)
+            AbsX[I] = std::abs(X[I]);
+          Bound = runqLinear(AbsX, AbsW, S, T, N, G, Gs);
+        }
+        for (int64_t I = 0; I < T * N; ++I)
+          ASSERT_LE(std::abs(P[I] - R[I]),
+                    float(G) * std::ldexp(1.0f, -23) * Bound[I] * 1.01f +
+                        1e-30f)
+              << "T=" << T << " N=" << N << " G=" << G << " gs=" << Gs
+              << " element " << I << ": got " << P[I] << ", runq " << R[I];
       }
 }
 

@@ -642,6 +642,95 @@ private:
     Out += fmt::format("{}  }});\n", Indent);
   }
 
+  /// An integer product of int8 values in groups (loop::matchInt8Product)
+  /// as one call of pk::rt::int8_product: a's statements as its A lambda
+  /// (once per element), the weights in place (their pointer and strides
+  /// along the groups, n and k), and the product's epilogue, stores
+  /// included, as its Term lambda on each block of columns. The runtime's
+  /// sum over the groups is not used (the nest stores every group's value;
+  /// the sum is the next nest's), so Term gives it zeros.
+  void emitInt8Product(const Nest &N, const std::string &Indent) {
+    std::optional<loop::Int8ProductPattern> P = loop::matchInt8Product(F, N);
+    assert(P && "the schedule said int8 product");
+    const loop::GemmPattern &G = P->Product;
+    emitPointers(N, Indent);
+    emitIndexedStrides(F, N, Out, Indent);
+    Out +=
+        fmt::format("{}const int64_t pk_n = {};\n", Indent, indexedWork(F, N));
+    const std::string In = Indent + "    ";
+    auto Index = [this, &N](const Stmt &S) {
+      return indexedIndex(F, N, S, -1);
+    };
+    Out += fmt::format(
+        "{}// Integer product of int8 values in groups: a computed once per "
+        "element, the int8 weights read in place, exact int32 dot products "
+        "per group (pk/int8_product.h); the epilogue runs on each block of "
+        "columns.\n",
+        Indent);
+    Out += fmt::format("{}pk::rt::int8_product(\n", Indent);
+    Out += fmt::format("{}  {{{}, {}, {}, {}}}, pk_n >= {},\n", Indent,
+                       extentExpr(F, N.Domain[0]),
+                       extentExpr(F, N.Domain[G.MAxis]),
+                       extentExpr(F, N.Domain[G.NAxis]), extentExpr(F, G.K),
+                       Cur->MinWorkForThreads);
+    Out += fmt::format("{}  // a(g, i, k)\n", Indent);
+    Out += fmt::format("{}  [&]({}, {}, {}) -> int32_t {{\n", Indent,
+                       indexParam(0, G.AAxes), indexParam(G.MAxis, G.AAxes),
+                       indexParam(G.KAxis, G.AAxes));
+    std::vector<unsigned> AStmts;
+    walkArgs(N, {P->AValue}, [&](unsigned I, const Stmt &) {
+      AStmts.push_back(I);
+      return true;
+    });
+    std::sort(AStmts.begin(), AStmts.end());
+    for (unsigned I : AStmts)
+      emitStmt(F, N, N.Body[I], Backend::Cpu, Index, Out, In);
+    Out += fmt::format("{}return {};\n", In,
+                       convertValue(N.Body[P->AValue].Type, DType::I32,
+                                    valueRef(N, P->AValue)));
+    Out += fmt::format("{}  }},\n", Indent);
+    const Stmt &L = N.Body[P->BLoad];
+    std::string Strides[3] = {"0", "0", "0"}; // groups, n, k
+    for (size_t D = 0; D < L.Map.rank(); ++D) {
+      const int Axis = L.Map.Axes[D].Axis;
+      if (Axis >= 0)
+        Strides[Axis == 0                           ? 0
+                : Axis == static_cast<int>(G.NAxis) ? 1
+                                                    : 2] =
+            strideVar(F, L.Param, D);
+    }
+    Out += fmt::format("{}  // b(g, j, k): the int8 weights, read in place\n",
+                       Indent);
+    Out +=
+        fmt::format("{}  pk::rt::Int8Rows{{{}, {}, {}, {}}},\n", Indent,
+                    pointerVar(F, L.Param), Strides[0], Strides[1], Strides[2]);
+    Out += fmt::format("{}  // Epilogue: group g, row i, columns [pk_j, pk_j "
+                       "+ pk_len) from their dot products.\n",
+                       Indent);
+    Out += fmt::format("{}  [&]({}, {}, int64_t pk_j, int64_t pk_len, "
+                       "const int32_t *pk_dot, float *pk_term) {{\n",
+                       Indent, indexParam(0, G.EpilogueAxes),
+                       indexParam(G.MAxis, G.EpilogueAxes));
+    Out +=
+        fmt::format("{}for (int64_t pk_l = 0; pk_l < pk_len; ++pk_l) {{\n", In);
+    if (G.EpilogueAxes.count(G.NAxis))
+      Out += fmt::format("{}  const int64_t {} = pk_j + pk_l;\n", In,
+                         indexVar(G.NAxis));
+    for (unsigned I : G.Epilogue) {
+      if (I == G.Reduce) {
+        Out += fmt::format("{}  const int32_t {} = pk_dot[pk_l];\n", In,
+                           N.Body[I].Name);
+        continue;
+      }
+      emitStmt(F, N, N.Body[I], Backend::Cpu, Index, Out, In + "  ");
+    }
+    Out += fmt::format("{}  pk_term[pk_l] = 0.0f;\n", In);
+    Out += In + "}\n";
+    Out += fmt::format("{}  }},\n", Indent);
+    Out += fmt::format(
+        "{}  [](int64_t, int64_t, int64_t, const float *) {{}});\n", Indent);
+  }
+
   /// `for (pk_i<Axis> ...)` over `Extent` around `Body`, vectorised; when
   /// the loads and stores of `Stmts` along the axis may all step by 1, a
   /// copy indexes them with unit stride under that run-time condition (g++
@@ -1049,6 +1138,10 @@ private:
     }
     if (S.Kind == tile::LoopKind::Gemm) {
       emitGemm(N, Indent);
+      return;
+    }
+    if (S.Kind == tile::LoopKind::Int8Product) {
+      emitInt8Product(N, Indent);
       return;
     }
     if (N.Indexed) {

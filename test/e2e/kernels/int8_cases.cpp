@@ -115,6 +115,25 @@ PK_KERNEL void q_matmul_i32(In<int8_t, 2> a, In<int8_t, 2> b,
   c[_] = matmul(a[_], b[_]);
 }
 
+// llama2.c runq's product (samples/llama/common.h's linear_q8): x quantised
+// to Q8_0 per group of gs along k (scale max|x| / 127, values rounded half
+// away from zero), an int32 dot product per group with the int8 weights,
+// float(dot) * w_scale * x_scale summed over the groups. pkc runs the dot
+// products through pk::rt::int8_product.
+PK_KERNEL void q_linear_runq(In<float, 2> x, In<int8_t, 2> w,
+                             In<float, 2> scale, Out<float, 2> y) {
+  auto T = x.extent(0), N = w.extent(0), G = scale.extent(1);
+  auto xg = permute_dims(reshape(x[_], {T, G, -1}), {1, 0, 2}); // [G, T, gs]
+  auto wg = permute_dims(reshape(w[_], {N, G, -1}), {1, 0, 2}); // [G, N, gs]
+  auto xs = max(abs(xg), -1, keepdims) / 127.0f;
+  auto v = xg / xs;
+  auto a = abs(v), whole = floor(a);
+  auto r = whole + where(a - whole >= 0.5f, 1.0f, 0.0f);
+  auto xq = cast<int32_t>(where(xs > 0.0f, where(v < 0.0f, -r, r), 0.0f));
+  auto dot = matmul(xq, transpose(wg)); // [G, T, N]
+  y[_] = sum(cast<float>(dot) * expand_dims(transpose(scale[_]), 1) * xs, 0);
+}
+
 // Integer / and % never trap (language.md §3): by zero they give 0, and the
 // most negative value over -1 wraps (its remainder is 0), in int32 and int64.
 PK_KERNEL void q_divide(In<int32_t> a, In<int32_t> b, In<int64_t> c,
