@@ -178,10 +178,12 @@ KernelArtifacts pk::driver::compileKernel(ir::Function &F,
     ir::print(F, *Opts.Out, &Plan.GroupOf);
 
   {
-    StageScope T(Opts, "planBuffers");
+    StageScope T(Opts, "fuseGroupedSums, planBuffers");
+    fuseGroupedSums(Loops);
     planBuffers(Loops);
   }
-  checkAndLog(Opts, Loops, "Loop IR", "lowerToLoops, planBuffers");
+  checkAndLog(Opts, Loops, "Loop IR",
+              "lowerToLoops, fuseGroupedSums, planBuffers");
   if (Opts.Emit == EmitStage::Loop)
     loop::print(Loops, *Opts.Out);
 

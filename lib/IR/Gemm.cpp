@@ -45,17 +45,23 @@ Closure closureOf(const Nest &N, llvm::ArrayRef<unsigned> Roots) {
 /// operands, one free of n and the other of m, of the reduce's type
 /// (float32/float64, or with `Integer` an integer sum of a product of any
 /// integer type).
+///
+/// A grouped nest (Nest::Grouped) is matched on its product part: its first
+/// Split statements, with the group's term in place of the stores.
 static std::optional<GemmPattern> matchProduct(const Nest &N, bool Integer) {
   unsigned D = N.Domain.size();
-  if (!N.Indexed || N.ReduceAxes.size() != 1 || (D != 3 && D != 4) ||
-      N.ReduceAxes[0] != D - 1)
+  const unsigned Part = N.Grouped ? N.Grouped->Split : N.Body.size();
+  const std::vector<unsigned> Axes = N.Grouped ? std::vector<unsigned>{0, D - 1}
+                                               : std::vector<unsigned>{D - 1};
+  if (!N.Indexed || N.ReduceAxes != Axes || (D != 3 && D != 4) ||
+      (N.Grouped && D != 4))
     return std::nullopt;
   // A gathered load is an operand's element like any other when its index
   // is computed from the loop indices (repeat's: the index over the count,
   // or a scalar's): the operand's lambda computes it. take's indices read
   // from a ref would add loads of their own per element, so those nests stay
   // plain loops.
-  for (const Stmt &S : N.Body)
+  for (const Stmt &S : llvm::ArrayRef(N.Body).take_front(Part))
     if (S.Map.isGather() &&
         llvm::any_of(closureOf(N, {S.Args[0]}).Stmts,
                      [&](unsigned I) { return N.Body[I].K == Stmt::Load; }))
@@ -67,7 +73,7 @@ static std::optional<GemmPattern> matchProduct(const Nest &N, bool Integer) {
   G.KAxis = D - 1;
   std::optional<unsigned> Reduce;
   std::vector<unsigned> Stores;
-  for (unsigned I = 0; I < N.Body.size(); ++I) {
+  for (unsigned I = 0; I < Part; ++I) {
     const Stmt &S = N.Body[I];
     if (S.K == Stmt::Reduce) {
       if (Reduce)
@@ -80,8 +86,10 @@ static std::optional<GemmPattern> matchProduct(const Nest &N, bool Integer) {
       Stores.push_back(I);
     }
   }
-  if (!Reduce)
+  if (!Reduce || (N.Grouped && !Stores.empty()))
     return std::nullopt;
+  if (N.Grouped)
+    Stores = {N.Grouped->Term};
   const Stmt &R = N.Body[*Reduce];
   const bool FloatSum = R.Type == ir::DType::F32 || R.Type == ir::DType::F64;
   if (R.Reduction != ir::ReduceKind::Sum || R.Phase != 0 ||
@@ -114,7 +122,7 @@ static std::optional<GemmPattern> matchProduct(const Nest &N, bool Integer) {
     return std::nullopt;
   }
   // Nothing else may run per k: every inner statement feeds the product.
-  for (unsigned I = 0; I < N.Body.size(); ++I)
+  for (unsigned I = 0; I < Part; ++I)
     if (N.Body[I].Inner && I != G.Product && !llvm::is_contained(L.Stmts, I) &&
         !llvm::is_contained(Rt.Stmts, I))
       return std::nullopt;

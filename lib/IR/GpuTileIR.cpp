@@ -25,6 +25,8 @@ llvm::StringRef gpu::strategyName(Strategy S) {
     return "gemm";
   case Strategy::Attention:
     return "attention";
+  case Strategy::GroupedProduct:
+    return "grouped-product";
   }
   return "?";
 }
@@ -81,6 +83,9 @@ std::string verifyNest(const loop::Nest &N, const NestPlan &S,
   if ((S.Kind == Strategy::Attention) != N.Attention.has_value())
     return fmt::format("{}: {} plan for {} nest", Where, strategyName(S.Kind),
                        N.Attention ? "an attention" : "a non-attention");
+  if ((S.Kind == Strategy::GroupedProduct) != N.Grouped.has_value())
+    return fmt::format("{}: {} plan for {} nest", Where, strategyName(S.Kind),
+                       N.Grouped ? "a grouped" : "a non-grouped");
   if (!N.Attention && Elementwise == N.isReduction())
     return fmt::format("{}: {} plan for {} nest", Where, strategyName(S.Kind),
                        N.isReduction() ? "a reduction" : "an elementwise");

@@ -44,6 +44,7 @@ enum class Strategy : uint8_t {
   TwoStage,          ///< full reduction: per-block partials, then one block
   Gemm,              ///< matrix product: shared-memory tiles, register tiles
   Attention,         ///< a warp per query row, online softmax over the keys
+  GroupedProduct,    ///< a thread per output, integer dots per group summed
 };
 
 /// One tile shape of a matmul kernel: a block computes BM x BN outputs,

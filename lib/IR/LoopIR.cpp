@@ -139,6 +139,9 @@ static void printNest(const Program &P, unsigned I, llvm::raw_ostream &OS,
   if (N.isReduction())
     OS << " reduce axes [" << fmt::format("{}", fmt::join(N.ReduceAxes, ", "))
        << "]";
+  if (N.Grouped)
+    OS << ", grouped: " << N.Body[N.Grouped->Sum].Name << " adds "
+       << N.Body[N.Grouped->Term].Name << " over axis 0";
   OS << " {";
   if (!N.Lines.empty())
     OS << "  ; line" << (N.Lines.size() > 1 ? "s " : " ")

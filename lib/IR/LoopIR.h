@@ -137,6 +137,17 @@ struct AttentionParts {
   bool CausalInclusive = true;
 };
 
+/// A grouped product (fuseGroupedSums): a nest over [g, m, n, k] whose
+/// first `Split` statements compute, per (g, m, n), a reduction over k and
+/// from it `Term`; `Sum` adds the terms over g (in order) and the statements
+/// from `Split` on (Sum among them) run once per (m, n) after it. This is
+/// the product nest of llama2.c runq's Q8_0 x Q8_0 product and the nest
+/// that summed its per-group terms, merged, so that no [g, m, n] buffer is
+/// stored. ReduceAxes is [0, 3].
+struct GroupedSum {
+  unsigned Term = 0, Sum = 0, Split = 0;
+};
+
 /// One loop nest: for every index of `Domain`, run `Body`.
 ///
 /// A reduction nest (ReduceAxes not empty) loops over the other axes (the
@@ -162,6 +173,8 @@ struct Nest {
   std::vector<unsigned> Lines; ///< source lines of the stores, for comments
   /// Set for an attention nest.
   std::optional<AttentionParts> Attention;
+  /// Set for a grouped product.
+  std::optional<GroupedSum> Grouped;
 
   /// True when every load has the domain's rank and no index-0 axis: then
   /// one flat loop over all elements is valid whenever the MayBroadcast

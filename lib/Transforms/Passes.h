@@ -124,6 +124,12 @@ loop::Program lowerToLoops(const ir::Function &F, const FusionPlan &Plan,
                            std::vector<ir::UserDiag> &Diags,
                            std::optional<LoopRetry> *Retry = nullptr);
 
+/// Merges each step whose nest is a batched int8 product (Q8_0 x Q8_0,
+/// loop::matchInt8Product) storing its per-group terms into a temporary
+/// with the next step's sum of that temporary over the groups: one grouped
+/// nest (loop::GroupedSum), no temporary. Returns the number merged.
+unsigned fuseGroupedSums(loop::Program &P);
+
 /// Lists the buffers (refs and temporaries) of `P`, the lifetime of each
 /// temporary in steps, and its workspace slot: temporaries whose lifetimes
 /// do not overlap share one.

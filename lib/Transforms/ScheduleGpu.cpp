@@ -22,6 +22,9 @@
 //    the epilogue runs on the registers before the only store. The launcher
 //    takes 128 x 128 tiles (8 x 8 per thread) when they fill the SMs, else
 //    64 x 64 or 32 x 32.
+//  * A grouped product (Nest::Grouped: llama2.c runq's Q8_0 x Q8_0
+//    product, merged with the sum of its terms) runs a thread per output
+//    element: the groups in order, per group an integer dot product over k.
 //  * Attention runs a warp per query row: an online softmax over the keys,
 //    the lanes splitting each q . k and the output columns.
 //  * Full reductions with one phase run in two stages: each block reduces a
@@ -134,6 +137,14 @@ NestPlan schedule(const Function &F, const Nest &N, const gpu::GpuTarget &T) {
     P.BlockX = T.ElementwiseBlock;
     P.Notes.push_back("axes move (expand_dims/squeeze/index): one thread "
                       "per element, strided indexing");
+    return P;
+  }
+  if (N.Grouped) {
+    P.Kind = Strategy::GroupedProduct;
+    P.BlockX = T.ElementwiseBlock;
+    P.Notes.push_back("grouped product: one thread per output element runs "
+                      "the groups in order, each an exact integer dot product "
+                      "over k and its term, summed in float");
     return P;
   }
   if (N.Attention) {

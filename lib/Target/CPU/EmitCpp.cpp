@@ -52,7 +52,10 @@ public:
                        llvm::sys::path::filename(F.File).str(), F.Loc.Line,
                        F.Name);
     Out += "  // Shape guards: every condition is checked before any write.\n";
-    emitExtents(F, Out, "  ");
+    // A temporary no nest addresses (its nests merged: fuseGroupedSums) has
+    // nothing to size.
+    emitExtents(F, Out, "  ",
+                [&](unsigned Param) { return isUnaddressedTemp(P, Param); });
     emitWindowChecks(F, Out, "  ");
     emitGuards(F, Out, "  ");
     emitIndexChecks(F, Out, "  ", /*OnDevice=*/false);
@@ -645,18 +648,22 @@ private:
   /// An integer product of int8 values in groups (loop::matchInt8Product)
   /// as one call of pk::rt::int8_product: a's statements as its A lambda
   /// (once per element), the weights in place (their pointer and strides
-  /// along the groups, n and k), and the product's epilogue, stores
-  /// included, as its Term lambda on each block of columns. The runtime's
-  /// sum over the groups is not used (the nest stores every group's value;
-  /// the sum is the next nest's), so Term gives it zeros.
+  /// along the groups, n and k), and the product's epilogue as its Term
+  /// lambda on each block of columns. A grouped nest (fuseGroupedSums) gives
+  /// the runtime its terms to sum over the groups and its statements after
+  /// the sum as the Store lambda; otherwise the epilogue stores each group's
+  /// value itself (the sum is the next nest's) and gives the runtime zeros.
   void emitInt8Product(const Nest &N, const std::string &Indent) {
     std::optional<loop::Int8ProductPattern> P = loop::matchInt8Product(F, N);
     assert(P && "the schedule said int8 product");
     const loop::GemmPattern &G = P->Product;
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
-    Out +=
-        fmt::format("{}const int64_t pk_n = {};\n", Indent, indexedWork(F, N));
+    // The multiply-adds: groups x rows x columns x k.
+    Out += fmt::format("{}const int64_t pk_n = {} * {} * {} * {};\n", Indent,
+                       extentExpr(F, N.Domain[0]),
+                       extentExpr(F, N.Domain[G.MAxis]),
+                       extentExpr(F, N.Domain[G.NAxis]), extentExpr(F, G.K));
     const std::string In = Indent + "    ";
     auto Index = [this, &N](const Stmt &S) {
       return indexedIndex(F, N, S, -1);
@@ -724,11 +731,52 @@ private:
       }
       emitStmt(F, N, N.Body[I], Backend::Cpu, Index, Out, In + "  ");
     }
-    Out += fmt::format("{}  pk_term[pk_l] = 0.0f;\n", In);
+    if (!N.Grouped) {
+      Out += fmt::format("{}  pk_term[pk_l] = 0.0f;\n", In);
+      Out += In + "}\n";
+      Out += fmt::format("{}  }},\n", Indent);
+      Out += fmt::format(
+          "{}  [](int64_t, int64_t, int64_t, const float *) {{}});\n", Indent);
+      return;
+    }
+    const loop::GroupedSum &Sum = *N.Grouped;
+    Out += fmt::format(
+        "{}  pk_term[pk_l] = {};\n", In,
+        convertValue(N.Body[Sum.Term].Type, DType::F32, valueRef(N, Sum.Term)));
     Out += In + "}\n";
     Out += fmt::format("{}  }},\n", Indent);
-    Out += fmt::format(
-        "{}  [](int64_t, int64_t, int64_t, const float *) {{}});\n", Indent);
+    // The statements after the sum, once per (i, j).
+    std::set<unsigned> Axes;
+    for (unsigned I = Sum.Split; I < N.Body.size(); ++I) {
+      const Stmt &S = N.Body[I];
+      if (S.K == Stmt::Load || S.K == Stmt::Store)
+        for (const loop::AxisAccess &A : S.Map.Axes)
+          if (A.Axis >= 0)
+            Axes.insert(A.Axis);
+      if (S.K == Stmt::Index)
+        Axes.insert(S.Axis);
+    }
+    Out += fmt::format("{}  // The sums over the groups of row i, columns "
+                       "[pk_j, pk_j + pk_len).\n",
+                       Indent);
+    Out += fmt::format("{}  [&]({}, int64_t pk_j, int64_t pk_len, const float "
+                       "*pk_sum) {{\n",
+                       Indent, indexParam(G.MAxis, Axes));
+    Out +=
+        fmt::format("{}for (int64_t pk_l = 0; pk_l < pk_len; ++pk_l) {{\n", In);
+    if (Axes.count(G.NAxis))
+      Out += fmt::format("{}  const int64_t {} = pk_j + pk_l;\n", In,
+                         indexVar(G.NAxis));
+    for (unsigned I = Sum.Split; I < N.Body.size(); ++I) {
+      if (I == Sum.Sum) {
+        Out += fmt::format("{}  const float {} = pk_sum[pk_l];\n", In,
+                           N.Body[I].Name);
+        continue;
+      }
+      emitStmt(F, N, N.Body[I], Backend::Cpu, Index, Out, In + "  ");
+    }
+    Out += In + "}\n";
+    Out += fmt::format("{}  }});\n", Indent);
   }
 
   /// `for (pk_i<Axis> ...)` over `Extent` around `Body`, vectorised; when

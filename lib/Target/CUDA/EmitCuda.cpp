@@ -363,9 +363,13 @@ public:
           Info.CudaStorage, Info.Cpp));
     }
     std::string &L = T.Launcher;
+    // A temporary no nest addresses (fuseGroupedSums) has nothing to size.
+    auto Unaddressed = [&](unsigned Param) {
+      return isUnaddressedTemp(*P.Loops, Param);
+    };
     if (CallerWorkspace) {
       L += workspaceBytesSignature(F, true) + " {\n";
-      emitExtents(F, L, "  ");
+      emitExtents(F, L, "  ", Unaddressed);
       emitGuards(F, L, "  ");
       const std::string Total = emitWorkspaceSlots(*P.Loops, L, "  ");
       L += "  return " + Total + ";\n}\n\n";
@@ -382,7 +386,7 @@ public:
     L += (F.Template ? "template <>\n" : "") +
          signature(F, false, CallerWorkspace) + " {\n";
     L += "  // Shape guards, checked on the host before any launch.\n";
-    emitExtents(F, L, "  ");
+    emitExtents(F, L, "  ", Unaddressed);
     emitWindowChecks(F, L, "  ");
     emitGuards(F, L, "  ");
     emitIndexChecks(F, L, "  ", /*OnDevice=*/true);

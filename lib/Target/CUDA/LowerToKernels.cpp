@@ -103,6 +103,9 @@ kernel::NestKernels NestsToKernels::lowerNest(const Nest &N, const NestPlan &P,
   case Strategy::Attention:
     attention(N, P, Name, K);
     break;
+  case Strategy::GroupedProduct:
+    groupedProduct(N, P, Name, K);
+    break;
   }
   return K;
 }
@@ -133,8 +136,11 @@ void NestsToKernels::addNestParams(const Nest &N, kernel::Kernel &K,
   // Every ref's extents, not only those of the refs the nest touches: a
   // loop bound may be a broadcast of extents of refs read elsewhere
   // (bcast(x.0, y.0)). The printer leaves the unused ones unnamed.
+  // (A temporary no nest addresses any more has none: fuseGroupedSums.)
   for (unsigned R = 0; R < F.Params.size(); ++R)
-    for (unsigned A = 0; F.Params[R].isRef() && A < F.Params[R].Rank; ++A) {
+    for (unsigned A = 0; F.Params[R].isRef() && A < F.Params[R].Rank &&
+                         !isUnaddressedTemp(*Plan.Loops, R);
+         ++A) {
       K.Params.push_back({"const int64_t", extentVar(F, R, A)});
       Args.push_back(extentVar(F, R, A));
     }

@@ -4,7 +4,8 @@
 // shares (kernel parameters, index unravelling, reduction phases) is in
 // LowerToKernels.cpp; each strategy of the GPU schedule is in a file of its
 // own: GridStrideKernels.cpp, RowGroupKernels.cpp, ColumnKernels.cpp,
-// TwoStageKernels.cpp, GemmKernels.cpp, AttentionKernels.cpp.
+// TwoStageKernels.cpp, GemmKernels.cpp, AttentionKernels.cpp,
+// GroupedProductKernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PK_TARGET_CUDA_NESTSTOKERNELS_H
@@ -184,6 +185,17 @@ private:
   /// wider than 32 kCols run in chunks, each recomputing the scores.
   void attention(const Nest &N, const NestPlan &P, const std::string &Name,
                  kernel::NestKernels &Out);
+
+  //===--------------------------------------------------------------------===//
+  // Grouped product: a thread per output element
+  //===--------------------------------------------------------------------===//
+
+  /// A grouped nest (Nest::Grouped) with one thread per (m, n) and step of
+  /// the grid: per group g in order, the integer dot product over k (its
+  /// operands recomputed per k), the group's term added to the sum; then the
+  /// statements after the sum.
+  void groupedProduct(const Nest &N, const NestPlan &P, const std::string &Name,
+                      kernel::NestKernels &Out);
 
   //===--------------------------------------------------------------------===//
   // Two stages: a full reduction

@@ -288,16 +288,26 @@ std::string target::literal(DType T, double FloatValue, int64_t IntValue) {
 }
 
 void target::emitExtents(const Function &F, std::string &Out,
-                         llvm::StringRef Indent) {
+                         llvm::StringRef Indent,
+                         llvm::function_ref<bool(unsigned)> Skip) {
   for (unsigned P = 0; P < F.Params.size(); ++P)
     for (unsigned A = 0; A < F.Params[P].Rank; ++A)
-      if (F.Params[P].hasDerivedShape())
+      if (Skip && Skip(P))
+        break;
+      else if (F.Params[P].hasDerivedShape())
         Out += fmt::format("{}const int64_t {} = {};\n", Indent,
                            extentVar(F, P, A),
                            extentExpr(F, F.Params[P].TempShape[A]));
       else
         Out += fmt::format("{}const int64_t {} = {}.extent({});\n", Indent,
                            extentVar(F, P, A), F.Params[P].Name, A);
+}
+
+bool target::isUnaddressedTemp(const loop::Program &P, unsigned Param) {
+  const Function &F = *P.F;
+  return F.Params[Param].isTemp() && rootOf(F, Param) == Param &&
+         llvm::none_of(P.Buffers,
+                       [&](const loop::Buffer &B) { return B.Param == Param; });
 }
 
 /// The temporaries of a program in the order they are first written (the

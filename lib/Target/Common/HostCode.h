@@ -64,9 +64,15 @@ std::string stringLiteral(llvm::StringRef Text);
 std::string literal(ir::DType T, double FloatValue, int64_t IntValue);
 
 /// Declares `const int64_t pk_x_0 = x.extent(0);` for every ref, and the
-/// extents of every temporary from its shape.
+/// extents of every temporary from its shape, but those of the params
+/// `Skip` names (a temporary no nest addresses any more: fuseGroupedSums).
 void emitExtents(const ir::Function &F, std::string &Out,
-                 llvm::StringRef Indent);
+                 llvm::StringRef Indent,
+                 llvm::function_ref<bool(unsigned)> Skip = nullptr);
+/// Whether `Param` is a temporary no nest of `P` addresses (and so no
+/// buffer): fuseGroupedSums merged its writer and its reader. Nothing sizes
+/// or passes it.
+bool isUnaddressedTemp(const loop::Program &P, unsigned Param);
 /// Where a call's temporaries live.
 enum class WorkspaceFrom {
   CpuArena,    ///< pk::rt::Workspace: the calling thread's arena

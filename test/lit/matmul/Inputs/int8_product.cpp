@@ -29,3 +29,18 @@ PK_KERNEL void int8_prologue(In<int8_t, 3> a, In<int8_t, 3> b,
                              Out<int32_t, 3> c) {
   c[_] = matmul(a[_], transpose(b[_] * 2));
 }
+
+// The residual update of the same ref the product reads: the product and the
+// sum of its terms stay two nests (the merged one would overwrite x while
+// later columns still read it).
+PK_KERNEL void runq_residual(InOut<float, 2> x, In<int8_t, 2> w,
+                             In<float, 2> scale) {
+  auto T = x.extent(0), N = w.extent(0), G = scale.extent(1);
+  auto xg = permute_dims(reshape(x[_], {T, G, -1}), {1, 0, 2});
+  auto wg = permute_dims(reshape(w[_], {N, G, -1}), {1, 0, 2});
+  auto xs = max(abs(xg), -1, keepdims) / 127.0f;
+  auto xq = cast<int32_t>(where(xs > 0.0f, floor(xg / xs + 0.5f), 0.0f));
+  auto dot = matmul(xq, transpose(wg));
+  x[_] = x[_] +
+         sum(cast<float>(dot) * expand_dims(transpose(scale[_]), 1) * xs, 0);
+}
