@@ -5,10 +5,12 @@
 // the kernels of its weight format: embed/layer/head<float> for fp32,
 // <pk::bfloat16> for fp32 weights it rounded to bf16 (layers.cpp and
 // heads.cpp, compiled by pkc), and embed<float> (over the dequantized
-// table) / layer_q8 / head_q8 for int8 (llama.cpp, eager). The kernels are
-// reached through one table (Kernels): the compiled ones (layers.pk.cpp,
-// heads.pk.cpp, which define the same kernels with the same signatures)
-// replace the eager twins by filling it with their addresses.
+// table) / layer_q8 / head_q8 for int8 (llama.cpp and heads.cpp, compiled
+// too; Execution::Eager runs their eager twins, the tests' bit-exact
+// reference of runq's arithmetic). The kernels are reached through one table
+// (Kernels): the compiled ones (layers.pk.cpp, heads.pk.cpp, llama.pk.cpp,
+// which define the same kernels with the same signatures) replace the eager
+// twins by filling it with their addresses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,8 +27,24 @@ namespace eager {
 #include "llama.cpp"
 } // namespace eager
 
-// The kernels pkc compiles (heads.cpp and layers.cpp through
+// The kernels pkc compiles (heads.cpp, layers.cpp and llama.cpp through
 // pk_add_kernels), with the signatures of their eager twins.
+void dequantize(pk::In<int8_t, 2> q, pk::In<float, 2> scale,
+                pk::Out<float, 2> w);
+void layer_q8(pk::InOut<float, 2> x, pk::In<float> rms_att,
+              pk::In<int8_t, 2> wq, pk::In<float, 2> wq_scale,
+              pk::In<int8_t, 2> wk, pk::In<float, 2> wk_scale,
+              pk::In<int8_t, 2> wv, pk::In<float, 2> wv_scale,
+              pk::In<int8_t, 2> wo, pk::In<float, 2> wo_scale,
+              pk::In<float> rms_ffn, pk::In<int8_t, 2> w1,
+              pk::In<float, 2> w1_scale, pk::In<int8_t, 2> w2,
+              pk::In<float, 2> w2_scale, pk::In<int8_t, 2> w3,
+              pk::In<float, 2> w3_scale, pk::InOut<float, 3> key_cache,
+              pk::InOut<float, 3> value_cache, int64_t pos, float eps,
+              float theta);
+void head_q8(pk::In<float, 2> x, pk::In<float> rms_final,
+             pk::In<int8_t, 2> wcls, pk::In<float, 2> wcls_scale,
+             pk::Out<float> logits, float eps);
 template <class W>
 void embed(pk::In<int32_t> tokens, pk::In<W, 2> token_embedding,
            pk::Out<float, 2> x);
@@ -65,11 +83,19 @@ struct Kernels {
   decltype(&eager::head_q8) head_q8;
 };
 
-/// The kernels Model runs: embed, layer and head compiled by pkc for dense
-/// weights (layers.cpp, heads.cpp); the int8 ones eager (pk.h's NumPy-like
-/// semantics): their logits are runq's bit for bit with double sums (the
-/// tests say so), compiled ones would sum in float.
+/// The kernels Model runs: every one compiled by pkc (layers.cpp, heads.cpp,
+/// llama.cpp); the int8 products run as pk::rt::int8_product.
 constexpr Kernels ModelKernels{
+    {&::embed<float>, &::layer<float>, &::head<float>},
+    {&::embed<BF16>, &::layer<BF16>, &::head<BF16>},
+    &::dequantize,
+    &::layer_q8,
+    &::head_q8};
+
+/// Execution::Eager's int8 kernels: pk.h's NumPy-like semantics, whose sums
+/// accumulate in double (the compiled ones sum in float), so their logits
+/// are runq's bit for bit with double sums (the tests say so).
+constexpr Kernels EagerInt8Kernels{
     {&::embed<float>, &::layer<float>, &::head<float>},
     {&::embed<BF16>, &::layer<BF16>, &::head<BF16>},
     &eager::dequantize,
@@ -359,10 +385,12 @@ Model::Model(const Config &C, const Weights &W, DType Storage) : Cfg(C) {
   }
 }
 
-Model::Model(const Config &C, const QuantizedWeights &Q) : Cfg(C) {
+Model::Model(const Config &C, const QuantizedWeights &Q, Execution E) : Cfg(C) {
   checkConfig(C);
   checkWeights(C, Q);
   S = std::make_unique<State>(C);
+  if (E == Execution::Eager)
+    S->K = EagerInt8Kernels;
   S->Fmt = State::Format::Q8;
   S->Q8 = Q;
   const int64_t V = C.vocab_size, D = C.dim;

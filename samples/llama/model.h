@@ -92,6 +92,11 @@ struct QuantizedWeights {
 /// bits). Norm weights, activations and the KV cache stay fp32.
 enum class DType { F32, BF16 };
 
+/// Which kernels the int8 model runs: those pkc compiled (the default), or
+/// their eager twins (<pk/pk.h>), whose sums accumulate in double: the
+/// reference of runq's arithmetic in the tests.
+enum class Execution { Compiled, Eager };
+
 /// What is wrong with a config's shape ("" when nothing): a size that is
 /// not positive, dim not a multiple of n_heads, n_heads not a multiple of
 /// n_kv_heads, an odd head_size. Model and the checkpoint reader both use it.
@@ -114,7 +119,8 @@ public:
   /// runq does at load. Checks what the other constructor checks, and that
   /// group_size divides dim and hidden_dim and every pointer is set. `Q`'s
   /// tensors must outlive the model.
-  Model(const Config &C, const QuantizedWeights &Q);
+  Model(const Config &C, const QuantizedWeights &Q,
+        Execution E = Execution::Compiled);
   ~Model();
   Model(const Model &) = delete;
   Model &operator=(const Model &) = delete;
