@@ -209,25 +209,35 @@ const Buffer &pool_q8_scales() {
   return P;
 }
 
-// y = x wᵀ with Q8_0 weights: w [N, K] int8, scale [N, K / 32].
-struct LinearDecodeQ8 {
-  int64_t M, N, K, G;
-  Buffer x, y;
-  int64_t Count, Next = 0;
-  explicit LinearDecodeQ8(const Shape &S)
-      : M(S[0]), N(S[1]), K(S[2]), G(K / kQ8Group),
-        x(pkbench::random(M * K, 242)), y(pkbench::random(M * N, 243)),
+/// Q8_0 weights [N, K] with scales [N, G] taken in turn from the int8 pools
+/// (at least two matrices).
+struct Q8Rotation {
+  int64_t N, K, G, Count, Next = 0;
+  Q8Rotation(int64_t N, int64_t K, int64_t G)
+      : N(N), K(K), G(G),
         Count(std::max<int64_t>(2, static_cast<int64_t>(pool_q8().size()) /
                                        (N * K))) {}
-  static bool eager_at(const Shape &) { return false; }
-  int64_t min_bytes() const { return N * K + (N * G + M * K + M * N) * F; }
-  std::vector<const Buffer *> outputs() const { return {&y}; }
   std::pair<const int8_t *, const float *> next() {
     const int8_t *W = pool_q8().data() + Next * N * K;
     const float *S = pool_q8_scales().data() + Next * N * G;
     Next = (Next + 1) % Count;
     return {W, S};
   }
+};
+
+// y = x wᵀ with Q8_0 weights: w [N, K] int8, scale [N, K / 32].
+struct LinearDecodeQ8 {
+  int64_t M, N, K, G;
+  Buffer x, y;
+  Q8Rotation Weights;
+  explicit LinearDecodeQ8(const Shape &S)
+      : M(S[0]), N(S[1]), K(S[2]), G(K / kQ8Group),
+        x(pkbench::random(M * K, 242)), y(pkbench::random(M * N, 243)),
+        Weights(N, K, G) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return N * K + (N * G + M * K + M * N) * F; }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+  std::pair<const int8_t *, const float *> next() { return Weights.next(); }
 
   void pk() {
     auto [W, S] = next();
@@ -282,22 +292,15 @@ struct Int8ProductDecode {
   Buffer x, y;
   std::vector<int8_t> xq;
   std::vector<float> xs;
-  int64_t Count, Next = 0;
+  Q8Rotation Weights;
   explicit Int8ProductDecode(const Shape &S)
       : M(S[0]), N(S[1]), K(S[2]), G(K / kRunqGroup),
         x(pkbench::random(M * K, 247)), y(pkbench::random(M * N, 248)),
-        xq(M * K), xs(M * G),
-        Count(std::max<int64_t>(2, static_cast<int64_t>(pool_q8().size()) /
-                                       (N * K))) {}
+        xq(M * K), xs(M * G), Weights(N, K, G) {}
   static bool eager_at(const Shape &) { return false; }
   int64_t min_bytes() const { return N * K + (N * G + M * K + M * N) * F; }
   std::vector<const Buffer *> outputs() const { return {&y}; }
-  std::pair<const int8_t *, const float *> next() {
-    const int8_t *W = pool_q8().data() + Next * N * K;
-    const float *S = pool_q8_scales().data() + Next * N * G;
-    Next = (Next + 1) % Count;
-    return {W, S};
-  }
+  std::pair<const int8_t *, const float *> next() { return Weights.next(); }
 
   void pk() {
     auto [W, S] = next();
