@@ -103,23 +103,35 @@ const char *tensorName(Tensor T) {
     return "freq_cis_imag";
   case Tensor::Wcls:
     return "wcls";
+  case Tensor::Bq:
+    return "bq";
+  case Tensor::Bk:
+    return "bk";
+  case Tensor::Bv:
+    return "bv";
   }
   return "?";
 }
 
 /// The tensors of a `Version` file in the order it stores them (export.py's
 /// legacy_export, version1_export, version2_export). Per-layer tensors
-/// store their layers one after the other.
-std::vector<Tensor> fileOrder(int Version, bool SharedClassifier) {
+/// store their layers one after the other. The q/k/v biases of pk's header
+/// extension (versions 1 and 2 only) follow the norms, fp32 like them.
+std::vector<Tensor> fileOrder(int Version, const Config &C) {
   using enum Tensor;
   std::vector<Tensor> Order;
-  if (Version == 0)
+  if (Version == 0) {
     Order = {TokenEmbedding, RmsAtt,  Wq,     Wk, Wv, Wo, RmsFfn, W1, W2, W3,
              RmsFinal,       RopeCos, RopeSin};
-  else // Versions 1 and 2: the norms first (fp32 in both).
-    Order = {RmsAtt, RmsFfn, RmsFinal, TokenEmbedding, Wq, Wk, Wv, Wo,
-             W1,     W2,     W3};
-  if (!SharedClassifier)
+  } else { // Versions 1 and 2: the norms first (fp32 in both).
+    Order = {RmsAtt, RmsFfn, RmsFinal};
+    if (C.qkv_bias)
+      for (Tensor T : {Bq, Bk, Bv})
+        Order.push_back(T);
+    for (Tensor T : {TokenEmbedding, Wq, Wk, Wv, Wo, W1, W2, W3})
+      Order.push_back(T);
+  }
+  if (!C.shared_classifier)
     Order.push_back(Wcls);
   return Order;
 }
@@ -148,7 +160,7 @@ int64_t headerBytes(int Version) {
 /// int64 (whole tensors at once: a hostile n_layers must not be walked).
 int64_t layoutBytes(const Config &C, int Version, int64_t GroupSize) {
   int64_t Offset = headerBytes(Version);
-  for (Tensor T : fileOrder(Version, C.shared_classifier)) {
+  for (Tensor T : fileOrder(Version, C)) {
     const int64_t Slice = sliceBytes(Version, T, tensorValues(C, T), GroupSize);
     Offset = addSize(Offset, mulSize(isPerLayer(T) ? C.n_layers : 1, Slice));
     if (Offset < 0)
@@ -164,7 +176,7 @@ template <class Visitor>
 void walkLayout(const Config &C, int Version, int64_t GroupSize,
                 Visitor &&Visit) {
   int64_t Offset = headerBytes(Version);
-  for (Tensor T : fileOrder(Version, C.shared_classifier)) {
+  for (Tensor T : fileOrder(Version, C)) {
     const int64_t Values = tensorValues(C, T);
     const int64_t Bytes = sliceBytes(Version, T, Values, GroupSize);
     const int64_t Layers = isPerLayer(T) ? C.n_layers : 1;
@@ -180,7 +192,7 @@ std::string groupSizeProblem(const Config &C, int64_t GroupSize) {
   if (GroupSize <= 0)
     return "the group size is " + std::to_string(GroupSize) +
            " (it must be positive)";
-  for (Tensor T : fileOrder(2, C.shared_classifier)) {
+  for (Tensor T : fileOrder(2, C)) {
     const int64_t Values = tensorValues(C, T);
     if (isMatrix(T) && Values >= 0 && Values % GroupSize != 0)
       return "the group size " + std::to_string(GroupSize) +
@@ -236,12 +248,43 @@ private:
   int Fd;
 };
 
+/// The byte offset of pk's header extension in a version 1 or 2 header,
+/// and its size: the tag, flags, rope_theta and norm_eps.
+constexpr int64_t ExtensionOffset = 64, ExtensionBytes = 16;
+/// The extension's flags: bit 0 is Config::qkv_bias; the others are zero.
+constexpr uint32_t QkvBiasFlag = 1;
+
 /// What the header of a checkpoint says.
 struct Header {
   int Version = 0;
   Config Cfg;
   int64_t GroupSize = 0;
 };
+
+/// Reads pk's header extension at `Ext` (its tag checked) into `C`.
+void parseExtension(const std::string &Path, const unsigned char *Ext,
+                    Config &C) {
+  uint32_t Flags;
+  float Theta, Eps;
+  std::memcpy(&Flags, Ext + 4, 4);
+  std::memcpy(&Theta, Ext + 8, 4);
+  std::memcpy(&Eps, Ext + 12, 4);
+  if ((Flags & ~QkvBiasFlag) != 0)
+    fail(Path, "the extension's flags (bytes 68-71) are " +
+                   std::to_string(Flags) +
+                   ": only bit 0 (q/k/v biases) is defined");
+  auto Positive = [&](float V, const char *Name, const char *Where) {
+    if (!(V > 0.0f) || !std::isfinite(V))
+      fail(Path, std::string("the extension's ") + Name + " (" + Where +
+                     ") is " + std::to_string(V) +
+                     ": it must be positive and finite");
+  };
+  Positive(Theta, "rope_theta", "bytes 72-75");
+  Positive(Eps, "norm_eps", "bytes 76-79");
+  C.qkv_bias = (Flags & QkvBiasFlag) != 0;
+  C.rope_theta = Theta;
+  C.norm_eps = Eps;
+}
 
 /// Parses the first min(256, FileBytes) bytes of a checkpoint.
 Header parseHeader(const std::string &Path, const unsigned char *Bytes,
@@ -282,11 +325,20 @@ Header parseHeader(const std::string &Path, const unsigned char *Bytes,
       H.GroupSize = readInt32(Bytes + 37); // unaligned, as export.py packs it
       PaddingStart = 41;
     }
-    for (int64_t I = PaddingStart; I < VersionedHeaderBytes; ++I)
+    uint32_t Tag;
+    std::memcpy(&Tag, Bytes + ExtensionOffset, 4);
+    const bool Extended = Tag == ExtensionMagic;
+    if (Extended)
+      parseExtension(Path, Bytes + ExtensionOffset, H.Cfg);
+    for (int64_t I = PaddingStart; I < VersionedHeaderBytes; ++I) {
+      if (Extended && I == ExtensionOffset)
+        I += ExtensionBytes;
       if (Bytes[I] != 0)
         fail(Path, "header byte " + std::to_string(I) +
                        " is not zero (version " + std::to_string(H.Version) +
-                       " pads its header with zeros to 256 bytes)");
+                       " pads its header with zeros to 256 bytes, apart "
+                       "from pk's extension \"pkx1\" at byte 64)");
+    }
     if (RawVocab < 0)
       fail(Path, "vocab_size is " + std::to_string(RawVocab) +
                      " (negative is version 0's unshared flag; versions 1 "
@@ -353,10 +405,19 @@ bool isPerLayer(Tensor T) {
   case Tensor::W1:
   case Tensor::W2:
   case Tensor::W3:
+  case Tensor::Bq:
+  case Tensor::Bk:
+  case Tensor::Bv:
     return true;
   default:
     return false;
   }
+}
+
+bool hasExtension(const Config &C) {
+  const Config Llama;
+  return C.qkv_bias || C.rope_theta != Llama.rope_theta ||
+         C.norm_eps != Llama.norm_eps;
 }
 
 int64_t tensorValues(const Config &C, Tensor T) {
@@ -367,7 +428,11 @@ int64_t tensorValues(const Config &C, Tensor T) {
   case Tensor::RmsAtt:
   case Tensor::RmsFfn:
   case Tensor::RmsFinal:
+  case Tensor::Bq:
     return C.dim;
+  case Tensor::Bk:
+  case Tensor::Bv:
+    return C.kv_dim();
   case Tensor::Wq:
   case Tensor::Wo:
     return mulSize(C.dim, C.dim);
@@ -480,6 +545,18 @@ Checkpoint Checkpoint::open(const std::string &Path) {
                  case Tensor::RmsFinal:
                    Q.rms_final = F;
                    break;
+                 case Tensor::Bq:
+                   if (L == 0)
+                     Q.bq = F;
+                   break;
+                 case Tensor::Bk:
+                   if (L == 0)
+                     Q.bk = F;
+                   break;
+                 case Tensor::Bv:
+                   if (L == 0)
+                     Q.bv = F;
+                   break;
                  case Tensor::TokenEmbedding:
                    Q.token_embedding = QT;
                    break;
@@ -557,6 +634,15 @@ Checkpoint Checkpoint::open(const std::string &Path) {
                    break;
                  case Tensor::Wcls:
                    W.wcls = F;
+                   break;
+                 case Tensor::Bq:
+                   W.bq = F;
+                   break;
+                 case Tensor::Bk:
+                   W.bk = F;
+                   break;
+                 case Tensor::Bv:
+                   W.bv = F;
                    break;
                  case Tensor::RopeCos:
                  case Tensor::RopeSin:
@@ -661,6 +747,11 @@ public:
     case Tensor::W2:
       Scale = MatrixGain / std::sqrt(static_cast<float>(C.hidden_dim));
       break;
+    case Tensor::Bq:
+    case Tensor::Bk:
+    case Tensor::Bv:
+      Scale = BiasScale;
+      break;
     default:
       Scale = MatrixGain / std::sqrt(Dim);
       break;
@@ -707,6 +798,9 @@ private:
   // outputs keep the next token a chaotic function of the whole context.
   static constexpr float MatrixGain = 3.0f;
   static constexpr float EmbeddingScale = 0.1f;
+  /// The q/k/v biases: uniform in +-0.5, a third of a projection's standard
+  /// deviation (about 1.7), enough to move every attention score.
+  static constexpr float BiasScale = 0.5f;
   /// rms_final scales the logits alone: it is set so that their standard
   /// deviation is about this much at any dim (the classifier is the
   /// embedding), which makes sampling at temperature 1 neither uniform nor
@@ -814,6 +908,14 @@ std::vector<unsigned char> makeHeader(const Config &C, int Version,
     H[36] = C.shared_classifier ? 1 : 0;
   if (Version == 2)
     Put(37, GroupSize);
+  if (Version != 0 && hasExtension(C)) {
+    const uint32_t Flags = C.qkv_bias ? QkvBiasFlag : 0;
+    unsigned char *Ext = H.data() + ExtensionOffset;
+    std::memcpy(Ext, &ExtensionMagic, 4);
+    std::memcpy(Ext + 4, &Flags, 4);
+    std::memcpy(Ext + 8, &C.rope_theta, 4);
+    std::memcpy(Ext + 12, &C.norm_eps, 4);
+  }
   return H;
 }
 
@@ -831,6 +933,12 @@ void writeCheckpoint(const std::string &Path, const Config &C, int Version,
   if (Version < 0 || Version > 2)
     fail(Path, "cannot write checkpoint version " + std::to_string(Version) +
                    " (llama2.c's are 0, 1 and 2)");
+  if (Version == 0 && hasExtension(C))
+    fail(Path, "version 0 has no room for q/k/v biases, rope_theta or "
+               "norm_eps other than Llama 2's: write version 1 or 2");
+  if (!(C.rope_theta > 0.0f) || !std::isfinite(C.rope_theta) ||
+      !(C.norm_eps > 0.0f) || !std::isfinite(C.norm_eps))
+    fail(Path, "rope_theta and norm_eps must be positive and finite");
   if (Version == 2) {
     if (std::string Problem = groupSizeProblem(C, GroupSize); !Problem.empty())
       fail(Path, Problem);

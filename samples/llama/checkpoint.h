@@ -16,6 +16,15 @@
 //              then one fp32 scale per group), one block per layer, as
 //              runq.c reads it.
 //
+// pk's extension, for what llama2.c's formats leave implicit (Qwen2's q/k/v
+// biases, a RoPE base other than 10000, an epsilon other than 1e-5): in a
+// version 1 or 2 header, at byte 64 (inside llama2.c's zero padding), the
+// tag "pkx1", uint32 flags (bit 0: q/k/v biases), float rope_theta, float
+// norm_eps. With the bias flag, bq [n_layers, dim], bk and bv [n_layers,
+// kv_dim] follow the norms, fp32 in both versions. A file without the tag
+// is llama2.c's, read with Llama 2's constants; llama2.c's programs do not
+// know the extension (they would read a biased file's tensors out of place).
+//
 // Every size is checked against the header before anything is mapped, so a
 // truncated, padded or hostile file is a FileError, never a crash.
 //
@@ -48,6 +57,8 @@ public:
 inline constexpr uint32_t CheckpointMagic = 0x616b3432;
 /// The header of versions 1 and 2 is padded with zeros to this many bytes.
 inline constexpr int64_t VersionedHeaderBytes = 256;
+/// "pkx1" as a little-endian uint32: the tag of pk's header extension.
+inline constexpr uint32_t ExtensionMagic = 0x31786b70;
 /// The header of version 0: 7 int32.
 inline constexpr int64_t LegacyHeaderBytes = 28;
 
@@ -130,9 +141,17 @@ enum class Tensor {
   RopeCos,
   RopeSin,
   Wcls,
+  Bq, ///< pk's extension, with Config::qkv_bias: [dim] per layer
+  Bk, ///< [kv_dim] per layer
+  Bv, ///< [kv_dim] per layer
 };
 
-/// Whether `T` has one slice per layer (RmsAtt, Wq..Wo, RmsFfn, W1..W3).
+/// Whether a checkpoint of `C` needs pk's header extension: q/k/v biases,
+/// or a rope_theta or norm_eps other than Llama 2's.
+bool hasExtension(const Config &C);
+
+/// Whether `T` has one slice per layer (RmsAtt, Wq..Wo, RmsFfn, W1..W3,
+/// Bq..Bv).
 bool isPerLayer(Tensor T);
 
 /// The number of values of `T` (of one layer's slice when isPerLayer(T)),
@@ -149,12 +168,14 @@ int64_t tensorValues(const Config &C, Tensor T);
 /// wanders over the vocabulary instead of repeating one token. rms_att and
 /// rms_ffn are uniform in [0.8, 1.2]; rms_final is that times about
 /// 35/sqrt(dim), which puts the logits' standard deviation near 2 at any
-/// dim.
+/// dim. The q/k/v biases are uniform in +-0.5.
 void randomWeights(const Config &C, uint64_t Seed, Tensor T, int64_t Layer,
                    std::span<float> Out);
 
 /// Writes a checkpoint of shape `C` (C.shared_classifier chooses whether
-/// wcls is stored) holding randomWeights(Seed) in `Version` 0, 1 or 2; for
+/// wcls is stored; hasExtension(C) writes pk's extension, and the biases
+/// with C.qkv_bias, which version 0 cannot hold) holding randomWeights(Seed)
+/// in `Version` 0, 1 or 2; for
 /// version 2, quantized to Q8_0 in groups of `GroupSize` (which must divide
 /// every matrix: see fitGroupSize) as export.py does. The file is written
 /// in chunks (never whole in memory) to `Path`.partial and renamed to

@@ -24,20 +24,23 @@ template void embed<pk::bfloat16>(In<int32_t>, In<pk::bfloat16, 2>,
 /// positions pos..pos+T-1: writes their keys and values into the caches
 /// [n_kv_heads, seq_len, head_size] at pos, attends causally over 0..pos+T-1
 /// (query head h uses kv head h / (n_heads / n_kv_heads)), then the SwiGLU
-/// FFN; both blocks are pre-norm and residual.
+/// FFN; both blocks are pre-norm and residual. bq, bk and bv are the q/k/v
+/// projections' biases (Qwen2's; zeros for a Llama, whose projections have
+/// none).
 template <class W>
 PK_KERNEL void layer(InOut<float, 2> x, In<float> rms_att, In<W, 2> wq,
-                     In<W, 2> wk, In<W, 2> wv, In<W, 2> wo, In<float> rms_ffn,
-                     In<W, 2> w1, In<W, 2> w2, In<W, 2> w3,
-                     InOut<float, 3> key_cache, InOut<float, 3> value_cache,
-                     int64_t pos, float eps, float theta) {
+                     In<W, 2> wk, In<W, 2> wv, In<float> bq, In<float> bk,
+                     In<float> bv, In<W, 2> wo, In<float> rms_ffn, In<W, 2> w1,
+                     In<W, 2> w2, In<W, 2> w3, InOut<float, 3> key_cache,
+                     InOut<float, 3> value_cache, int64_t pos, float eps,
+                     float theta) {
   auto T = x.extent(0), kv_heads = key_cache.extent(0);
   auto heads = x.extent(1) / key_cache.extent(2);
 
   auto h = rmsnorm(x[_], rms_att[_], eps);
-  auto q = rope(matmul(h, transpose(wq[_])), pos, heads, theta);
-  auto k = rope(matmul(h, transpose(wk[_])), pos, kv_heads, theta);
-  auto v = matmul(h, transpose(wv[_]));
+  auto q = rope(matmul(h, transpose(wq[_])) + bq[_], pos, heads, theta);
+  auto k = rope(matmul(h, transpose(wk[_])) + bk[_], pos, kv_heads, theta);
+  auto v = matmul(h, transpose(wv[_])) + bv[_];
   key_cache.slice(1, pos, pos + T)[_] = heads_first(k, kv_heads);
   value_cache.slice(1, pos, pos + T)[_] = heads_first(v, kv_heads);
   auto o = attention(q, key_cache.slice(1, 0, pos + T)[_],
@@ -50,14 +53,14 @@ PK_KERNEL void layer(InOut<float, 2> x, In<float> rms_att, In<W, 2> wq,
 }
 
 template void layer<float>(InOut<float, 2>, In<float>, In<float, 2>,
-                           In<float, 2>, In<float, 2>, In<float, 2>, In<float>,
-                           In<float, 2>, In<float, 2>, In<float, 2>,
-                           InOut<float, 3>, InOut<float, 3>, int64_t, float,
-                           float);
+                           In<float, 2>, In<float, 2>, In<float>, In<float>,
+                           In<float>, In<float, 2>, In<float>, In<float, 2>,
+                           In<float, 2>, In<float, 2>, InOut<float, 3>,
+                           InOut<float, 3>, int64_t, float, float);
 template void layer<pk::bfloat16>(InOut<float, 2>, In<float>,
                                   In<pk::bfloat16, 2>, In<pk::bfloat16, 2>,
+                                  In<pk::bfloat16, 2>, In<float>, In<float>,
+                                  In<float>, In<pk::bfloat16, 2>, In<float>,
                                   In<pk::bfloat16, 2>, In<pk::bfloat16, 2>,
-                                  In<float>, In<pk::bfloat16, 2>,
-                                  In<pk::bfloat16, 2>, In<pk::bfloat16, 2>,
-                                  InOut<float, 3>, InOut<float, 3>, int64_t,
-                                  float, float);
+                                  In<pk::bfloat16, 2>, InOut<float, 3>,
+                                  InOut<float, 3>, int64_t, float, float);

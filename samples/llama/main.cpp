@@ -47,7 +47,9 @@ namespace {
       "  --dtype <string> fp32|bf16: an fp32 checkpoint's matrices as\n"
       "              stored (default) or rounded to bfloat16 (half the size)\n"
       "Checkpoints: llama2.c's version 0 (legacy) and version 1 (fp32), and\n"
-      "version 2 (int8 Q8_0, computed as llama2.c's runq does).\n"
+      "version 2 (int8 Q8_0, computed as llama2.c's runq does); versions 1\n"
+      "and 2 with pk's header extension for Qwen2 (q/k/v biases, its RoPE\n"
+      "base and epsilon).\n"
       "Threads: OMP_NUM_THREADS.\n",
       stderr);
   std::exit(EXIT_FAILURE);

@@ -34,14 +34,14 @@ void dequantize(pk::In<int8_t, 2> q, pk::In<float, 2> scale,
 void layer_q8(pk::InOut<float, 2> x, pk::In<float> rms_att,
               pk::In<int8_t, 2> wq, pk::In<float, 2> wq_scale,
               pk::In<int8_t, 2> wk, pk::In<float, 2> wk_scale,
-              pk::In<int8_t, 2> wv, pk::In<float, 2> wv_scale,
-              pk::In<int8_t, 2> wo, pk::In<float, 2> wo_scale,
-              pk::In<float> rms_ffn, pk::In<int8_t, 2> w1,
-              pk::In<float, 2> w1_scale, pk::In<int8_t, 2> w2,
-              pk::In<float, 2> w2_scale, pk::In<int8_t, 2> w3,
-              pk::In<float, 2> w3_scale, pk::InOut<float, 3> key_cache,
-              pk::InOut<float, 3> value_cache, int64_t pos, float eps,
-              float theta);
+              pk::In<int8_t, 2> wv, pk::In<float, 2> wv_scale, pk::In<float> bq,
+              pk::In<float> bk, pk::In<float> bv, pk::In<int8_t, 2> wo,
+              pk::In<float, 2> wo_scale, pk::In<float> rms_ffn,
+              pk::In<int8_t, 2> w1, pk::In<float, 2> w1_scale,
+              pk::In<int8_t, 2> w2, pk::In<float, 2> w2_scale,
+              pk::In<int8_t, 2> w3, pk::In<float, 2> w3_scale,
+              pk::InOut<float, 3> key_cache, pk::InOut<float, 3> value_cache,
+              int64_t pos, float eps, float theta);
 void head_q8(pk::In<float, 2> x, pk::In<float> rms_final,
              pk::In<int8_t, 2> wcls, pk::In<float, 2> wcls_scale,
              pk::Out<float> logits, float eps);
@@ -50,11 +50,11 @@ void embed(pk::In<int32_t> tokens, pk::In<W, 2> token_embedding,
            pk::Out<float, 2> x);
 template <class W>
 void layer(pk::InOut<float, 2> x, pk::In<float> rms_att, pk::In<W, 2> wq,
-           pk::In<W, 2> wk, pk::In<W, 2> wv, pk::In<W, 2> wo,
-           pk::In<float> rms_ffn, pk::In<W, 2> w1, pk::In<W, 2> w2,
-           pk::In<W, 2> w3, pk::InOut<float, 3> key_cache,
-           pk::InOut<float, 3> value_cache, int64_t pos, float eps,
-           float theta);
+           pk::In<W, 2> wk, pk::In<W, 2> wv, pk::In<float> bq, pk::In<float> bk,
+           pk::In<float> bv, pk::In<W, 2> wo, pk::In<float> rms_ffn,
+           pk::In<W, 2> w1, pk::In<W, 2> w2, pk::In<W, 2> w3,
+           pk::InOut<float, 3> key_cache, pk::InOut<float, 3> value_cache,
+           int64_t pos, float eps, float theta);
 template <class W>
 void head(pk::In<float, 2> x, pk::In<float> rms_final, pk::In<W, 2> wcls,
           pk::Out<float> logits, float eps);
@@ -103,10 +103,12 @@ constexpr Kernels EagerInt8Kernels{
     &eager::head_q8};
 
 /// Weights with matrices of element type W in llama2.c's layouts (Weights
-/// is DenseWeights<float>'s public face); the norms are fp32 in every format.
+/// is DenseWeights<float>'s public face); the norms and biases are fp32 in
+/// every format, the biases null without Config::qkv_bias.
 template <class W> struct DenseWeights {
   const W *token_embedding, *wq, *wk, *wv, *wo, *w1, *w2, *w3, *wcls;
   const float *rms_att, *rms_ffn, *rms_final;
+  const float *bq, *bk, *bv;
 };
 
 [[noreturn]] void fail(const std::string &Why) {
@@ -138,6 +140,16 @@ void checkSet(const char *Name, const void *Ptr) {
     fail(std::string("weights.") + Name + " is null");
 }
 
+/// With qkv_bias the three biases must be set; without, they are not read.
+void checkBiases(const Config &C, const float *Bq, const float *Bk,
+                 const float *Bv) {
+  if (!C.qkv_bias)
+    return;
+  checkSet("bq", Bq);
+  checkSet("bk", Bk);
+  checkSet("bv", Bv);
+}
+
 void checkWeights(const Config &C, const Weights &W) {
   const std::pair<const char *, const float *> Slabs[] = {
       {"token_embedding", W.token_embedding},
@@ -154,6 +166,7 @@ void checkWeights(const Config &C, const Weights &W) {
       {"wcls", C.shared_classifier ? W.token_embedding : W.wcls}};
   for (const auto &[Name, Ptr] : Slabs)
     checkSet(Name, Ptr);
+  checkBiases(C, W.bq, W.bk, W.bv);
 }
 
 void checkWeights(const Config &C, const QuantizedWeights &Q) {
@@ -165,6 +178,7 @@ void checkWeights(const Config &C, const QuantizedWeights &Q) {
   checkSet("rms_att", Q.rms_att);
   checkSet("rms_ffn", Q.rms_ffn);
   checkSet("rms_final", Q.rms_final);
+  checkBiases(C, Q.bq, Q.bk, Q.bv);
   auto Tensor = [](const char *Name, const QuantizedTensor &T) {
     checkSet(Name, T.values);
     checkSet(Name, T.scales);
@@ -227,6 +241,9 @@ struct Model::State {
   std::vector<BF16> Bf16Matrices; ///< every matrix, rounded, one buffer
   QuantizedWeights Q8;            ///< Format::Q8: the caller's weights
   std::vector<float> Embedding;   ///< Format::Q8: [vocab, dim], dequantized
+  /// The q/k/v biases of a model without them (Config::qkv_bias false):
+  /// dim zeros, every layer's bq, bk and bv.
+  std::vector<float> ZeroBias;
 
   explicit State(const Config &C) {
     const int64_t Cache = C.n_layers * C.n_kv_heads * C.seq_len * C.head_size();
@@ -234,6 +251,14 @@ struct Model::State {
     ValueCache.assign(static_cast<size_t>(Cache), 0.0f);
     X.assign(static_cast<size_t>(C.seq_len * C.dim), 0.0f);
     Logits.assign(static_cast<size_t>(C.vocab_size), 0.0f);
+    if (!C.qkv_bias)
+      ZeroBias.assign(static_cast<size_t>(C.dim), 0.0f);
+  }
+
+  /// Layer L's slice [N] of the bias slab B ([n_layers, N]), or zeros when
+  /// the model has no biases.
+  In<float> bias(const float *B, int64_t L, int64_t N, const char *Name) const {
+    return In<float>(B ? B + L * N : ZeroBias.data(), {N}, Name);
   }
 
   /// Rounds the matrices of `W` to bf16 into Bf16Matrices and points Bf16
@@ -266,6 +291,9 @@ struct Model::State {
     Bf16.rms_att = W.rms_att;
     Bf16.rms_ffn = W.rms_ffn;
     Bf16.rms_final = W.rms_final;
+    Bf16.bq = C.qkv_bias ? W.bq : nullptr;
+    Bf16.bk = C.qkv_bias ? W.bk : nullptr;
+    Bf16.bv = C.qkv_bias ? W.bv : nullptr;
   }
 
   /// embed -> layer x n_layers -> head, for dense matrices of type W.
@@ -284,6 +312,8 @@ struct Model::State {
                In<W, 2>(Wt.wq + L * D * D, {D, D}, "wq"),
                In<W, 2>(Wt.wk + L * KV * D, {KV, D}, "wk"),
                In<W, 2>(Wt.wv + L * KV * D, {KV, D}, "wv"),
+               bias(Wt.bq, L, D, "bq"), bias(Wt.bk, L, KV, "bk"),
+               bias(Wt.bv, L, KV, "bv"),
                In<W, 2>(Wt.wo + L * D * D, {D, D}, "wo"),
                In<float>(Wt.rms_ffn + L * D, {D}, "rms_ffn"),
                In<W, 2>(Wt.w1 + L * F * D, {F, D}, "w1"),
@@ -314,18 +344,19 @@ struct Model::State {
                             Wv = L(Q8.wv, I), Wo = L(Q8.wo, I),
                             W1 = L(Q8.w1, I), W2 = L(Q8.w2, I),
                             W3 = L(Q8.w3, I);
-      K.layer_q8(InOut<float, 2>(X.data(), {T, D}, "x"),
-                 In<float>(Q8.rms_att + I * D, {D}, "rms_att"),
-                 values(Wq, D, D, "wq"), scales(Wq, D, D, "wq_scale"),
-                 values(Wk, KV, D, "wk"), scales(Wk, KV, D, "wk_scale"),
-                 values(Wv, KV, D, "wv"), scales(Wv, KV, D, "wv_scale"),
-                 values(Wo, D, D, "wo"), scales(Wo, D, D, "wo_scale"),
-                 In<float>(Q8.rms_ffn + I * D, {D}, "rms_ffn"),
-                 values(W1, F, D, "w1"), scales(W1, F, D, "w1_scale"),
-                 values(W2, D, F, "w2"), scales(W2, D, F, "w2_scale"),
-                 values(W3, F, D, "w3"), scales(W3, F, D, "w3_scale"),
-                 keyCache(C, I), valueCache(C, I), Pos, C.norm_eps,
-                 C.rope_theta);
+      K.layer_q8(
+          InOut<float, 2>(X.data(), {T, D}, "x"),
+          In<float>(Q8.rms_att + I * D, {D}, "rms_att"), values(Wq, D, D, "wq"),
+          scales(Wq, D, D, "wq_scale"), values(Wk, KV, D, "wk"),
+          scales(Wk, KV, D, "wk_scale"), values(Wv, KV, D, "wv"),
+          scales(Wv, KV, D, "wv_scale"), bias(Q8.bq, I, D, "bq"),
+          bias(Q8.bk, I, KV, "bk"), bias(Q8.bv, I, KV, "bv"),
+          values(Wo, D, D, "wo"), scales(Wo, D, D, "wo_scale"),
+          In<float>(Q8.rms_ffn + I * D, {D}, "rms_ffn"), values(W1, F, D, "w1"),
+          scales(W1, F, D, "w1_scale"), values(W2, D, F, "w2"),
+          scales(W2, D, F, "w2_scale"), values(W3, F, D, "w3"),
+          scales(W3, F, D, "w3_scale"), keyCache(C, I), valueCache(C, I), Pos,
+          C.norm_eps, C.rope_theta);
     }
     const QuantizedTensor Wcls =
         C.shared_classifier ? Q8.token_embedding : Q8.wcls;
@@ -381,7 +412,10 @@ Model::Model(const Config &C, const Weights &W, DType Storage) : Cfg(C) {
               C.shared_classifier ? W.token_embedding : W.wcls,
               W.rms_att,
               W.rms_ffn,
-              W.rms_final};
+              W.rms_final,
+              C.qkv_bias ? W.bq : nullptr,
+              C.qkv_bias ? W.bk : nullptr,
+              C.qkv_bias ? W.bv : nullptr};
   }
 }
 
@@ -393,6 +427,8 @@ Model::Model(const Config &C, const QuantizedWeights &Q, Execution E) : Cfg(C) {
     S->K = EagerInt8Kernels;
   S->Fmt = State::Format::Q8;
   S->Q8 = Q;
+  if (!C.qkv_bias)
+    S->Q8.bq = S->Q8.bk = S->Q8.bv = nullptr;
   const int64_t V = C.vocab_size, D = C.dim;
   S->Embedding.resize(static_cast<size_t>(V * D));
   S->K.dequantize(State::values(Q.token_embedding, V, D, "token_embedding"),

@@ -21,7 +21,9 @@
 namespace llama {
 
 /// llama2.c's Config, plus what its formats leave implicit (Llama 2's
-/// RMSNorm epsilon and RoPE base).
+/// RMSNorm epsilon and RoPE base) and what Qwen2 adds (biases on the q/k/v
+/// projections; its epsilon and base differ too). pk's checkpoints carry the
+/// last three in a header extension (checkpoint.h).
 struct Config {
   int64_t dim = 0;        ///< transformer width
   int64_t hidden_dim = 0; ///< SwiGLU width
@@ -33,6 +35,7 @@ struct Config {
   bool shared_classifier = true; ///< wcls is the token embedding table
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
+  bool qkv_bias = false; ///< q/k/v projections add a bias (Qwen2)
 
   int64_t head_size() const { return dim / n_heads; }
   int64_t kv_dim() const { return head_size() * n_kv_heads; }
@@ -56,6 +59,9 @@ struct Weights {
   const float *rms_final = nullptr;       ///< [dim]
   const float *wcls =
       nullptr; ///< [vocab_size, dim] (token_embedding if shared)
+  const float *bq = nullptr; ///< [n_layers, dim] (only with qkv_bias)
+  const float *bk = nullptr; ///< [n_layers, kv_dim] (only with qkv_bias)
+  const float *bv = nullptr; ///< [n_layers, kv_dim] (only with qkv_bias)
 };
 
 /// One Q8_0 tensor: value i of the flattened tensor is
@@ -68,8 +74,9 @@ struct QuantizedTensor {
 };
 
 /// The weights of a version-2 checkpoint, in the shapes of Weights: the
-/// norms stay fp32; the matrices are Q8_0, one QuantizedTensor per layer
-/// because the file quantizes (and stores) each layer's matrix on its own.
+/// norms and biases stay fp32; the matrices are Q8_0, one QuantizedTensor per
+/// layer because the file quantizes (and stores) each layer's matrix on its
+/// own.
 struct QuantizedWeights {
   int64_t group_size = 0;
   const float *rms_att = nullptr;   ///< [n_layers, dim]
@@ -84,6 +91,9 @@ struct QuantizedWeights {
   std::vector<QuantizedTensor> w2;  ///< n_layers x [dim, hidden_dim]
   std::vector<QuantizedTensor> w3;  ///< n_layers x [hidden_dim, dim]
   QuantizedTensor wcls; ///< [vocab_size, dim] (token_embedding if shared)
+  const float *bq = nullptr; ///< [n_layers, dim], fp32 (only with qkv_bias)
+  const float *bk = nullptr; ///< [n_layers, kv_dim], fp32 (only with qkv_bias)
+  const float *bv = nullptr; ///< [n_layers, kv_dim], fp32 (only with qkv_bias)
 };
 
 /// How Model stores the matrices of fp32 Weights: as they are (F32, read in

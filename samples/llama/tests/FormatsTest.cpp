@@ -140,6 +140,9 @@ enum Tag {
   FreqsCos, // model.freqs_cos[:max_seq_len] (version 0 only)
   FreqsSin,
   Output, // model.output (unshared only)
+  BiasQ,  // pk's extension with the bias flag: q_proj.bias (Qwen2)
+  BiasK,
+  BiasV,
 };
 
 /// Values of one layer of a tensor (of the whole tensor if it has none).
@@ -151,7 +154,11 @@ int64_t tagValues(const Config &C, Tag T) {
   case AttentionNorm:
   case FfnNorm:
   case Norm:
+  case BiasQ:
     return C.dim;
+  case BiasK:
+  case BiasV:
+    return C.kv_dim();
   case Wq:
   case Wo:
     return C.dim * C.dim;
@@ -256,6 +263,41 @@ std::string version2File(const Config &C, int32_t GroupSize) {
   return B.S;
 }
 
+/// pk's header extension at byte 64 of a version 1 or 2 header `B` (written
+/// up to its 37 or 41 bytes): the tag "pkx1", the flags, rope_theta and
+/// norm_eps, then zeros to 256 bytes.
+void appendExtension(Bytes &B, uint32_t Flags, float Theta, float Eps) {
+  B.padTo(64);
+  B.S.append("pkx1");
+  B.u32(Flags);
+  B.f32(Theta);
+  B.f32(Eps);
+  B.padTo(256);
+}
+
+/// A version 1 or 2 file with pk's extension (bias flag from C.qkv_bias):
+/// the norms, then the biases, then the matrices of that version.
+std::string extendedFile(const Config &C, int Version, int32_t GroupSize) {
+  Bytes B;
+  B.u32(0x616b3432);
+  B.i32(Version);
+  appendParams(B, C, C.vocab_size);
+  B.u8(C.shared_classifier ? 1 : 0);
+  if (Version == 2)
+    B.i32(GroupSize);
+  appendExtension(B, C.qkv_bias ? 1 : 0, C.rope_theta, C.norm_eps);
+  for (Tag T : {AttentionNorm, FfnNorm, Norm})
+    appendFp32(B, C, T);
+  if (C.qkv_bias)
+    for (Tag T : {BiasQ, BiasK, BiasV})
+      appendFp32(B, C, T);
+  for (Tag T : {TokEmbeddings, Wq, Wk, Wv, Wo, W1, W2, W3})
+    Version == 2 ? appendQ8(B, C, T, GroupSize) : appendFp32(B, C, T);
+  if (!C.shared_classifier)
+    Version == 2 ? appendQ8(B, C, Output, GroupSize) : appendFp32(B, C, Output);
+  return B.S;
+}
+
 /// Checks that `P` holds tensor `T` (all layers) of a hand-made fp32 file.
 void expectMarkers(const float *P, const Config &C, Tag T, const char *Name) {
   ASSERT_NE(P, nullptr) << Name;
@@ -292,6 +334,9 @@ void expectConfig(const Config &Got, const Config &Want) {
   EXPECT_EQ(Got.vocab_size, Want.vocab_size);
   EXPECT_EQ(Got.seq_len, Want.seq_len);
   EXPECT_EQ(Got.shared_classifier, Want.shared_classifier);
+  EXPECT_EQ(Got.qkv_bias, Want.qkv_bias);
+  EXPECT_EQ(Got.rope_theta, Want.rope_theta);
+  EXPECT_EQ(Got.norm_eps, Want.norm_eps);
 }
 
 TEST_F(FormatsTest, ReadsVersion0InRunCOrder) {
@@ -529,6 +574,79 @@ TEST_F(FormatsTest, RejectsBadVersionedHeaders) {
   EXPECT_TRUE(contains(openError(path("mis.bin")), "not 4-byte aligned"));
 }
 
+/// smallConfig as Qwen2 has it: q/k/v biases, its RoPE base and epsilon.
+Config qwen2Config(bool Shared) {
+  Config C = smallConfig(Shared);
+  C.qkv_bias = true;
+  C.rope_theta = 1e6f;
+  C.norm_eps = 1e-6f;
+  return C;
+}
+
+TEST_F(FormatsTest, ReadsPksExtension) {
+  for (bool Shared : {true, false})
+    for (bool Bias : {true, false}) {
+      Config C = qwen2Config(Shared);
+      C.qkv_bias = Bias;
+      C.rope_theta = Bias ? 1e6f : 5e5f;
+      writeFile(path("v1.bin"), extendedFile(C, 1, 0));
+      const Checkpoint V1 = Checkpoint::open(path("v1.bin"));
+      expectConfig(V1.config(), C);
+      expectFp32Weights(V1, C); // the biases did not shift the matrices
+      const llama::Weights &W = V1.weights();
+      if (Bias) {
+        expectMarkers(W.bq, C, BiasQ, "bq");
+        expectMarkers(W.bk, C, BiasK, "bk");
+        expectMarkers(W.bv, C, BiasV, "bv");
+      } else {
+        EXPECT_EQ(W.bq, nullptr);
+      }
+
+      writeFile(path("v2.bin"), extendedFile(C, 2, 4));
+      const Checkpoint V2 = Checkpoint::open(path("v2.bin"));
+      expectConfig(V2.config(), C);
+      const llama::QuantizedWeights &Q = V2.quantizedWeights();
+      expectMarkers(Q.rms_final, C, Norm, "rms_final");
+      if (Bias) {
+        expectMarkers(Q.bq, C, BiasQ, "bq");
+        expectMarkers(Q.bv, C, BiasV, "bv");
+      }
+      expectQuantized(Q.token_embedding, C, TokEmbeddings, 0, 4, "embedding");
+      expectQuantized(Q.w3[1], C, W3, 1, 4, "w3");
+    }
+}
+
+TEST_F(FormatsTest, RejectsBadExtensions) {
+  const Config C = qwen2Config(true);
+  const std::string Good = extendedFile(C, 1, 0);
+  auto Rejected = [&](const std::string &File) {
+    writeFile(path("x.bin"), File);
+    return openError(path("x.bin"));
+  };
+  std::string Bad = withInt32(Good, 68, 3);
+  EXPECT_TRUE(contains(Rejected(Bad), "only bit 0"));
+  Bad = Good;
+  const float Zero = 0.0f, NaN = std::nanf("");
+  std::memcpy(Bad.data() + 72, &Zero, 4);
+  EXPECT_TRUE(contains(Rejected(Bad), "rope_theta"));
+  Bad = Good;
+  std::memcpy(Bad.data() + 76, &NaN, 4);
+  EXPECT_TRUE(contains(Rejected(Bad), "norm_eps"));
+  Bad = Good;
+  Bad[80] = 1; // the padding after the extension
+  EXPECT_TRUE(contains(Rejected(Bad), "header byte 80"));
+  Bad = Good;
+  Bad[64] = 'q'; // no tag: its bytes are llama2.c's padding
+  EXPECT_TRUE(contains(Rejected(Bad), "header byte 64"));
+  // The bias flag cleared: the file holds biases its header does not
+  // announce; set on a file without them: too short.
+  EXPECT_TRUE(contains(Rejected(withInt32(Good, 68, 0)), "trailing bytes"));
+  Config NoBias = C;
+  NoBias.qkv_bias = false;
+  EXPECT_TRUE(contains(Rejected(withInt32(extendedFile(NoBias, 1, 0), 68, 1)),
+                       "truncated"));
+}
+
 /// Any byte of the header set to any of a few values: a checkpoint or a
 /// FileError, and when it opens, its header implies exactly the file's size
 /// (so every weight lies inside the mapping).
@@ -583,8 +701,15 @@ void expectRandomWeights(const Checkpoint &Ckpt, uint64_t Seed) {
       {Tensor::W2, W.w2},
       {Tensor::W3, W.w3},
       {Tensor::RmsFinal, W.rms_final},
-      {C.shared_classifier ? Tensor::TokenEmbedding : Tensor::Wcls, W.wcls}};
+      {C.shared_classifier ? Tensor::TokenEmbedding : Tensor::Wcls, W.wcls},
+      {Tensor::Bq, W.bq},
+      {Tensor::Bk, W.bk},
+      {Tensor::Bv, W.bv}};
   for (const auto &[T, P] : Tensors) {
+    if (!P && !C.qkv_bias &&
+        (T == Tensor::Bq || T == Tensor::Bk || T == Tensor::Bv))
+      continue;
+    ASSERT_NE(P, nullptr) << "tensor " << static_cast<int>(T);
     const int64_t N = llama::tensorValues(C, T);
     std::vector<float> Want(static_cast<size_t>(N));
     for (int64_t L = 0; L < (llama::isPerLayer(T) ? C.n_layers : 1); ++L) {
@@ -630,6 +755,48 @@ TEST_F(FormatsTest, WritesVersions0And1ThatReadBack) {
       }
     }
   }
+}
+
+TEST_F(FormatsTest, WritesPksExtensionOnlyWhereNeeded) {
+  Config C = tinyConfig(false);
+  // A Llama 2 file is llama2.c's, byte for byte: zeros after byte 36.
+  llama::writeCheckpoint(path("llama.bin"), C, 1, 7);
+  const std::string Llama = readFile(path("llama.bin"));
+  EXPECT_EQ(Llama.substr(37, 219), std::string(219, '\0'));
+  // Qwen2's: the extension, and the biases after the norms.
+  C.qkv_bias = true;
+  C.rope_theta = 1e6f;
+  C.norm_eps = 1e-6f;
+  for (int Version : {1, 2}) {
+    const int64_t Group = Version == 2 ? llama::fitGroupSize(C, 64) : 0;
+    llama::writeCheckpoint(path("qwen.bin"), C, Version, 7, Group);
+    const Checkpoint Ckpt = Checkpoint::open(path("qwen.bin"));
+    EXPECT_EQ(Ckpt.fileBytes(), llama::checkpointBytes(C, Version, Group));
+    expectConfig(Ckpt.config(), C);
+    if (Version == 1) {
+      expectRandomWeights(Ckpt, 7);
+    } else {
+      std::vector<float> Want(static_cast<size_t>(C.kv_dim()));
+      llama::randomWeights(C, 7, Tensor::Bk, 1, Want);
+      EXPECT_EQ(std::memcmp(Ckpt.quantizedWeights().bk + C.kv_dim(),
+                            Want.data(), Want.size() * 4),
+                0);
+      EXPECT_NE(Want[0], 0.0f);
+    }
+  }
+  // Llama's values of the other tensors do not depend on the extension.
+  const Checkpoint Qwen = [&] {
+    llama::writeCheckpoint(path("qwen.bin"), C, 1, 7);
+    return Checkpoint::open(path("qwen.bin"));
+  }();
+  const Checkpoint Plain = Checkpoint::open(path("llama.bin"));
+  const size_t N = static_cast<size_t>(C.n_layers * C.hidden_dim * C.dim);
+  EXPECT_EQ(std::memcmp(Qwen.weights().w2, Plain.weights().w2, N * 4), 0);
+  // Version 0 has no room for it.
+  EXPECT_TRUE(contains(
+      fileErrorOf([&] { llama::writeCheckpoint(path("v0.bin"), C, 0, 7); }),
+      "version 0 has no room"));
+  EXPECT_FALSE(fs::exists(path("v0.bin")));
 }
 
 TEST_F(FormatsTest, SameSeedSameWeightsInEveryVersion) {

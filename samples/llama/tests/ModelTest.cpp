@@ -32,7 +32,9 @@ namespace llama {
 void PrintTo(const Config &C, std::ostream *OS) {
   *OS << "dim " << C.dim << ", hidden " << C.hidden_dim << ", " << C.n_layers
       << " layers, " << C.n_heads << " heads, " << C.n_kv_heads
-      << " kv heads, vocab " << C.vocab_size << ", seq_len " << C.seq_len;
+      << " kv heads, vocab " << C.vocab_size << ", seq_len " << C.seq_len
+      << (C.qkv_bias ? ", q/k/v biases" : "") << ", rope_theta " << C.rope_theta
+      << ", norm_eps " << C.norm_eps;
 }
 } // namespace llama
 
@@ -89,7 +91,7 @@ private:
 struct Checkpoint {
   Config C;
   std::vector<float> Emb, RmsAtt, Wq, Wk, Wv, Wo, RmsFfn, W1, W2, W3, RmsFinal,
-      Wcls;
+      Wcls, Bq, Bk, Bv;
 
   Checkpoint(const Config &Cfg, uint64_t Seed) : C(Cfg) {
     Rng R(Seed);
@@ -114,6 +116,11 @@ struct Checkpoint {
     Fill(RmsFinal, D, 0.5f, 1.5f);
     if (!C.shared_classifier)
       Fill(Wcls, C.vocab_size * D, -AD, AD);
+    if (C.qkv_bias) { // about the projections' own size
+      Fill(Bq, L * D, -0.5f, 0.5f);
+      Fill(Bk, L * KV, -0.5f, 0.5f);
+      Fill(Bv, L * KV, -0.5f, 0.5f);
+    }
   }
 
   Weights weights() const {
@@ -130,6 +137,11 @@ struct Checkpoint {
     W.w3 = W3.data();
     W.rms_final = RmsFinal.data();
     W.wcls = C.shared_classifier ? Emb.data() : Wcls.data();
+    if (C.qkv_bias) {
+      W.bq = Bq.data();
+      W.bk = Bk.data();
+      W.bv = Bv.data();
+    }
     return W;
   }
 };
@@ -157,6 +169,25 @@ Config mhaConfig() {
   C.vocab_size = 97;
   C.seq_len = 32;
   C.shared_classifier = true;
+  return C;
+}
+
+/// Qwen2's layer: q/k/v biases, RoPE base 1e6, epsilon 1e-6, the classifier
+/// tied to the embedding (Qwen2.5-0.5B's choices); 7 query heads share one
+/// kv head (Qwen2.5-0.5B: 14 heads, 2 kv heads).
+Config qwen2Config() {
+  Config C;
+  C.dim = 56;
+  C.hidden_dim = 152;
+  C.n_layers = 2;
+  C.n_heads = 7;
+  C.n_kv_heads = 1;
+  C.vocab_size = 97;
+  C.seq_len = 32;
+  C.shared_classifier = true;
+  C.qkv_bias = true;
+  C.rope_theta = 1e6f;
+  C.norm_eps = 1e-6f;
   return C;
 }
 
@@ -324,8 +355,11 @@ TEST_P(ModelTest, BadInputsThrowAndLeaveTheCacheAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, ModelTest,
-                         ::testing::Values(gqaConfig(), mhaConfig()),
+                         ::testing::Values(gqaConfig(), mhaConfig(),
+                                           qwen2Config()),
                          [](const auto &Info) {
+                           if (Info.param.qkv_bias)
+                             return std::string("Qwen2");
                            return Info.param.n_kv_heads < Info.param.n_heads
                                       ? std::string("GQA")
                                       : std::string("MHA");
@@ -368,6 +402,14 @@ TEST(ModelConfig, RejectsBadConfigs) {
   Missing = W;
   Missing.wcls = nullptr; // needed: gqaConfig's classifier is not shared
   EXPECT_THROW(Model(gqaConfig(), Missing), pk::ShapeError);
+  // A model with q/k/v biases needs all three.
+  const Checkpoint Qwen(qwen2Config(), 1);
+  for (const float *Weights::*Bias :
+       {&Weights::bq, &Weights::bk, &Weights::bv}) {
+    Weights NoBias = Qwen.weights();
+    NoBias.*Bias = nullptr;
+    EXPECT_THROW(Model(qwen2Config(), NoBias), pk::ShapeError);
+  }
   // The good config builds and keeps its config.
   Model M(gqaConfig(), W);
   EXPECT_EQ(M.config().kv_dim(), 32);

@@ -7,7 +7,8 @@
 // float weights it is given. It shares no code with the model (no pk), so
 // the comparisons check llama.cpp's kernels, model.cpp's slab offsets and
 // cache handling, and pk's eager ops. ModelTest gives it fp32 weights,
-// NarrowWeightsTest the same weights rounded to bf16.
+// NarrowWeightsTest the same weights rounded to bf16. Qwen2's q/k/v biases
+// (Config::qkv_bias) are added as Qwen2ForCausalLM adds them, before RoPE.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PK_SAMPLES_LLAMA_TESTS_REFERENCE_H
@@ -45,6 +46,14 @@ public:
       linear(Q.data(), Xb.data(), W.wq + L * D * D, D, D);
       linear(K, Xb.data(), W.wk + L * KV * D, KV, D);
       linear(V, Xb.data(), W.wv + L * KV * D, KV, D);
+      if (C.qkv_bias) // Qwen2: q/k/v projections add their biases
+        for (int64_t I = 0; I < D; ++I) {
+          Q[I] += W.bq[L * D + I];
+          if (I < KV) {
+            K[I] += W.bk[L * KV + I];
+            V[I] += W.bv[L * KV + I];
+          }
+        }
       // RoPE: the pair (I, I + 1) at offset J = I % Hs of its head.
       for (int64_t I = 0; I < D; I += 2) {
         const double Angle =

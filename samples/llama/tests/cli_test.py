@@ -82,6 +82,33 @@ def main():
     check(q2.returncode == 0 and q2.stdout == q1.stdout,
           "int8: the same text at 1 and 2 threads")
 
+    # Qwen2 (pk's header extension: q/k/v biases, RoPE base 1e6, eps 1e-6):
+    # written as version 1 by default, fp32 and int8, the same text at 1
+    # and 2 threads; version 0 cannot hold it.
+    for version, name in (("1", "qwen2.bin"), ("2", "qwen2_q8.bin")):
+        r = run([a.make_checkpoint, "--preset", "qwen2-tiny", "--seed", "7",
+                 "--version", version, "--out", w(name)])
+        check(r.returncode == 0 and b"q/k/v biases" in r.stdout,
+              f"pk-llama-checkpoint writes qwen2-tiny version {version}: "
+              + r.stdout.decode(errors="replace").strip()
+              + r.stderr.decode(errors="replace").strip())
+        k1 = run(greedy(w(name)), threads=1)
+        kout = k1.stdout.decode(errors="replace")
+        check(k1.returncode == 0 and kout.startswith(prompt)
+              and len(kout) > len(prompt) + 1,
+              f"Qwen2 version {version} generates text: exit "
+              f"{k1.returncode}, {kout!r}, "
+              + k1.stderr.decode(errors="replace").strip())
+        k2 = run(greedy(w(name)), threads=2)
+        check(k2.returncode == 0 and k2.stdout == k1.stdout,
+              f"Qwen2 version {version}: the same text at 1 and 2 threads")
+    r = run([a.make_checkpoint, "--preset", "qwen2-tiny", "--version", "0",
+             "--out", w("qwen2_v0.bin")])
+    check(r.returncode == 2 and b"version 0 cannot hold" in r.stderr
+          and not os.path.exists(w("qwen2_v0.bin")),
+          "Qwen2 in version 0 is refused: "
+          + r.stderr.decode(errors="replace").strip()[:200])
+
     # --dtype bf16: fp32 weights rounded to bfloat16 at load. fp32 is the
     # default; bf16 is another model (rounded weights), same command line.
     b1 = run(greedy(w("v0.bin"), "--dtype", "bf16"))
