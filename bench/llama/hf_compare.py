@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""pk-llama against Hugging Face transformers' LlamaForCausalLM (issue [llama]).
+"""pk-llama against Hugging Face transformers' LlamaForCausalLM and
+Qwen2ForCausalLM (issue [llama]).
 
-An independent check of samples/llama: the same llama2.c checkpoint is run by
-pk's llama::Model (through pk_logits.cpp, compiled here with g++) and by
-transformers' LlamaForCausalLM, built from a LlamaConfig of the same shape
-with the checkpoint's weights, in fp32 with eager attention. Not in CI: it
-needs torch and transformers, the venv of bench/peers/run.sh.
+An independent check of samples/llama: the same checkpoint is run by pk's
+llama::Model (through pk_logits.cpp, compiled here with g++ and linked with
+the build's libpk_llama.a, whose kernels pkc compiled) and by transformers'
+LlamaForCausalLM, or Qwen2ForCausalLM for a checkpoint with pk's header
+extension and q/k/v biases, built from a config of the same shape
+(epsilon and RoPE base from the file) with the checkpoint's weights, in fp32
+with eager attention. Not in CI: it needs torch and transformers, the venv
+of bench/peers/run.sh.
 
     bench/peers/.venv/bin/python bench/llama/hf_compare.py            # the default models
     bench/peers/.venv/bin/python bench/llama/hf_compare.py --checkpoint stories15M.bin
 
 Default models: random checkpoints written by pk-llama-checkpoint (--preset
 tiny: GQA; a small MHA one, unshared classifier, version 1; --preset
-stories15M). For each:
+stories15M; --preset qwen2-tiny: Qwen2, 7 query heads per kv head). For
+each:
 
   forced  a random token sequence (BOS first, T = min(--tokens, seq_len)):
           pk token by token (every position's logits) and pk's one-call
@@ -30,7 +35,8 @@ rows of wq and wk are permuted within each head: HF row c*head_size/2 + i
 = llama2.c row 2i + c (c in {0, 1}, i < head_size/2). That is export.py's
 permute_original (llama2.c -> HF, `to_hf_rows` here), the inverse of its
 permute_reverse (HF -> llama2.c, `to_llama2c_rows`); wk uses n_kv_heads
-heads. q.k within a head is a dot product, so permuting q and k alike leaves
+heads; Qwen2's q and k biases take the permutation of their rows. q.k
+within a head is a dot product, so permuting q and k alike leaves
 the attention scores, and everything after them, unchanged; wv, wo and the
 rest are not permuted. check_rope_permutation() verifies this numerically
 with transformers' own LlamaRotaryEmbedding and apply_rotary_pos_emb.
@@ -55,6 +61,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MAGIC = 0x616B3432  # "ak42"
+EXTENSION = b"pkx1"  # pk's header extension at byte 64 (checkpoint.h)
 
 
 # ---------------------------------------------------------------------------
@@ -82,6 +89,11 @@ class Checkpoint:
                 struct.unpack_from("<7i", raw, 8)
             self.shared = bool(raw[36])
             offset = 256
+            if bytes(raw[64:68]) == EXTENSION:
+                flags, = struct.unpack_from("<I", raw, 68)
+                self.rope_theta, self.norm_eps = \
+                    struct.unpack_from("<2f", raw, 72)
+                self.qkv_bias = bool(flags & 1)
         else:
             self.version = 0
             dim, hidden, layers, heads, kv_heads, vocab, seq = \
@@ -89,6 +101,8 @@ class Checkpoint:
             self.shared = vocab > 0
             vocab = abs(vocab)
             offset = 28
+        if not hasattr(self, "qkv_bias"):  # llama2.c's file: Llama 2's
+            self.qkv_bias, self.rope_theta, self.norm_eps = False, 1e4, 1e-5
         self.dim, self.hidden_dim, self.n_layers = dim, hidden, layers
         self.n_heads, self.n_kv_heads = heads, kv_heads
         self.vocab_size, self.seq_len = vocab, seq
@@ -115,14 +129,20 @@ class Checkpoint:
             "rope_cos": (seq, hs // 2),
             "rope_sin": (seq, hs // 2),
             "wcls": (vocab, dim),
+            "bq": (layers, dim),
+            "bk": (layers, kv_dim),
+            "bv": (layers, kv_dim),
         }
         if self.version == 0:  # run.c's order, legacy_export
             order = ["token_embedding", "rms_att", "wq", "wk", "wv", "wo",
                      "rms_ffn", "w1", "w2", "w3", "rms_final", "rope_cos",
                      "rope_sin"]
-        else:  # version1_export: norms first
-            order = ["rms_att", "rms_ffn", "rms_final", "token_embedding",
-                     "wq", "wk", "wv", "wo", "w1", "w2", "w3"]
+        else:  # version1_export: norms first (then pk's biases)
+            order = ["rms_att", "rms_ffn", "rms_final"]
+            if self.qkv_bias:
+                order += ["bq", "bk", "bv"]
+            order += ["token_embedding", "wq", "wk", "wv", "wo", "w1", "w2",
+                      "w3"]
         if not self.shared:
             order.append("wcls")
         floats = raw[offset:].view(np.float32) if (size - offset) % 4 == 0 \
@@ -147,7 +167,9 @@ class Checkpoint:
         return (f"v{self.version} dim {self.dim} hidden {self.hidden_dim} "
                 f"layers {self.n_layers} heads {self.n_heads}/{self.n_kv_heads} "
                 f"vocab {self.vocab_size} seq {self.seq_len} "
-                f"{'shared' if self.shared else 'unshared'}")
+                f"{'shared' if self.shared else 'unshared'}"
+                + (f" q/k/v biases theta {self.rope_theta:g} eps "
+                   f"{self.norm_eps:g}" if self.qkv_bias else ""))
 
 
 def load_checkpoint(path):
@@ -264,37 +286,48 @@ def check_rope_permutation(verbose=True):
 # The Hugging Face model
 
 
-def make_config(vocab, dim, hidden, layers, heads, kv_heads, seq, shared):
+def make_config(vocab, dim, hidden, layers, heads, kv_heads, seq, shared,
+                qwen2=False, theta=10000.0, eps=1e-5):
+    """A LlamaConfig, or a Qwen2Config (q/k/v biases, no sliding window)."""
     import transformers
-    from transformers import LlamaConfig
+    from transformers import LlamaConfig, Qwen2Config
 
     kw = dict(vocab_size=vocab, hidden_size=dim, intermediate_size=hidden,
               num_hidden_layers=layers, num_attention_heads=heads,
               num_key_value_heads=kv_heads, hidden_act="silu",
-              max_position_embeddings=seq, rms_norm_eps=1e-5,
-              tie_word_embeddings=shared, attention_bias=False,
-              mlp_bias=False, bos_token_id=1, eos_token_id=2)
-    if int(transformers.__version__.split(".")[0]) >= 5:
-        kw["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+              max_position_embeddings=seq, rms_norm_eps=eps,
+              tie_word_embeddings=shared, bos_token_id=1, eos_token_id=2)
+    if qwen2:
+        kw.update(use_sliding_window=False)
     else:
-        kw["rope_theta"] = 10000.0
+        kw.update(attention_bias=False, mlp_bias=False)
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        kw["rope_parameters"] = {"rope_type": "default",
+                                 "rope_theta": float(theta)}
+    else:
+        kw["rope_theta"] = float(theta)
         kw["rope_scaling"] = None
-    return LlamaConfig(**kw)
+    return (Qwen2Config if qwen2 else LlamaConfig)(**kw)
 
 
-def build_hf_model(ck, permute=True, eps=1e-5):
-    """LlamaForCausalLM (fp32, eager attention) holding `ck`'s weights, wq
-    and wk rows permuted for HF's rotate_half RoPE (permute=False leaves
-    them as llama2.c has them: a negative control)."""
+def build_hf_model(ck, permute=True, eps=None, theta=None, biases=True):
+    """LlamaForCausalLM, or Qwen2ForCausalLM for a checkpoint with q/k/v
+    biases (fp32, eager attention), holding `ck`'s weights, wq and wk rows
+    (and bq, bk) permuted for HF's rotate_half RoPE. Negative controls:
+    permute=False leaves them as llama2.c has them; eps and theta replace
+    the file's; biases=False zeroes Qwen2's biases."""
     import torch
     from transformers import AutoModelForCausalLM
 
     cfg = make_config(ck.vocab_size, ck.dim, ck.hidden_dim, ck.n_layers,
-                      ck.n_heads, ck.n_kv_heads, ck.seq_len, ck.shared)
-    cfg.rms_norm_eps = eps
+                      ck.n_heads, ck.n_kv_heads, ck.seq_len, ck.shared,
+                      qwen2=ck.qkv_bias,
+                      theta=ck.rope_theta if theta is None else theta,
+                      eps=ck.norm_eps if eps is None else eps)
     model = AutoModelForCausalLM.from_config(
         cfg, attn_implementation="eager").to(torch.float32)
-    assert type(model).__name__ == "LlamaForCausalLM", type(model)
+    want = "Qwen2ForCausalLM" if ck.qkv_bias else "LlamaForCausalLM"
+    assert type(model).__name__ == want, type(model)
     assert model.config._attn_implementation == "eager"
     perm = to_hf_rows if permute else (lambda w, n: w)
     sd = {"model.embed_tokens.weight": ck["token_embedding"],
@@ -305,6 +338,13 @@ def build_hf_model(ck, permute=True, eps=1e-5):
         sd[p + "self_attn.q_proj.weight"] = perm(ck["wq"][i], ck.n_heads)
         sd[p + "self_attn.k_proj.weight"] = perm(ck["wk"][i], ck.n_kv_heads)
         sd[p + "self_attn.v_proj.weight"] = ck["wv"][i]
+        if ck.qkv_bias:  # a bias is a column: permuted like the rows
+            keep = 1.0 if biases else 0.0
+            sd[p + "self_attn.q_proj.bias"] = keep * perm(
+                ck["bq"][i][:, None], ck.n_heads)[:, 0]
+            sd[p + "self_attn.k_proj.bias"] = keep * perm(
+                ck["bk"][i][:, None], ck.n_kv_heads)[:, 0]
+            sd[p + "self_attn.v_proj.bias"] = keep * ck["bv"][i]
         sd[p + "self_attn.o_proj.weight"] = ck["wo"][i]
         sd[p + "post_attention_layernorm.weight"] = ck["rms_ffn"][i]
         sd[p + "mlp.gate_proj.weight"] = ck["w1"][i]
@@ -380,36 +420,22 @@ def hf_greedy(model, prompt, n):
 # pk's side
 
 
-PK_SOURCES = ["checkpoint.h", "checkpoint.cpp", "model.h", "model.cpp",
-              "llama.cpp"]
-
-
-def compile_pk_logits(out_dir, cxx="g++"):
-    """Compiles pk_logits.cpp with the sample's sources of the work tree,
-    or, when that fails (another engineer's edits in progress), with
-    HEAD's copies. Returns (binary, which sources)."""
+def compile_pk_logits(out_dir, build_dir, cxx="g++"):
+    """Compiles pk_logits.cpp and links it with the build's libpk_llama.a
+    (the model and the kernels pkc compiled) and libpk_runtime.a. Returns
+    (binary, where the libraries came from)."""
     exe = os.path.join(out_dir, "pk_logits")
-    base = [cxx, "-std=c++20", "-O2", "-fopenmp", f"-I{ROOT}/include"]
-    tree = os.path.join(ROOT, "samples", "llama")
-    cmd = base + [f"-I{tree}", f"{tree}/checkpoint.cpp", f"{tree}/model.cpp",
-                  os.path.join(HERE, "pk_logits.cpp"), "-o", exe]
-    r = subprocess.run(["nice"] + cmd, capture_output=True, text=True)
-    if r.returncode == 0:
-        return exe, "work tree"
-    print("pk_logits: the work tree's samples/llama does not compile; "
-          "using HEAD's copies\n" + r.stderr[-2000:], file=sys.stderr)
-    head = os.path.join(out_dir, "head_sources")
-    os.makedirs(head, exist_ok=True)
-    for f in PK_SOURCES:
-        text = subprocess.run(["git", "-C", ROOT, "show",
-                               f"HEAD:samples/llama/{f}"],
-                              capture_output=True, check=True).stdout
-        with open(os.path.join(head, f), "wb") as fh:
-            fh.write(text)
-    cmd = base + [f"-I{head}", f"{head}/checkpoint.cpp", f"{head}/model.cpp",
-                  os.path.join(HERE, "pk_logits.cpp"), "-o", exe]
+    libs = [os.path.join(build_dir, "samples", "llama", "libpk_llama.a"),
+            os.path.join(build_dir, "lib", "Runtime", "libpk_runtime.a")]
+    for lib in libs:
+        if not os.path.exists(lib):
+            raise SystemExit(f"{lib} is missing: build pk-llama first "
+                             f"(cmake --build {build_dir} --target pk-llama)")
+    cmd = [cxx, "-std=c++20", "-O2", "-fopenmp", f"-I{ROOT}/include",
+           f"-I{ROOT}/samples/llama", os.path.join(HERE, "pk_logits.cpp"),
+           *libs, "-o", exe]
     subprocess.run(["nice"] + cmd, check=True)
-    return exe, "HEAD"
+    return exe, build_dir
 
 
 def pk_forced(exe, ckpt, tokens, vocab, work):
@@ -506,11 +532,20 @@ def compare(name, path, exe, args, work):
         # unpermuted, or with HF's default epsilon (1e-6)
         bad = build_hf_model(ck, permute=False)
         r["rel_unpermuted"] = rel_diff(pk_rows, hf_logits(bad, tokens))
-        bad = build_hf_model(ck, eps=1e-6)
-        r["rel_eps1e-6"] = rel_diff(pk_rows, hf_logits(bad, tokens))
+        other_eps = 1e-6 if ck.norm_eps != np.float32(1e-6) else 1e-5
+        bad = build_hf_model(ck, eps=other_eps)
+        r["rel_other_eps"] = rel_diff(pk_rows, hf_logits(bad, tokens))
+        line = (f"  controls: wq/wk unpermuted {r['rel_unpermuted']:.2e}, "
+                f"rms_norm_eps {other_eps:g} {r['rel_other_eps']:.2e}")
+        if ck.qkv_bias:
+            bad = build_hf_model(ck, biases=False)
+            r["rel_no_bias"] = rel_diff(pk_rows, hf_logits(bad, tokens))
+            bad = build_hf_model(ck, theta=10000.0)
+            r["rel_theta1e4"] = rel_diff(pk_rows, hf_logits(bad, tokens))
+            line += (f", biases zeroed {r['rel_no_bias']:.2e}, rope_theta "
+                     f"1e4 {r['rel_theta1e4']:.2e}")
         del bad
-        print(f"  controls: wq/wk unpermuted {r['rel_unpermuted']:.2e}, "
-              f"rms_norm_eps 1e-6 {r['rel_eps1e-6']:.2e}")
+        print(line)
     r["ok"] = (max(r["rel_tbt"], r["rel_prefill"], r["rel_greedy"])
                <= args.tolerance and diverge is None)
     return r
@@ -524,6 +559,7 @@ DEFAULT_MODELS = [
       "--kv-heads", "4", "--vocab", "512", "--seq-len", "128", "--unshared",
       "--version", "1", "--seed", "7"]),
     ("stories15M", ["--preset", "stories15M", "--version", "0"]),
+    ("qwen2-tiny (Qwen2)", ["--preset", "qwen2-tiny", "--version", "1"]),
 ]
 
 
@@ -532,10 +568,12 @@ def main():
     ap.add_argument("--checkpoint", action="append", default=[],
                     help="compare this llama2.c checkpoint (version 0 or 1) "
                          "instead of the default random ones; repeatable")
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"),
+                    help="the build with pk-llama-checkpoint, libpk_llama.a "
+                         "and libpk_runtime.a")
     ap.add_argument("--make-checkpoint",
-                    default=os.path.join(ROOT, "build", "samples", "llama",
-                                         "pk-llama-checkpoint"),
-                    help="pk-llama-checkpoint, for the default models")
+                    help="pk-llama-checkpoint, for the default models "
+                         "(default: the build's)")
     ap.add_argument("--pk-logits", help="a pk_logits binary already built")
     ap.add_argument("--work", help="work directory (default: a temporary one)")
     ap.add_argument("--tokens", type=int, default=128,
@@ -565,15 +603,17 @@ def main():
         if args.pk_logits:
             exe, src = args.pk_logits, "given"
         else:
-            exe, src = compile_pk_logits(work)
-        print(f"pk_logits: {exe} (samples/llama of the {src})")
+            exe, src = compile_pk_logits(work, args.build_dir)
+        print(f"pk_logits: {exe} (libraries of {src})")
+        make_checkpoint = args.make_checkpoint or os.path.join(
+            args.build_dir, "samples", "llama", "pk-llama-checkpoint")
         models = []
         if args.checkpoint:
             models = [(os.path.basename(p), p) for p in args.checkpoint]
         else:
             for i, (name, flags) in enumerate(DEFAULT_MODELS):
                 path = os.path.join(work, f"model{i}.bin")
-                subprocess.run(["nice", args.make_checkpoint, "--out", path]
+                subprocess.run(["nice", make_checkpoint, "--out", path]
                                + flags, check=True, capture_output=True)
                 models.append((name, path))
         results = [compare(name, path, exe, args, work)
