@@ -4,7 +4,8 @@ Qwen2ForCausalLM (issue [llama]).
 
 An independent check of samples/llama: the same checkpoint is run by pk's
 llama::Model (through pk_logits.cpp, compiled here with g++ and linked with
-the build's libpk_llama.a, whose kernels pkc compiled) and by transformers'
+the build's libpk_llama.a and libpk_llama_kernels.a, whose kernels pkc
+compiled) and by transformers'
 LlamaForCausalLM, or Qwen2ForCausalLM for a checkpoint with pk's header
 extension and q/k/v biases, built from a config of the same shape
 (epsilon and RoPE base from the file) with the checkpoint's weights, in fp32
@@ -422,15 +423,22 @@ def hf_greedy(model, prompt, n):
 
 def compile_pk_logits(out_dir, build_dir, cxx="g++"):
     """Compiles pk_logits.cpp and links it with the build's libpk_llama.a
-    (the model and the kernels pkc compiled) and libpk_runtime.a. Returns
-    (binary, where the libraries came from)."""
+    (the model), libpk_llama_kernels.a (the kernels pkc compiled),
+    libpk_runtime.a, and in a build with CUDA libpk_llama_cuda.a and the
+    CUDA runtime. Returns (binary, where the libraries came from)."""
     exe = os.path.join(out_dir, "pk_logits")
-    libs = [os.path.join(build_dir, "samples", "llama", "libpk_llama.a"),
+    llama = os.path.join(build_dir, "samples", "llama")
+    libs = [os.path.join(llama, "libpk_llama.a"),
+            os.path.join(llama, "libpk_llama_kernels.a"),
             os.path.join(build_dir, "lib", "Runtime", "libpk_runtime.a")]
     for lib in libs:
         if not os.path.exists(lib):
             raise SystemExit(f"{lib} is missing: build pk-llama first "
                              f"(cmake --build {build_dir} --target pk-llama)")
+    cuda = os.path.join(llama, "libpk_llama_cuda.a")
+    if os.path.exists(cuda):
+        libs[1:1] = [cuda]
+        libs += ["-L/usr/local/cuda/lib64", "-lcudart"]
     cmd = [cxx, "-std=c++20", "-O2", "-fopenmp", f"-I{ROOT}/include",
            f"-I{ROOT}/samples/llama", os.path.join(HERE, "pk_logits.cpp"),
            *libs, "-o", exe]

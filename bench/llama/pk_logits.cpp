@@ -1,8 +1,8 @@
 //===- pk_logits.cpp - pk-llama's logits for hf_compare.py ----------------===//
 //
-// Not part of the build: hf_compare.py compiles it with g++ against
-// samples/llama/{checkpoint,model}.cpp (model.cpp includes llama.cpp, the
-// kernels) and runs it in one of two modes:
+// Not part of the build: hf_compare.py compiles it with g++, links it with
+// the build's libpk_llama.a and libpk_llama_kernels.a (the model and the
+// kernels pkc compiled) and runs it in one of two modes:
 //
 //   pk_logits forced CHECKPOINT OUT.f32 TOKEN...
 //       Runs the T tokens through llama::Model twice, on two models of the

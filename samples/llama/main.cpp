@@ -8,8 +8,9 @@
 // the context, stopping at BOS. Unlike `run`, the prompt is prefilled in one
 // call of the model (T = prompt length) and only then does decoding go one
 // token per call. stderr gets one line of prefill and decode speeds, and
-// `run`'s "achieved tok/s" line. One option of our own: `--dtype bf16` runs
-// an fp32 checkpoint with its matrices rounded to bfloat16.
+// `run`'s "achieved tok/s" line. Two options of our own: `--dtype bf16` runs
+// an fp32 checkpoint with its matrices rounded to bfloat16, and `--cuda` runs
+// the kernels' CUDA versions (a build with CUDA kernels).
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint.h"
@@ -46,6 +47,7 @@ namespace {
       "generate\n"
       "  --dtype <string> fp32|bf16: an fp32 checkpoint's matrices as\n"
       "              stored (default) or rounded to bfloat16 (half the size)\n"
+      "  --cuda      run the kernels' CUDA versions (a build with CUDA)\n"
       "Checkpoints: llama2.c's version 0 (legacy) and version 1 (fp32), and\n"
       "version 2 (int8 Q8_0, computed as llama2.c's runq does); versions 1\n"
       "and 2 with pk's header extension for Qwen2 (q/k/v biases, its RoPE\n"
@@ -65,6 +67,7 @@ struct Options {
   std::string Prompt;
   std::string Mode = "generate";
   std::string DType; ///< --dtype: "" (not given), "fp32" or "bf16"
+  bool Cuda = false; ///< --cuda: the kernels' CUDA versions
 };
 
 /// llama2.c's argument rules: `-x value` pairs after the checkpoint, values
@@ -76,6 +79,11 @@ Options parseArgs(int Argc, char **Argv) {
     usage();
   O.Checkpoint = Argv[1];
   for (int I = 2; I < Argc; I += 2) {
+    if (std::strcmp(Argv[I], "--cuda") == 0) { // a flag: no value
+      O.Cuda = true;
+      --I;
+      continue;
+    }
     if (I + 1 >= Argc)
       usage();
     const char *V = Argv[I + 1];
@@ -146,6 +154,13 @@ int generate(const Options &O) {
                  O.Checkpoint.c_str(), O.DType.c_str());
     return EXIT_FAILURE;
   }
+  if (O.Cuda && !llama::hasCuda()) {
+    std::fprintf(stderr, "pk-llama: --cuda: this pk-llama was built without "
+                         "CUDA kernels (configure with nvcc: docs/llama.md)\n");
+    return EXIT_FAILURE;
+  }
+  const llama::Device Device =
+      O.Cuda ? llama::Device::Cuda : llama::Device::Cpu;
   const llama::Config &C = Ckpt.config();
   int Steps = O.Steps;
   if (Steps == 0 || Steps > C.seq_len)
@@ -153,11 +168,13 @@ int generate(const Options &O) {
 
   const llama::Tokenizer Tok(O.Tokenizer, C.vocab_size);
   llama::Sampler Sampler(C.vocab_size, O.Temperature, O.TopP, O.Seed);
-  llama::Model Model =
-      Ckpt.isQuantized() ? llama::Model(C, Ckpt.quantizedWeights())
-                         : llama::Model(C, Ckpt.weights(),
-                                        O.DType == "bf16" ? llama::DType::BF16
-                                                          : llama::DType::F32);
+  llama::Model Model = Ckpt.isQuantized()
+                           ? llama::Model(C, Ckpt.quantizedWeights(),
+                                          llama::Execution::Compiled, Device)
+                           : llama::Model(C, Ckpt.weights(),
+                                          O.DType == "bf16" ? llama::DType::BF16
+                                                            : llama::DType::F32,
+                                          Device);
 
   const std::vector<int32_t> Prompt = Tok.encode(O.Prompt, /*Bos=*/true,
                                                  /*Eos=*/false);

@@ -12,14 +12,36 @@
 // which define the same kernels with the same signatures) replace the eager
 // twins by filling it with their addresses.
 //
+// Device::Cuda runs the same kernels' CUDA versions through their host
+// launchers (pk::cuda::<kernel>, declared in the generated .pk.h files; a
+// build with PK_LLAMA_CUDA: nvcc's, or the CUDA shim's in the tests): the
+// weights are copied to device memory once, the KV cache and the
+// activations live there, and forward() copies in the tokens and out the
+// logits. The forward functions are the same; only the buffers' addresses
+// and the kernel table differ.
+//
 //===----------------------------------------------------------------------===//
 
 #include "model.h"
 
 #include <pk/pk.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+// PK_LLAMA_CUDA: the CUDA launchers are linked in (CMakeLists.txt).
+#ifndef PK_LLAMA_CUDA
+#define PK_LLAMA_CUDA 0
+#endif
+
+#if PK_LLAMA_CUDA
+#include "heads.pk.h"
+#include "layers.pk.h"
+#include "llama.pk.h"
+
+#include <cuda_runtime.h>
+#endif
 
 namespace eager {
 #include "heads.cpp"
@@ -101,6 +123,61 @@ constexpr Kernels EagerInt8Kernels{
     &eager::dequantize,
     &eager::layer_q8,
     &eager::head_q8};
+
+#if PK_LLAMA_CUDA
+/// The CUDA launchers behind the same table: each entry forwards its refs
+/// (device memory) to pk::cuda::<kernel> on the default stream.
+template <class W> DenseKernels<W> cudaDense() {
+  return {[](auto... A) { pk::cuda::embed<W>(A...); },
+          [](auto... A) { pk::cuda::layer<W>(A...); },
+          [](auto... A) { pk::cuda::head<W>(A...); }};
+}
+
+const Kernels CudaKernels{cudaDense<float>(), cudaDense<BF16>(),
+                          [](auto... A) { pk::cuda::dequantize(A...); },
+                          [](auto... A) { pk::cuda::layer_q8(A...); },
+                          [](auto... A) { pk::cuda::head_q8(A...); }};
+
+void checkCuda(cudaError_t E, const char *What) {
+  if (E != cudaSuccess)
+    throw std::runtime_error(std::string("llama::Model: ") + What + ": " +
+                             cudaGetErrorString(E));
+}
+
+/// Device memory for the model's lifetime.
+class DeviceMemory {
+public:
+  DeviceMemory() = default;
+  DeviceMemory(const DeviceMemory &) = delete;
+  DeviceMemory &operator=(const DeviceMemory &) = delete;
+  ~DeviceMemory() {
+    for (void *P : Blocks)
+      cudaFree(P);
+  }
+  /// N zero-filled Ts.
+  template <class T> T *alloc(int64_t N) {
+    void *P = nullptr;
+    const auto Bytes = static_cast<size_t>(std::max<int64_t>(N, 1)) * sizeof(T);
+    checkCuda(cudaMalloc(&P, Bytes), "cudaMalloc");
+    Blocks.push_back(P);
+    checkCuda(cudaMemset(P, 0, Bytes), "cudaMemset");
+    return static_cast<T *>(P);
+  }
+  /// A device copy of Src[0, N) (null for null).
+  template <class T> const T *upload(const T *Src, int64_t N) {
+    if (!Src)
+      return nullptr;
+    T *P = alloc<T>(N);
+    checkCuda(cudaMemcpy(P, Src, static_cast<size_t>(N) * sizeof(T),
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy to the device");
+    return P;
+  }
+
+private:
+  std::vector<void *> Blocks;
+};
+#endif
 
 /// Weights with matrices of element type W in llama2.c's layouts (Weights
 /// is DenseWeights<float>'s public face); the norms and biases are fp32 in
@@ -234,6 +311,16 @@ struct Model::State {
   std::vector<float> X;      ///< [seq_len, dim]: the residual stream of T rows
   std::vector<float> Logits; ///< [vocab_size]
   Kernels K = ModelKernels;
+  Device Dev = Device::Cpu;
+  /// Where the kernels read and write: the vectors above (Device::Cpu), or
+  /// device memory (Device::Cuda; the vectors then hold the logits only).
+  float *XBuf = nullptr, *KeyBuf = nullptr, *ValueBuf = nullptr,
+        *LogitsBuf = nullptr, *EmbeddingBuf = nullptr;
+  const float *ZeroBiasBuf = nullptr;
+  int32_t *TokensBuf = nullptr; ///< Device::Cuda: [seq_len]
+#if PK_LLAMA_CUDA
+  DeviceMemory Memory;
+#endif
 
   Format Fmt = Format::F32;
   DenseWeights<float> F32{};      ///< Format::F32: the caller's weights
@@ -245,20 +332,127 @@ struct Model::State {
   /// dim zeros, every layer's bq, bk and bv.
   std::vector<float> ZeroBias;
 
-  explicit State(const Config &C) {
+  State(const Config &C, Device D) : Dev(D) {
     const int64_t Cache = C.n_layers * C.n_kv_heads * C.seq_len * C.head_size();
+    Logits.assign(static_cast<size_t>(C.vocab_size), 0.0f);
+    if (D == Device::Cuda) {
+#if PK_LLAMA_CUDA
+      K = CudaKernels;
+      KeyBuf = Memory.alloc<float>(Cache);
+      ValueBuf = Memory.alloc<float>(Cache);
+      XBuf = Memory.alloc<float>(C.seq_len * C.dim);
+      LogitsBuf = Memory.alloc<float>(C.vocab_size);
+      TokensBuf = Memory.alloc<int32_t>(C.seq_len);
+      ZeroBiasBuf = Memory.alloc<float>(C.dim);
+      return;
+#else
+      fail("this build has no CUDA kernels (Device::Cuda needs a build "
+           "with CUDA: hasCuda())");
+#endif
+    }
     KeyCache.assign(static_cast<size_t>(Cache), 0.0f);
     ValueCache.assign(static_cast<size_t>(Cache), 0.0f);
     X.assign(static_cast<size_t>(C.seq_len * C.dim), 0.0f);
-    Logits.assign(static_cast<size_t>(C.vocab_size), 0.0f);
-    if (!C.qkv_bias)
-      ZeroBias.assign(static_cast<size_t>(C.dim), 0.0f);
+    ZeroBias.assign(static_cast<size_t>(C.dim), 0.0f);
+    KeyBuf = KeyCache.data();
+    ValueBuf = ValueCache.data();
+    XBuf = X.data();
+    LogitsBuf = Logits.data();
+    ZeroBiasBuf = ZeroBias.data();
+  }
+
+  /// Device::Cuda: copies the weights' tensors to the device and points
+  /// `W` at the copies (`Values` of each, in the order of DenseWeights).
+  template <class T>
+  void uploadDense([[maybe_unused]] const Config &C,
+                   [[maybe_unused]] DenseWeights<T> &W) {
+#if PK_LLAMA_CUDA
+    const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim(), L = C.n_layers,
+                  V = C.vocab_size;
+    const T *Table = W.token_embedding;
+    W.token_embedding = Memory.upload(Table, V * D);
+    W.wcls = W.wcls == Table ? W.token_embedding : Memory.upload(W.wcls, V * D);
+    W.wq = Memory.upload(W.wq, L * D * D);
+    W.wk = Memory.upload(W.wk, L * KV * D);
+    W.wv = Memory.upload(W.wv, L * KV * D);
+    W.wo = Memory.upload(W.wo, L * D * D);
+    W.w1 = Memory.upload(W.w1, L * F * D);
+    W.w2 = Memory.upload(W.w2, L * D * F);
+    W.w3 = Memory.upload(W.w3, L * F * D);
+    W.rms_att = Memory.upload(W.rms_att, L * D);
+    W.rms_ffn = Memory.upload(W.rms_ffn, L * D);
+    W.rms_final = Memory.upload(W.rms_final, D);
+    W.bq = Memory.upload(W.bq, L * D);
+    W.bk = Memory.upload(W.bk, L * KV);
+    W.bv = Memory.upload(W.bv, L * KV);
+#endif
+  }
+
+  /// Device::Cuda: the same for int8 weights (each layer's tensor apart).
+  void uploadQ8([[maybe_unused]] const Config &C) {
+#if PK_LLAMA_CUDA
+    const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim(), L = C.n_layers,
+                  V = C.vocab_size, G = Q8.group_size;
+    auto Tensor = [&](QuantizedTensor &T, int64_t Values) {
+      T.values = Memory.upload(T.values, Values);
+      T.scales = Memory.upload(T.scales, Values / G);
+    };
+    const bool Shared = Q8.wcls.values == Q8.token_embedding.values;
+    Tensor(Q8.token_embedding, V * D);
+    if (Shared)
+      Q8.wcls = Q8.token_embedding;
+    else
+      Tensor(Q8.wcls, V * D);
+    for (int64_t I = 0; I < L; ++I) {
+      const auto At = static_cast<size_t>(I);
+      Tensor(Q8.wq[At], D * D);
+      Tensor(Q8.wk[At], KV * D);
+      Tensor(Q8.wv[At], KV * D);
+      Tensor(Q8.wo[At], D * D);
+      Tensor(Q8.w1[At], F * D);
+      Tensor(Q8.w2[At], D * F);
+      Tensor(Q8.w3[At], F * D);
+    }
+    Q8.rms_att = Memory.upload(Q8.rms_att, L * D);
+    Q8.rms_ffn = Memory.upload(Q8.rms_ffn, L * D);
+    Q8.rms_final = Memory.upload(Q8.rms_final, D);
+    Q8.bq = Memory.upload(Q8.bq, L * D);
+    Q8.bk = Memory.upload(Q8.bk, L * KV);
+    Q8.bv = Memory.upload(Q8.bv, L * KV);
+    EmbeddingBuf = Memory.alloc<float>(V * D);
+#endif
+  }
+
+  /// The token ids as the kernels read them: `Tokens` itself on the CPU, a
+  /// device copy on CUDA.
+  const int32_t *tokens(std::span<const int32_t> Tokens) {
+    if (Dev == Device::Cpu)
+      return Tokens.data();
+#if PK_LLAMA_CUDA
+    checkCuda(cudaMemcpy(TokensBuf, Tokens.data(),
+                         Tokens.size() * sizeof(int32_t),
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy of the tokens");
+#endif
+    return TokensBuf;
+  }
+
+  /// Device::Cuda: the logits back into Logits (the launches before it on
+  /// the default stream are done when it returns).
+  void downloadLogits() {
+#if PK_LLAMA_CUDA
+    if (Dev == Device::Cuda)
+      checkCuda(cudaMemcpy(Logits.data(), LogitsBuf,
+                           Logits.size() * sizeof(float),
+                           cudaMemcpyDeviceToHost),
+                "cudaMemcpy of the logits");
+#endif
   }
 
   /// Layer L's slice [N] of the bias slab B ([n_layers, N]), or zeros when
   /// the model has no biases.
   In<float> bias(const float *B, int64_t L, int64_t N, const char *Name) const {
-    return In<float>(B ? B + L * N : ZeroBias.data(), {N}, Name);
+    return In<float>(B ? B + L * N : ZeroBiasBuf, {N}, Name);
   }
 
   /// Rounds the matrices of `W` to bf16 into Bf16Matrices and points Bf16
@@ -303,11 +497,11 @@ struct Model::State {
                     int64_t Pos) {
     const int64_t T = static_cast<int64_t>(Tokens.size());
     const int64_t D = C.dim, F = C.hidden_dim, KV = C.kv_dim();
-    DK.embed(In<int32_t>(Tokens.data(), {T}, "tokens"),
+    DK.embed(In<int32_t>(tokens(Tokens), {T}, "tokens"),
              In<W, 2>(Wt.token_embedding, {C.vocab_size, D}, "token_embedding"),
-             Out<float, 2>(X.data(), {T, D}, "x"));
+             Out<float, 2>(XBuf, {T, D}, "x"));
     for (int64_t L = 0; L < C.n_layers; ++L) {
-      DK.layer(InOut<float, 2>(X.data(), {T, D}, "x"),
+      DK.layer(InOut<float, 2>(XBuf, {T, D}, "x"),
                In<float>(Wt.rms_att + L * D, {D}, "rms_att"),
                In<W, 2>(Wt.wq + L * D * D, {D, D}, "wq"),
                In<W, 2>(Wt.wk + L * KV * D, {KV, D}, "wk"),
@@ -321,10 +515,11 @@ struct Model::State {
                In<W, 2>(Wt.w3 + L * F * D, {F, D}, "w3"), keyCache(C, L),
                valueCache(C, L), Pos, C.norm_eps, C.rope_theta);
     }
-    DK.head(In<float, 2>(X.data(), {T, D}, "x"),
+    DK.head(In<float, 2>(XBuf, {T, D}, "x"),
             In<float>(Wt.rms_final, {D}, "rms_final"),
             In<W, 2>(Wt.wcls, {C.vocab_size, D}, "wcls"),
-            Out<float>(Logits.data(), {C.vocab_size}, "logits"), C.norm_eps);
+            Out<float>(LogitsBuf, {C.vocab_size}, "logits"), C.norm_eps);
+    downloadLogits();
   }
 
   /// embed (of the dequantized table) -> layer_q8 x n_layers -> head_q8.
@@ -336,16 +531,16 @@ struct Model::State {
       return Layers[static_cast<size_t>(I)];
     };
     K.f32.embed(
-        In<int32_t>(Tokens.data(), {T}, "tokens"),
-        In<float, 2>(Embedding.data(), {C.vocab_size, D}, "token_embedding"),
-        Out<float, 2>(X.data(), {T, D}, "x"));
+        In<int32_t>(tokens(Tokens), {T}, "tokens"),
+        In<float, 2>(EmbeddingBuf, {C.vocab_size, D}, "token_embedding"),
+        Out<float, 2>(XBuf, {T, D}, "x"));
     for (int64_t I = 0; I < C.n_layers; ++I) {
       const QuantizedTensor Wq = L(Q8.wq, I), Wk = L(Q8.wk, I),
                             Wv = L(Q8.wv, I), Wo = L(Q8.wo, I),
                             W1 = L(Q8.w1, I), W2 = L(Q8.w2, I),
                             W3 = L(Q8.w3, I);
       K.layer_q8(
-          InOut<float, 2>(X.data(), {T, D}, "x"),
+          InOut<float, 2>(XBuf, {T, D}, "x"),
           In<float>(Q8.rms_att + I * D, {D}, "rms_att"), values(Wq, D, D, "wq"),
           scales(Wq, D, D, "wq_scale"), values(Wk, KV, D, "wk"),
           scales(Wk, KV, D, "wk_scale"), values(Wv, KV, D, "wv"),
@@ -360,11 +555,12 @@ struct Model::State {
     }
     const QuantizedTensor Wcls =
         C.shared_classifier ? Q8.token_embedding : Q8.wcls;
-    K.head_q8(In<float, 2>(X.data(), {T, D}, "x"),
+    K.head_q8(In<float, 2>(XBuf, {T, D}, "x"),
               In<float>(Q8.rms_final, {D}, "rms_final"),
               values(Wcls, C.vocab_size, D, "wcls"),
               scales(Wcls, C.vocab_size, D, "wcls_scale"),
-              Out<float>(Logits.data(), {C.vocab_size}, "logits"), C.norm_eps);
+              Out<float>(LogitsBuf, {C.vocab_size}, "logits"), C.norm_eps);
+    downloadLogits();
   }
 
   /// The int8 values of a Q8_0 matrix [Rows, Cols].
@@ -379,26 +575,32 @@ struct Model::State {
   }
 
   InOut<float, 3> keyCache(const Config &C, int64_t L) {
-    return cache(KeyCache, C, L, "key_cache");
+    return cache(KeyBuf, C, L, "key_cache");
   }
   InOut<float, 3> valueCache(const Config &C, int64_t L) {
-    return cache(ValueCache, C, L, "value_cache");
+    return cache(ValueBuf, C, L, "value_cache");
   }
-  static InOut<float, 3> cache(std::vector<float> &Cache, const Config &C,
-                               int64_t L, const char *Name) {
+  static InOut<float, 3> cache(float *Cache, const Config &C, int64_t L,
+                               const char *Name) {
     const int64_t Hkv = C.n_kv_heads, Hs = C.head_size(), Seq = C.seq_len;
-    return InOut<float, 3>(Cache.data() + L * Hkv * Seq * Hs, {Hkv, Seq, Hs},
-                           Name);
+    return InOut<float, 3>(Cache + L * Hkv * Seq * Hs, {Hkv, Seq, Hs}, Name);
   }
 };
 
-Model::Model(const Config &C, const Weights &W, DType Storage) : Cfg(C) {
+bool hasCuda() { return PK_LLAMA_CUDA != 0; }
+
+Model::Model(const Config &C, const Weights &W, DType Storage, Device D)
+    : Cfg(C) {
   checkConfig(C);
   checkWeights(C, W);
-  S = std::make_unique<State>(C);
+  S = std::make_unique<State>(C, D);
   if (Storage == DType::BF16) {
     S->Fmt = State::Format::BF16;
     S->roundToBf16(C, W);
+    if (D == Device::Cuda) {
+      S->uploadDense(C, S->Bf16);
+      std::vector<BF16>().swap(S->Bf16Matrices); // the device has them
+    }
   } else {
     S->Fmt = State::Format::F32;
     S->F32 = {W.token_embedding,
@@ -416,24 +618,37 @@ Model::Model(const Config &C, const Weights &W, DType Storage) : Cfg(C) {
               C.qkv_bias ? W.bq : nullptr,
               C.qkv_bias ? W.bk : nullptr,
               C.qkv_bias ? W.bv : nullptr};
+    if (D == Device::Cuda)
+      S->uploadDense(C, S->F32);
   }
 }
 
-Model::Model(const Config &C, const QuantizedWeights &Q, Execution E) : Cfg(C) {
+Model::Model(const Config &C, const QuantizedWeights &Q, Execution E, Device Dv)
+    : Cfg(C) {
   checkConfig(C);
   checkWeights(C, Q);
-  S = std::make_unique<State>(C);
+  if (E == Execution::Eager && Dv == Device::Cuda)
+    fail("Execution::Eager runs on the CPU only");
+  S = std::make_unique<State>(C, Dv);
   if (E == Execution::Eager)
     S->K = EagerInt8Kernels;
   S->Fmt = State::Format::Q8;
   S->Q8 = Q;
   if (!C.qkv_bias)
     S->Q8.bq = S->Q8.bk = S->Q8.bv = nullptr;
+  if (C.shared_classifier)
+    S->Q8.wcls = S->Q8.token_embedding;
   const int64_t V = C.vocab_size, D = C.dim;
-  S->Embedding.resize(static_cast<size_t>(V * D));
-  S->K.dequantize(State::values(Q.token_embedding, V, D, "token_embedding"),
-                  S->scales(Q.token_embedding, V, D, "token_embedding_scale"),
-                  Out<float, 2>(S->Embedding.data(), {V, D}, "embedding"));
+  if (Dv == Device::Cuda) {
+    S->uploadQ8(C);
+  } else {
+    S->Embedding.resize(static_cast<size_t>(V * D));
+    S->EmbeddingBuf = S->Embedding.data();
+  }
+  S->K.dequantize(
+      State::values(S->Q8.token_embedding, V, D, "token_embedding"),
+      S->scales(S->Q8.token_embedding, V, D, "token_embedding_scale"),
+      Out<float, 2>(S->EmbeddingBuf, {V, D}, "embedding"));
 }
 
 Model::~Model() = default;

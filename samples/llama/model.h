@@ -107,6 +107,16 @@ enum class DType { F32, BF16 };
 /// reference of runq's arithmetic in the tests.
 enum class Execution { Compiled, Eager };
 
+/// Where Model runs its kernels: on the CPU (pkc's fused loops), or on a
+/// CUDA device (pkc's CUDA kernels through their host launchers; weights,
+/// KV cache and activations in device memory). Device::Cuda needs a build
+/// with CUDA kernels (hasCuda()); pk-llama's `--cuda`.
+enum class Device { Cpu, Cuda };
+
+/// Whether this build has the CUDA kernels Device::Cuda runs (CMake built
+/// samples/llama with nvcc, or the tests' CUDA shim).
+bool hasCuda();
+
 /// What is wrong with a config's shape ("" when nothing): a size that is
 /// not positive, dim not a multiple of n_heads, n_heads not a multiple of
 /// n_kv_heads, an odd head_size. Model and the checkpoint reader both use it.
@@ -120,17 +130,21 @@ public:
   /// divisible by n_kv_heads, even head_size) and allocates the KV cache
   /// for seq_len positions; throws pk::ShapeError otherwise. `W` must
   /// outlive the model; with DType::BF16 only its norm weights are read
-  /// after construction.
-  Model(const Config &C, const Weights &W, DType Storage = DType::F32);
+  /// after construction; on Device::Cuda none is (the device has copies).
+  /// Throws std::runtime_error when device memory cannot be had, and
+  /// pk::ShapeError for Device::Cuda in a build without it.
+  Model(const Config &C, const Weights &W, DType Storage = DType::F32,
+        Device D = Device::Cpu);
   /// The int8 model, computed as llama2.c's runq: each matrix product
   /// quantizes its input to Q8_0 in groups of Q.group_size, multiplies the
   /// int8 values in int32 and scales each group's sum by both groups'
   /// scales; the token embedding table is dequantized to fp32 here, as
   /// runq does at load. Checks what the other constructor checks, and that
   /// group_size divides dim and hidden_dim and every pointer is set. `Q`'s
-  /// tensors must outlive the model.
+  /// tensors must outlive the model (on the CPU; Device::Cuda copies them).
+  /// Execution::Eager is the CPU's only.
   Model(const Config &C, const QuantizedWeights &Q,
-        Execution E = Execution::Compiled);
+        Execution E = Execution::Compiled, Device D = Device::Cpu);
   ~Model();
   Model(const Model &) = delete;
   Model &operator=(const Model &) = delete;

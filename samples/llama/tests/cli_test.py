@@ -6,6 +6,9 @@ runs pk-llama on them and checks what it prints and how it fails. When
 LLAMA2C_DIR names a llama2.c tree with `run` and `runq` built in it (never
 in CI: no download), pk-llama's stdout must equal run's on the same
 version-0 file, and runq's on the version-2 (int8) files.
+
+With --pk-llama-cuda (a pk-llama whose CUDA kernels run on the CUDA shim,
+test/cuda_shim) it checks `--cuda` instead: the same text as the CPU's.
 """
 import argparse
 import os
@@ -33,6 +36,9 @@ def main():
     ap.add_argument("--pk-llama", required=True)
     ap.add_argument("--make-checkpoint", required=True)
     ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--pk-llama-cuda",
+                    help="check --cuda with this pk-llama (built on the "
+                         "CUDA shim) against --pk-llama, and nothing else")
     a = ap.parse_args()
     os.makedirs(a.work_dir, exist_ok=True)
     w = lambda name: os.path.join(a.work_dir, name)
@@ -52,6 +58,17 @@ def main():
     greedy = lambda model, *extra: [a.pk_llama, model, "-z", w("tok.bin"),
                                     "-t", "0", "-n", "48", "-i", prompt,
                                     *extra]
+    if a.pk_llama_cuda:
+        return cuda_checks(a, w, prompt)
+
+    # --cuda: runs where there are CUDA kernels and a GPU; elsewhere a clear
+    # message and a non-zero exit (no GPU here: the shim's pk-llama checks
+    # the CUDA path itself, llama.cuda.cli).
+    r = run(greedy(w("v0.bin"), "--cuda"))
+    err = r.stderr.decode(errors="replace")
+    check(r.returncode == 0 or (r.returncode == 1 and err.startswith(
+        "pk-llama: ") and ("CUDA" in err or "cuda" in err)),
+        f"--cuda runs or says why not: exit {r.returncode}, {err.strip()!r}")
     r1 = run(greedy(w("v0.bin")), threads=1)
     out = r1.stdout.decode(errors="replace")
     err = r1.stderr.decode(errors="replace")
@@ -213,6 +230,34 @@ def main():
         print("skip llama2.c comparison "
               "(set LLAMA2C_DIR to a tree with run and runq)")
 
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+def cuda_checks(a, w, prompt):
+    """pk-llama --cuda (the kernels' CUDA versions, on the shim) prints the
+    text the CPU's kernels print: fp32, bf16, Qwen2 and int8 (shorter: the
+    shim runs the int8 products a thread per output)."""
+    r = run([a.make_checkpoint, "--preset", "qwen2-tiny", "--seed", "7",
+             "--out", w("cuda_qwen2.bin")])
+    check(r.returncode == 0, "pk-llama-checkpoint writes qwen2-tiny")
+    for model, n, extra in ((w("v0.bin"), 48, []),
+                            (w("v1.bin"), 48, ["--dtype", "bf16"]),
+                            (w("cuda_qwen2.bin"), 48, []),
+                            (w("v2.bin"), 12, [])):
+        cmd = lambda binary, *more: [binary, model, "-z", w("tok.bin"),
+                                     "-t", "0", "-n", str(n), "-i", prompt,
+                                     *extra, *more]
+        cpu = run(cmd(a.pk_llama))
+        gpu = run(cmd(a.pk_llama_cuda, "--cuda"))
+        what = f"--cuda {os.path.basename(model)} {' '.join(extra)}".strip()
+        check(cpu.returncode == 0 and gpu.returncode == 0
+              and gpu.stdout == cpu.stdout
+              and len(cpu.stdout) > len(prompt) + 1,
+              f"{what}: the CPU's text: exit {gpu.returncode}, "
+              f"{gpu.stdout.decode(errors='replace')!r} vs "
+              f"{cpu.stdout.decode(errors='replace')!r} "
+              + gpu.stderr.decode(errors="replace").strip())
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
 
