@@ -32,11 +32,16 @@ def main():
     ap.add_argument("--positions", type=int, default=128,
                     help="prompt plus generated tokens, as pk-llama's -n")
     ap.add_argument("--prompt-len", type=int, default=5)
+    ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32",
+                    help="the model's weights and compute: torch.float32, "
+                         "or torch.bfloat16 (model.to(torch.bfloat16))")
     args = ap.parse_args()
 
     import torch
     ck = hf_compare.load_checkpoint(args.checkpoint)
     model = hf_compare.build_hf_model(ck)
+    if args.dtype == "bf16":
+        model = model.to(torch.bfloat16)
     rng = np.random.default_rng(0)
     prompt = [1] + [int(t) for t in
                     rng.integers(3, ck.vocab_size, args.prompt_len - 1)]
