@@ -361,8 +361,24 @@ struct Model::State {
     ZeroBiasBuf = ZeroBias.data();
   }
 
+  /// Device::Cuda: copies the fp32 vectors every format has (the norms and
+  /// the biases) to the device and points `W` at the copies.
+  template <class Slabs>
+  void uploadVectors([[maybe_unused]] const Config &C,
+                     [[maybe_unused]] Slabs &W) {
+#if PK_LLAMA_CUDA
+    const int64_t D = C.dim, KV = C.kv_dim(), L = C.n_layers;
+    W.rms_att = Memory.upload(W.rms_att, L * D);
+    W.rms_ffn = Memory.upload(W.rms_ffn, L * D);
+    W.rms_final = Memory.upload(W.rms_final, D);
+    W.bq = Memory.upload(W.bq, L * D);
+    W.bk = Memory.upload(W.bk, L * KV);
+    W.bv = Memory.upload(W.bv, L * KV);
+#endif
+  }
+
   /// Device::Cuda: copies the weights' tensors to the device and points
-  /// `W` at the copies (`Values` of each, in the order of DenseWeights).
+  /// `W` at the copies.
   template <class T>
   void uploadDense([[maybe_unused]] const Config &C,
                    [[maybe_unused]] DenseWeights<T> &W) {
@@ -379,12 +395,7 @@ struct Model::State {
     W.w1 = Memory.upload(W.w1, L * F * D);
     W.w2 = Memory.upload(W.w2, L * D * F);
     W.w3 = Memory.upload(W.w3, L * F * D);
-    W.rms_att = Memory.upload(W.rms_att, L * D);
-    W.rms_ffn = Memory.upload(W.rms_ffn, L * D);
-    W.rms_final = Memory.upload(W.rms_final, D);
-    W.bq = Memory.upload(W.bq, L * D);
-    W.bk = Memory.upload(W.bk, L * KV);
-    W.bv = Memory.upload(W.bv, L * KV);
+    uploadVectors(C, W);
 #endif
   }
 
@@ -413,12 +424,7 @@ struct Model::State {
       Tensor(Q8.w2[At], D * F);
       Tensor(Q8.w3[At], F * D);
     }
-    Q8.rms_att = Memory.upload(Q8.rms_att, L * D);
-    Q8.rms_ffn = Memory.upload(Q8.rms_ffn, L * D);
-    Q8.rms_final = Memory.upload(Q8.rms_final, D);
-    Q8.bq = Memory.upload(Q8.bq, L * D);
-    Q8.bk = Memory.upload(Q8.bk, L * KV);
-    Q8.bv = Memory.upload(Q8.bv, L * KV);
+    uploadVectors(C, Q8);
     EmbeddingBuf = Memory.alloc<float>(V * D);
 #endif
   }

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Presets.h"
 #include "checkpoint.h"
 #include "model.h"
 
@@ -34,28 +35,9 @@ using llama::Config;
 using llama::Device;
 using llama::Model;
 
-/// pk-llama-checkpoint's `--preset tiny` and `--preset qwen2-tiny`.
+/// pk-llama-checkpoint's `--preset tiny` or `--preset qwen2-tiny`.
 Config preset(bool Qwen2) {
-  Config C;
-  C.n_layers = 2;
-  C.vocab_size = 512;
-  C.seq_len = 128;
-  C.shared_classifier = true;
-  if (Qwen2) {
-    C.dim = 112;
-    C.hidden_dim = 304;
-    C.n_heads = 7;
-    C.n_kv_heads = 1;
-    C.qkv_bias = true;
-    C.rope_theta = 1e6f;
-    C.norm_eps = 1e-6f;
-  } else {
-    C.dim = 64;
-    C.hidden_dim = 172;
-    C.n_heads = 4;
-    C.n_kv_heads = 2;
-  }
-  return C;
+  return Qwen2 ? llama::test::qwen2TinyPreset() : llama::test::tinyPreset();
 }
 
 /// A checkpoint (seed 7) of that preset in `Version`, written once.

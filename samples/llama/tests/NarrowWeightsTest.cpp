@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Presets.h"
 #include "Reference.h"
 #include "checkpoint.h"
 #include "model.h"
@@ -77,46 +78,14 @@ constexpr double kTol = 2e-5;
 /// 40 steps (3.2e-2 at most). kTolBf16 = 8x the estimate.
 constexpr double kTolBf16 = 5e-2;
 
-/// pk-llama-checkpoint's `--preset tiny`: grouped-query attention, a
-/// hidden_dim that is no power of two (so version 2 gets group size 4).
-Config tinyPreset() {
-  Config C;
-  C.dim = 64;
-  C.hidden_dim = 172;
-  C.n_layers = 2;
-  C.n_heads = 4;
-  C.n_kv_heads = 2;
-  C.vocab_size = 512;
-  C.seq_len = 128;
-  C.shared_classifier = true;
-  return C;
-}
-
-/// pk-llama-checkpoint's `--preset qwen2-tiny`: q/k/v biases, RoPE base
-/// 1e6, epsilon 1e-6, 7 query heads per kv head (version 2: group size 16).
-Config qwen2TinyPreset() {
-  Config C;
-  C.dim = 112;
-  C.hidden_dim = 304;
-  C.n_layers = 2;
-  C.n_heads = 7;
-  C.n_kv_heads = 1;
-  C.vocab_size = 512;
-  C.seq_len = 128;
-  C.shared_classifier = true;
-  C.qkv_bias = true;
-  C.rope_theta = 1e6f;
-  C.norm_eps = 1e-6f;
-  return C;
-}
-
 /// A checkpoint of the tiny preset (or of qwen2-tiny) with seed 7 in
 /// `Version`, written once.
 const llama::Checkpoint &tinyCheckpoint(int Version, bool Qwen2 = false) {
   static std::vector<std::unique_ptr<llama::Checkpoint>> Files(6);
   auto &F = Files[static_cast<size_t>(Version + (Qwen2 ? 3 : 0))];
   if (!F) {
-    const Config C = Qwen2 ? qwen2TinyPreset() : tinyPreset();
+    const Config C =
+        Qwen2 ? llama::test::qwen2TinyPreset() : llama::test::tinyPreset();
     // Per process: ctest may run the tests of this file in parallel.
     const std::string Path =
         ::testing::TempDir() + "llama_narrow_" + std::to_string(::getpid()) +
