@@ -415,4 +415,16 @@ TEST(ModelConfig, RejectsBadConfigs) {
   EXPECT_EQ(M.config().kv_dim(), 32);
 }
 
+/// Device::Cuda needs the kernels' CUDA versions: a build without them (the
+/// ASan build, a machine without nvcc) refuses it at construction. (With
+/// them, test/cuda_shim's llama.cuda.* runs it.)
+TEST(ModelConfig, DeviceCudaNeedsCudaKernels) {
+  if (llama::hasCuda())
+    GTEST_SKIP() << "this build has CUDA kernels";
+  const Checkpoint Ck(gqaConfig(), 1);
+  EXPECT_THROW(
+      Model(gqaConfig(), Ck.weights(), llama::DType::F32, llama::Device::Cuda),
+      pk::ShapeError);
+}
+
 } // namespace
