@@ -9,6 +9,9 @@
 #   2. run the CUDA differential tests: ctest -R '^cuda_device\.';
 #   3. time every sample kernel's CUDA launcher (pk-gpu-bench), with a
 #      device-to-device copy of the same bytes for the achieved bandwidth;
+#   3b. pk-llama (samples/llama) on a random stories110M checkpoint, fp32,
+#      bf16 and int8, on the CPU and with --cuda: decode tok/s and whether the
+#      greedy text is the CPU's (notes above the table; never a failure);
 #   4. time PyTorch eager and torch.compile on the same computations
 #      (torch_peers.py; "n/a" with the reason when torch or its CUDA is missing);
 #   5. print one markdown table (table.py) and write it to $OUT (a folder: the
@@ -232,6 +235,46 @@ if ((bench_target)); then
   fi
 else
   echo "skipped: $bench_reason"
+fi
+
+# --- 3b. pk-llama --cuda -------------------------------------------------------------
+# The whole model through the kernels' CUDA launchers (docs/llama.md, "On
+# CUDA"), against the same binary on the CPU. Notes only: a missing target,
+# a failed build or run is reported above the table, not counted.
+say "3b. pk-llama --cuda"
+llama_note() { notes+=("pk-llama: $*"); echo "pk-llama: $*"; }
+if ((configured)) && has_target pk-llama && has_target pk-llama-checkpoint; then
+  if build_target pk-llama && build_target pk-llama-checkpoint; then
+    lb="$build/samples/llama"
+    if "$lb/pk-llama-checkpoint" --preset stories110M --out "$work/s110.bin"          --tokenizer "$work/s110.tok" >/dev/null &&
+       "$lb/pk-llama-checkpoint" --preset stories110M --version 2          --out "$work/s110q8.bin" >/dev/null; then
+      for fmt in fp32 bf16 int8; do
+        ck="$work/s110.bin"; extra=()
+        [[ $fmt == bf16 ]] && extra=(--dtype bf16)
+        [[ $fmt == int8 ]] && ck="$work/s110q8.bin"
+        cells=()
+        for dev in cpu cuda; do
+          flag=(); [[ $dev == cuda ]] && flag=(--cuda)
+          timeout 120 "$lb/pk-llama" "$ck" -z "$work/s110.tok" -t 0 -n 128             -i "Once upon a time" "${extra[@]}" "${flag[@]}"             >"$work/llama-$fmt-$dev.txt" 2>"$work/llama-$fmt-$dev.log"
+          line="$(grep -m1 '^prefill:' "$work/llama-$fmt-$dev.log")"
+          cells+=("$dev: ${line:-failed: $(tail -n 1 "$work/llama-$fmt-$dev.log")}")
+        done
+        same="text not compared (a run failed)"
+        if [[ "${cells[0]}${cells[1]}" != *failed:* ]]; then
+          same="different text"
+          cmp -s "$work/llama-$fmt-cpu.txt" "$work/llama-$fmt-cuda.txt" &&
+            same="same text"
+        fi
+        llama_note "stories110M (random) $fmt, -n 128 -t 0: ${cells[0]} | ${cells[1]} | $same"
+      done
+    else
+      llama_note "pk-llama-checkpoint failed"
+    fi
+  else
+    llama_note "pk-llama did not build (logs: $work/build-pk-llama*.log)"
+  fi
+else
+  llama_note "skipped: no pk-llama target in $build"
 fi
 
 # --- 4. PyTorch ------------------------------------------------------------------------
