@@ -224,8 +224,12 @@ NestSchedule schedule(const ir::Function &F, const Nest &N,
   if (loop::matchInt8Product(F, N)) {
     S.Kind = LoopKind::Int8Product;
     S.ThreadedLoops = RowAxes - 1;
-    // Work counts multiply-adds, which the VNNI kernel runs ~64 at a time.
-    S.MinWorkForThreads = T.ParallelMinWork * 16;
+    // Work counts multiply-adds. One row of a (decode) reads a weight byte
+    // per multiply-add at ~12 GB/s a core (docs/design.md, "Q8_0 times
+    // Q8_0"), so the elementwise threshold is ~5 us of one core there: a
+    // [768, 768] projection (~50 us) is worth both threads. (16x this, the
+    // first threshold, left stories110M's q/k/v/wo products on one thread.)
+    S.MinWorkForThreads = T.ParallelMinWork;
     S.Notes.front() = fmt::format(
         "threads above {} multiply-adds: a libgomp region costs ~1.5 us to "
         "enter",
