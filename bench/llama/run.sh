@@ -180,28 +180,13 @@ for model in $models; do
 done
 
 # The table: medians over the runs of each cell.
-python3 - "$results" "$n" "${run_exe:+1}" "${torch_py:+1}" <<'EOF'
-import platform, statistics, subprocess, sys, os
-path, n, have_run, have_torch = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+python3 - "$results" "$n" "${run_exe:+1}" "${torch_py:+1}" "$here" <<'EOF'
+import statistics, sys, os
+path, n, have_run, have_torch, here = sys.argv[1:6]
 rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
-cpu, flags = "unknown CPU", set()
-for l in open("/proc/cpuinfo"):
-    if l.startswith("model name") and cpu == "unknown CPU":
-        cpu = l.split(":", 1)[1].strip()
-    if l.startswith("flags") and not flags:
-        flags = set(l.split(":", 1)[1].split())
-isa = ("AVX-512" + (" (+bf16, fp16)" if "avx512_fp16" in flags else "")
-       if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE")
-if "fma" in flags: isa += " + FMA"
-if "amx_tile" in flags: isa += " + AMX"
-if "hypervisor" in flags: isa += " (virtual machine)"
-cores = os.cpu_count()
-load = open("/proc/loadavg").read().split()[:3]
-start = os.path.join(os.path.dirname(path), "load-start")
-start = open(start).read().split() if os.path.exists(start) else ["?"] * 3
-gcc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True).stdout.strip()
-print(f"CPU: {cpu}, {cores} cores, ISA {isa}; gcc {gcc}; load average "
-      f"{' '.join(start)} at the start, {' '.join(load)} at the end")
+sys.path.insert(0, here)
+import machine
+print(machine.describe(os.path.join(os.path.dirname(path), "load-start")))
 print(f"greedy (-t 0), -n {n}, prompt \"Once upon a time\"; median of "
       f"{len({r[3] for r in rows})} runs; tok/s; CPU %: (user + sys) / wall of "
       f"each run (torch: of its generation), 100 per thread when it had its cores\n")
