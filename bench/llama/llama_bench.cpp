@@ -18,7 +18,8 @@
 // layers: the embedding and the head are in it), GFLOP_s (prefill: the
 // matrix products' and attention's multiply-adds, x2), GB_s (decode: the
 // weight bytes a token reads; bench/llama/shapes.sh divides it by
-// read_bandwidth's). Threads come from OMP_NUM_THREADS.
+// read_bandwidth's) and GB_s_with_kv (the same with the keys and values its
+// attention reads from the cache). Threads come from OMP_NUM_THREADS.
 //
 //===----------------------------------------------------------------------===//
 
@@ -249,6 +250,12 @@ int main(int argc, char **argv) {
               benchmark::Counter(Calls, benchmark::Counter::kIsRate);
           St.counters["GB_s"] = benchmark::Counter(Calls * double(Bytes) / 1e9,
                                                    benchmark::Counter::kIsRate);
+          // With the KV cache: every layer reads P + 1 keys and values.
+          const double Cache = 2.0 * double(C.n_layers) * double(P + 1) *
+                               double(C.kv_dim()) * sizeof(float);
+          St.counters["GB_s_with_kv"] =
+              benchmark::Counter(Calls * (double(Bytes) + Cache) / 1e9,
+                                 benchmark::Counter::kIsRate);
           St.counters["ms_per_layer"] = benchmark::Counter(
               Calls * C.n_layers * 1e-3,
               benchmark::Counter::kIsRate | benchmark::Counter::kInvert);

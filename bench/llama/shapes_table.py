@@ -99,9 +99,11 @@ def main():
                 ratio(tok, e), ratio(tok, c), ratio(tok, q)]) + " |")
     print("\nDecode: one token at position P (GB/s: the weight bytes a token "
           "reads over its time; read bound: a parallel sum over as many "
-          "bytes, same threads, same run)\n")
+          "bytes, same threads, same run; with KV cache: the share of the "
+          "bound when the keys and values the attention reads count too)\n")
     hdr = ["model", "weights", "threads", "P", "pk tok/s", "pk GB/s",
-           "read bound GB/s", "of the bound", "pk ms/layer", "torch tok/s",
+           "read bound GB/s", "of the bound", "with KV cache",
+           "pk ms/layer", "torch tok/s",
            "torch.compile tok/s", "llama2.c tok/s", "pk ÷ torch",
            "pk ÷ compile", "pk ÷ llama2.c"]
     print("| " + " | ".join(hdr) + " |")
@@ -118,6 +120,8 @@ def main():
             print("| " + " | ".join([
                 model, fmt_, t, str(n), fmt(tok), fmt(gbs), fmt(bound),
                 "n/a" if not bound else f"{100 * gbs / bound:.0f}%",
+                "n/a" if not bound or "GB_s_with_kv" not in b
+                else f"{100 * b['GB_s_with_kv'] / bound:.0f}%",
                 fmt(b["ms_per_layer"], 3), fmt(e), fmt(c), fmt(q),
                 ratio(tok, e), ratio(tok, c), ratio(tok, q)]) + " |")
     print("\nDecode between formats: bf16's and int8's tok/s over fp32's "
