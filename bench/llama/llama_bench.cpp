@@ -118,6 +118,14 @@ sumWords(const int64_t *P, int64_t N) {
   return Total;
 }
 
+/// A call's time over the layers, in milliseconds: an inverted rate of
+/// Calls x layers thousandths.
+benchmark::Counter msPerLayer(double Calls, const llama::Config &C) {
+  return benchmark::Counter(Calls * double(C.n_layers) * 1e-3,
+                            benchmark::Counter::kIsRate |
+                                benchmark::Counter::kInvert);
+}
+
 std::vector<int32_t> tokens(const llama::Config &C, int64_t N) {
   std::vector<int32_t> Out(N);
   uint32_t X = 12345;
@@ -223,9 +231,7 @@ int main(int argc, char **argv) {
           St.counters["GFLOP_s"] =
               benchmark::Counter(Calls * 2 * prefillMultiplyAdds(C, T) / 1e9,
                                  benchmark::Counter::kIsRate);
-          St.counters["ms_per_layer"] = benchmark::Counter(
-              Calls * C.n_layers * 1e-3,
-              benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+          St.counters["ms_per_layer"] = msPerLayer(Calls, C);
         })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
@@ -256,9 +262,7 @@ int main(int argc, char **argv) {
           St.counters["GB_s_with_kv"] =
               benchmark::Counter(Calls * (double(Bytes) + Cache) / 1e9,
                                  benchmark::Counter::kIsRate);
-          St.counters["ms_per_layer"] = benchmark::Counter(
-              Calls * C.n_layers * 1e-3,
-              benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+          St.counters["ms_per_layer"] = msPerLayer(Calls, C);
         })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);

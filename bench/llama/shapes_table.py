@@ -69,6 +69,17 @@ def main():
         v = peers.get((kind, model, fmt_, t, what, n))
         return statistics.median(v) if v else None
 
+    def table(hdr, what):
+        """Prints the header; yields (model, format, threads, n, counters)
+        of pk's `what` rows, cell by cell, n ascending."""
+        print("| " + " | ".join(hdr) + " |")
+        print("|" + " --- |" * len(hdr))
+        for model, fmt_, t in cells:
+            for (m, f, tt, w, n), b in sorted(pk.items(),
+                                              key=lambda kv: kv[0][4]):
+                if (m, f, tt, w) == (model, fmt_, t, what):
+                    yield model, fmt_, t, n, b
+
     def l2c(model, fmt_, t):
         v = llama2c.get((model, fmt_, t))
         return statistics.median(v) if v else None
@@ -83,20 +94,15 @@ def main():
     hdr = ["model", "weights", "threads", "T", "pk tok/s", "pk GFLOP/s",
            "pk ms/layer", "torch tok/s", "torch.compile tok/s",
            "llama2.c tok/s", "pk ÷ torch", "pk ÷ compile", "pk ÷ llama2.c"]
-    print("| " + " | ".join(hdr) + " |")
-    print("|" + " --- |" * len(hdr))
-    for model, fmt_, t in cells:
-        for (m, f, tt, what, n), b in sorted(pk.items(), key=lambda kv: kv[0][4]):
-            if (m, f, tt, what) != (model, fmt_, t, "prefill"):
-                continue
-            tok = b["tok_s"]
-            e = peer("torch", model, fmt_, t, "prefill", n)
-            c = peer("torch.compile", model, fmt_, t, "prefill", n)
-            q = l2c(model, fmt_, t)
-            print("| " + " | ".join([
-                model, fmt_, t, str(n), fmt(tok), fmt(b["GFLOP_s"]),
-                fmt(b["ms_per_layer"], 2), fmt(e), fmt(c), fmt(q),
-                ratio(tok, e), ratio(tok, c), ratio(tok, q)]) + " |")
+    for model, fmt_, t, n, b in table(hdr, "prefill"):
+        tok = b["tok_s"]
+        e = peer("torch", model, fmt_, t, "prefill", n)
+        c = peer("torch.compile", model, fmt_, t, "prefill", n)
+        q = l2c(model, fmt_, t)
+        print("| " + " | ".join([
+            model, fmt_, t, str(n), fmt(tok), fmt(b["GFLOP_s"]),
+            fmt(b["ms_per_layer"], 2), fmt(e), fmt(c), fmt(q),
+            ratio(tok, e), ratio(tok, c), ratio(tok, q)]) + " |")
     print("\nDecode: one token at position P (GB/s: the weight bytes a token "
           "reads over its time; read bound: a parallel sum over as many "
           "bytes, same threads, same run; with KV cache: the share of the "
@@ -106,24 +112,19 @@ def main():
            "pk ms/layer", "torch tok/s",
            "torch.compile tok/s", "llama2.c tok/s", "pk ÷ torch",
            "pk ÷ compile", "pk ÷ llama2.c"]
-    print("| " + " | ".join(hdr) + " |")
-    print("|" + " --- |" * len(hdr))
-    for model, fmt_, t in cells:
-        for (m, f, tt, what, n), b in sorted(pk.items(), key=lambda kv: kv[0][4]):
-            if (m, f, tt, what) != (model, fmt_, t, "decode"):
-                continue
-            tok, gbs = b["tok_s"], b["GB_s"]
-            bound = read_bound.get((model, fmt_, t))
-            e = peer("torch", model, fmt_, t, "decode", n)
-            c = peer("torch.compile", model, fmt_, t, "decode", n)
-            q = l2c(model, fmt_, t) if n <= 128 else None
-            print("| " + " | ".join([
-                model, fmt_, t, str(n), fmt(tok), fmt(gbs), fmt(bound),
-                "n/a" if not bound else f"{100 * gbs / bound:.0f}%",
-                "n/a" if not bound or "GB_s_with_kv" not in b
-                else f"{100 * b['GB_s_with_kv'] / bound:.0f}%",
-                fmt(b["ms_per_layer"], 3), fmt(e), fmt(c), fmt(q),
-                ratio(tok, e), ratio(tok, c), ratio(tok, q)]) + " |")
+    for model, fmt_, t, n, b in table(hdr, "decode"):
+        tok, gbs = b["tok_s"], b["GB_s"]
+        bound = read_bound.get((model, fmt_, t))
+        e = peer("torch", model, fmt_, t, "decode", n)
+        c = peer("torch.compile", model, fmt_, t, "decode", n)
+        q = l2c(model, fmt_, t) if n <= 128 else None
+        print("| " + " | ".join([
+            model, fmt_, t, str(n), fmt(tok), fmt(gbs), fmt(bound),
+            "n/a" if not bound else f"{100 * gbs / bound:.0f}%",
+            "n/a" if not bound or "GB_s_with_kv" not in b
+            else f"{100 * b['GB_s_with_kv'] / bound:.0f}%",
+            fmt(b["ms_per_layer"], 3), fmt(e), fmt(c), fmt(q),
+            ratio(tok, e), ratio(tok, c), ratio(tok, q)]) + " |")
     print("\nDecode between formats: bf16's and int8's tok/s over fp32's "
           "(targets: bf16 >= 1.8x, int8 >= 3x)\n")
     print("| model | threads | P | bf16 ÷ fp32 | int8 ÷ fp32 |")
