@@ -1223,8 +1223,9 @@ PK_COMPOUND_OP(%)
 //
 // Negative axes count from the end; an out-of-range axis is a ShapeError.
 // Types: sum of bool is int64_t, mean of integers/bool is double, otherwise
-// the element type. Float sums and means accumulate in double, integer sums
-// in int64_t (then converted). Empty axis: sum 0, mean NaN, max/min throw
+// the element type. Float sums and every mean accumulate in double (NumPy's
+// mean of integers: no wrapping), integer sums in int64_t, wrapping (then
+// converted). Empty axis: sum 0, mean NaN, max/min throw
 // ShapeError "max of an empty axis: x[3, 0] (axis 1)". max/min propagate
 // NaN like NumPy.
 //===----------------------------------------------------------------------===//
@@ -1283,8 +1284,11 @@ Array<typename RedOut<K, T>::type> reduce(const Array<T> &A, const int *Axis,
   const T *In = A.data();
   O *Out = Res.data();
   if constexpr (K == Red::Sum || K == Red::Mean) {
+    // A mean of integers sums in double, as NumPy's and the compiled
+    // code's do: an int64 sum would wrap where the mean is in range.
     using Acc =
-        std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+        std::conditional_t<std::is_floating_point_v<T> || K == Red::Mean,
+                           double, int64_t>;
     std::vector<Acc> Ac(static_cast<size_t>(Inner));
     for (int64_t Ou = 0; Ou < Outer; ++Ou) {
       for (Acc &V : Ac)

@@ -825,6 +825,15 @@ TEST(EagerReduce, TypesAndAccuracy) {
   // Float sums accumulate in double: naive float summation would give 0.
   expectArray(sum(arr<float>({3}, {1e8f, 1.0f, -1e8f})), {}, {1.0f});
   expectArray(mean(arr<float>({3}, {1e8f, 3.0f, -1e8f})), {}, {1.0f});
+  // A mean of integers sums in double like NumPy's (and the compiled
+  // code's): two INT64_MAX average to INT64_MAX, where an int64 sum wraps
+  // to -2 and averaged to -1 (long-mode fuzzer, seed 9750 kernel k1: a
+  // mean of saturated casts). Integer sums still wrap (language.md §3).
+  const int64_t Big = std::numeric_limits<int64_t>::max();
+  expectArray(mean(arr<int64_t>({2}, {Big, Big})), {}, {double(Big)});
+  expectArray(mean(arr<int64_t>({2, 2}, {Big, Big, -Big, 3}), 1), {2},
+              {double(Big), (3.0 - double(Big)) / 2});
+  expectArray(sum(arr<int64_t>({2}, {Big, Big})), {}, {int64_t{-2}});
   // NaN propagates through max/min like NumPy.
   EXPECT_TRUE(std::isnan(max(arr<float>({3}, {1, NaNf, 2})).item()));
   EXPECT_TRUE(std::isnan(min(arr<float>({3}, {NaNf, 1, 2})).item()));
