@@ -10,6 +10,12 @@
 //                      is the finished sum for column j0 + l; it computes
 //                      the consumers (bias, activation, residual) and stores.
 //
+// pk::rt::gemm_dual runs two products that share A (SwiGLU's x W1ᵀ and
+// x W3ᵀ, combined elementwise in one store) as one pass: A is packed once
+// per tile (read once per row block at small M), both B operands are
+// multiplied into C tiles of their own, and the epilogue gets both rows:
+// E(b, i, j0, n, acc, acc2).
+//
 // The loops are the classic BLIS/GotoBLAS structure, with the C tile kept in
 // a per-thread buffer so that the epilogue runs once per element, after the
 // last K block, while the tile is still in cache:
@@ -76,6 +82,7 @@ struct GemmOptions {
   bool AUnitK = true;  ///< A(b, i, k), A(b, i, k + 1) adjacent (row-major A)
   bool BUnitK = false; ///< B(b, k, j), B(b, k + 1, j) adjacent (w[N, K])
   GemmBlocking Blocking = {};
+  bool B2UnitK = false; ///< the same for gemm_dual's second B
 };
 
 /// The most memory a thread's C tile takes (it is read and written once per
@@ -271,15 +278,16 @@ fillFrom(const void *Fn, int64_t B, int64_t R0, int64_t Rows, int64_t K0,
   }
 }
 
-/// The epilogue: Run(Fn, b, i, j0, n, acc) finishes row i, columns [j0, j0 +
-/// n), acc[l] the sum for column j0 + l.
+/// The epilogue: Run(Fn, b, i, j0, n, acc, acc2) finishes row i, columns
+/// [j0, j0 + n), acc[l] the sum for column j0 + l (acc2[l] the second
+/// product's, for gemm_dual; null otherwise).
 template <class T> struct RowEpilogue {
   void (*Run)(const void *Fn, int64_t B, int64_t I, int64_t J0, int64_t N,
-              const T *Acc);
+              const T *Acc, const T *Acc2);
   const void *Fn;
-  void operator()(int64_t B, int64_t I, int64_t J0, int64_t N,
-                  const T *Acc) const {
-    Run(Fn, B, I, J0, N, Acc);
+  void operator()(int64_t B, int64_t I, int64_t J0, int64_t N, const T *Acc,
+                  const T *Acc2 = nullptr) const {
+    Run(Fn, B, I, J0, N, Acc, Acc2);
   }
 };
 
@@ -288,8 +296,16 @@ template <class T> struct RowEpilogue {
 template <class T, class Epilogue>
 PK_CPU_DISPATCH __attribute__((flatten)) void
 finishRow(const void *Fn, int64_t B, int64_t I, int64_t J0, int64_t N,
-          const T *Acc) {
+          const T *Acc, const T *) {
   (*static_cast<const Epilogue *>(Fn))(B, I, J0, N, Acc);
+}
+
+/// finishRow for gemm_dual's epilogue, which takes both products' sums.
+template <class T, class Epilogue>
+PK_CPU_DISPATCH __attribute__((flatten)) void
+finishRow2(const void *Fn, int64_t B, int64_t I, int64_t J0, int64_t N,
+           const T *Acc, const T *Acc2) {
+  (*static_cast<const Epilogue *>(Fn))(B, I, J0, N, Acc, Acc2);
 }
 
 template <class T, class LoadA> Operand<T> operandA(const LoadA &A) {
@@ -337,41 +353,63 @@ Operand<T, typename StoredB<T, LoadB>::Type> operandB(const LoadB &B) {
 /// epilogue.
 /// int8 weights (WT = int8_t) have their scales in Gs, batch b's at
 /// Gs.S + b * ScaleBatchStride, and are contiguous along k.
+template <class T, class WT> struct GemvWeights {
+  const Operand<T, WT> *B = nullptr;
+  GroupScales Gs = {};
+  int64_t ScaleBatchStride = 0;
+};
+
+/// The small-M path as above; with B2.B (gemm_dual) each block of columns
+/// is multiplied by both weights, from the same packed A, before the
+/// epilogue sees them.
 template <class T, class WT>
 void gemv(const GemmShape &S, bool Threaded, const Operand<T> &A,
           const Operand<T, WT> &B, const RowEpilogue<T> &E,
-          const GroupScales &Gs = {}, int64_t ScaleBatchStride = 0) {
-  const bool ColumnsAlongK = B.KStride == 1;
-  GemvFn<T, WT> Kernel;
-  if constexpr (kScaledWeights<WT>)
-    Kernel = gemvKernel<T, WT, true>(gemm_isa());
-  else
-    Kernel = ColumnsAlongK ? gemvKernel<T, WT, true>(gemm_isa())
-                           : gemvKernel<T, WT, false>(gemm_isa());
-  const int64_t LdW = ColumnsAlongK ? B.RowStride : B.KStride;
+          const GroupScales &Gs = {}, int64_t ScaleBatchStride = 0,
+          const GemvWeights<T, WT> &B2 = {}) {
+  auto KernelFor = [](const Operand<T, WT> &W) {
+    if constexpr (kScaledWeights<WT>)
+      return gemvKernel<T, WT, true>(gemm_isa());
+    else
+      return W.KStride == 1 ? gemvKernel<T, WT, true>(gemm_isa())
+                            : gemvKernel<T, WT, false>(gemm_isa());
+  };
+  const GemvFn<T, WT> Kernel = KernelFor(B);
+  const GemvFn<T, WT> Kernel2 = B2.B ? KernelFor(*B2.B) : nullptr;
   // Columns a block: enough to amortise the epilogue calls, few enough that
   // two threads get work at N = 768.
   constexpr int64_t Block = 128;
   const int64_t Blocks = (S.N + Block - 1) / Block;
   const int64_t Threads = Threaded ? thread_count() : 1;
   Buffer<T> Ap(S.M * S.K);
+  // One weight's block of columns [J0, J0 + Nc) of batch Bi into Out.
+  auto Multiply = [&](GemvFn<T, WT> Fn, const Operand<T, WT> &W,
+                      const GroupScales &Scales, int64_t ScaleBatch, int64_t Bi,
+                      const T *PA, int64_t J0, int64_t Nc, T *Out) {
+    const bool AlongK = W.KStride == 1;
+    const WT *Wb = W.Data + Bi * W.BatchStride;
+    const WT *Wj = AlongK ? Wb + J0 * W.RowStride : Wb + J0;
+    GroupScales Gj = Scales;
+    if (Gj.S)
+      Gj.S += Bi * ScaleBatch + J0 * Scales.LdS;
+    Fn(S.K, S.M, PA, Wj, AlongK ? W.RowStride : W.KStride, Nc, Out, Block, Gj);
+  };
   for (int64_t Bi = 0; Bi < S.Batch; ++Bi) {
     T *PA = Ap.get();
     A.fill(Bi, 0, S.M, 0, S.K, PA, S.K, /*AlongK=*/true);
-    const WT *W = B.Data + Bi * B.BatchStride;
     // Blocks [Begin, End) on one thread: contiguous, so that each thread
     // streams its own part of the weights.
     auto Run = [&](int64_t Begin, int64_t End) __attribute__((noinline)) {
-      Buffer<T> Out(S.M * Block);
+      Buffer<T> Out(S.M * Block), Out2(B2.B ? S.M * Block : 0);
       for (int64_t Bl = Begin; Bl < End; ++Bl) {
         const int64_t J0 = Bl * Block, Nc = std::min(Block, S.N - J0);
-        const WT *Wj = ColumnsAlongK ? W + J0 * B.RowStride : W + J0;
-        GroupScales Gj = Gs;
-        if (Gj.S)
-          Gj.S += Bi * ScaleBatchStride + J0 * Gs.LdS;
-        Kernel(S.K, S.M, PA, Wj, LdW, Nc, Out.get(), Block, Gj);
+        Multiply(Kernel, B, Gs, ScaleBatchStride, Bi, PA, J0, Nc, Out.get());
+        if (B2.B)
+          Multiply(Kernel2, *B2.B, B2.Gs, B2.ScaleBatchStride, Bi, PA, J0, Nc,
+                   Out2.get());
         for (int64_t I = 0; I < S.M; ++I)
-          E(Bi, I, J0, Nc, static_cast<const T *>(Out.get() + I * Block));
+          E(Bi, I, J0, Nc, static_cast<const T *>(Out.get() + I * Block),
+            B2.B ? static_cast<const T *>(Out2.get() + I * Block) : nullptr);
       }
     };
     if (Threads > 1 && Blocks > 1) {
@@ -506,14 +544,20 @@ void packA(const Operand<T> &A, bool UnitK, int64_t Bi, int64_t I0, int64_t Mc,
 
 /// C = A B for every batch with the micro-kernel of gemm_isa(): the tile
 /// loops of pk::rt::gemm, compiled once per element type and weight type.
+/// With B2 (gemm_dual), also C2 = A B2: each tile packs A once and
+/// multiplies it by both, and the epilogue gets both rows.
 template <class T, class WT>
 void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
-              const Operand<T, WT> &B, const RowEpilogue<T> &E) {
+              const Operand<T, WT> &B, const RowEpilogue<T> &E,
+              const Operand<T, WT> *B2 = nullptr) {
   if (S.Batch <= 0 || S.M <= 0 || S.N <= 0)
     return;
-  if (!B.Fill && S.M <= kGemvMaxRows && S.K > 0 &&
-      (B.KStride == 1 || B.RowStride == 1))
-    return gemv<T>(S, Opt.Threaded, A, B, E);
+  auto InPlace = [](const Operand<T, WT> &W) {
+    return !W.Fill && (W.KStride == 1 || W.RowStride == 1);
+  };
+  if (S.M <= kGemvMaxRows && S.K > 0 && InPlace(B) && (!B2 || InPlace(*B2)))
+    return gemv<T>(S, Opt.Threaded, A, B, E, {}, 0,
+                   GemvWeights<T, WT>{B2, {}, 0});
   const MicroKernel<T> Micro = microKernel<T>(gemm_isa());
   const int64_t MR = Micro.Shape.MR, NR = Micro.Shape.NR;
   GemmBlocking Blk = Opt.Blocking;
@@ -526,6 +570,7 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
   const int64_t DepthPad = roundUp(std::max<int64_t>(S.K, 1), KC);
   const bool KeepB =
       S.M > Blk.MC && DepthPad * NR * int64_t(sizeof(T)) <= kKeptPanelBytes;
+  const int64_t Products = B2 ? 2 : 1;
   const int64_t NCMax =
       KeepB
           ? std::max(NR, std::min(Blk.NC, kKeptPanelBytes /
@@ -574,11 +619,20 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
     // packed just before its use, so that it is written to L1 rather than
     // memory; a [K, N] weight one K block of the tile at a time, so that
     // each row of it is read once per block.
-    const bool PanelByPanel = !KeepB && Opt.BUnitK;
+    const bool PanelByPanel = !KeepB && Opt.BUnitK && (!B2 || Opt.B2UnitK);
     const int64_t NCPad = roundUp(NC, NR);
     const int64_t LdC = NCPad + 64 / int64_t(sizeof(T));
-    Buffer<T> Ap(roundUp(MC, MR) * KC), Ct(roundUp(MC, MR) * LdC),
-        Bp(KeepB ? DepthPad * NCPad : KC * (PanelByPanel ? NR : NCPad));
+    const int64_t BpSize =
+        KeepB ? DepthPad * NCPad : KC * (PanelByPanel ? NR : NCPad);
+    Buffer<T> Ap(roundUp(MC, MR) * KC), Ct(Products * roundUp(MC, MR) * LdC),
+        Bp(Products * BpSize);
+    // Product p's B operand, unit-k flag, packed panels and C tile.
+    const Operand<T, WT> *Bs[2] = {&B, B2};
+    const bool UnitK[2] = {Opt.BUnitK, Opt.B2UnitK};
+    auto PackedB = [&](int64_t P) { return Bp.get() + P * BpSize; };
+    auto CTile = [&](int64_t P) {
+      return Ct.get() + P * roundUp(MC, MR) * LdC;
+    };
     int64_t PackedBlock = -1; // the column block whose B is in Bp
     for (int64_t Tile = First; Tile < Last; ++Tile) {
       const int64_t Block = Tile / TilesM; // batch * TilesN + column block
@@ -590,38 +644,42 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
       // that reads B in long streams: micro-panel by micro-panel when it is
       // contiguous along k (each row of w[N, K] in one stream), K block by
       // K block otherwise (each row of a [K, N] weight once).
-      if (KeepB && Block != PackedBlock) {
-        for (int64_t K0 = 0; K0 < S.K && !Opt.BUnitK; K0 += KC)
-          packB(B, false, Bi, K0, std::min(KC, S.K - K0), J0, Nc, NcPad, NR,
-                Bp.get() + K0 * NcPad);
-        for (int64_t Jp = 0; Jp < NcPad && Opt.BUnitK; Jp += NR)
+      for (int64_t P = 0; KeepB && Block != PackedBlock && P < Products; ++P) {
+        const Operand<T, WT> &W = *Bs[P];
+        for (int64_t K0 = 0; K0 < S.K && !UnitK[P]; K0 += KC)
+          packB(W, false, Bi, K0, std::min(KC, S.K - K0), J0, Nc, NcPad, NR,
+                PackedB(P) + K0 * NcPad);
+        for (int64_t Jp = 0; Jp < NcPad && UnitK[P]; Jp += NR)
           for (int64_t K0 = 0; K0 < S.K; K0 += KC) {
             const int64_t Kc = std::min(KC, S.K - K0);
-            packB(B, true, Bi, K0, Kc, J0 + Jp, std::min(NR, Nc - Jp), NR, NR,
-                  Bp.get() + K0 * NcPad + Jp * Kc);
+            packB(W, true, Bi, K0, Kc, J0 + Jp, std::min(NR, Nc - Jp), NR, NR,
+                  PackedB(P) + K0 * NcPad + Jp * Kc);
           }
-        PackedBlock = Block;
       }
-      T *C = Ct.get();
-      std::fill(C, C + McPad * LdC, T(0));
+      PackedBlock = Block;
+      for (int64_t P = 0; P < Products; ++P)
+        std::fill(CTile(P), CTile(P) + McPad * LdC, T(0));
       for (int64_t K0 = 0; K0 < S.K; K0 += KC) {
         const int64_t Kc = std::min(KC, S.K - K0);
-        T *PB = Bp.get() + (KeepB ? K0 * NcPad : 0);
-        if (!KeepB && !PanelByPanel)
-          packB(B, false, Bi, K0, Kc, J0, Nc, NcPad, NR, PB);
+        for (int64_t P = 0; P < Products && !KeepB && !PanelByPanel; ++P)
+          packB(*Bs[P], false, Bi, K0, Kc, J0, Nc, NcPad, NR, PackedB(P));
         T *PA = Ap.get();
         packA(A, Opt.AUnitK, Bi, I0, Mc, McPad, MR, K0, Kc, PA);
-        for (int64_t Jp = 0; Jp < NcPad; Jp += NR) {
-          T *Panel = PanelByPanel ? PB : PB + Jp * Kc;
-          if (PanelByPanel)
-            packB(B, true, Bi, K0, Kc, J0 + Jp, std::min(NR, Nc - Jp), NR, NR,
-                  Panel);
-          for (int64_t Ip = 0; Ip < McPad; Ip += MR)
-            Micro.Run(Kc, PA + Ip * Kc, Panel, C + Ip * LdC + Jp, LdC);
-        }
+        for (int64_t Jp = 0; Jp < NcPad; Jp += NR)
+          for (int64_t P = 0; P < Products; ++P) {
+            T *PB = PackedB(P) + (KeepB ? K0 * NcPad : 0);
+            T *Panel = PanelByPanel ? PB : PB + Jp * Kc;
+            if (PanelByPanel)
+              packB(*Bs[P], true, Bi, K0, Kc, J0 + Jp, std::min(NR, Nc - Jp),
+                    NR, NR, Panel);
+            T *C = CTile(P);
+            for (int64_t Ip = 0; Ip < McPad; Ip += MR)
+              Micro.Run(Kc, PA + Ip * Kc, Panel, C + Ip * LdC + Jp, LdC);
+          }
       }
       for (int64_t I = 0; I < Mc; ++I)
-        E(Bi, I0 + I, J0, Nc, static_cast<const T *>(C + I * LdC));
+        E(Bi, I0 + I, J0, Nc, static_cast<const T *>(CTile(0) + I * LdC),
+          B2 ? static_cast<const T *>(CTile(1) + I * LdC) : nullptr);
     }
   };
   if (Threads > 1 && NumTiles > 1) {
@@ -651,7 +709,7 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
 #define PK_GEMM_CORE_INSTANCE(T, WT)                                           \
   extern template void gemmCore<T, WT>(                                        \
       const GemmShape &, const GemmOptions &, const Operand<T> &,              \
-      const Operand<T, WT> &, const RowEpilogue<T> &);
+      const Operand<T, WT> &, const RowEpilogue<T> &, const Operand<T, WT> *);
 PK_GEMM_CORE_INSTANCE(float, float)
 PK_GEMM_CORE_INSTANCE(float, bfloat16)
 PK_GEMM_CORE_INSTANCE(double, double)
@@ -661,7 +719,8 @@ extern template void gemv<float, int8_t>(const GemmShape &, bool,
                                          const Operand<float> &,
                                          const Operand<float, int8_t> &,
                                          const RowEpilogue<float> &,
-                                         const GroupScales &, int64_t);
+                                         const GroupScales &, int64_t,
+                                         const GemvWeights<float, int8_t> &);
 #endif
 
 } // namespace gemm_detail
@@ -693,6 +752,51 @@ void gemm(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
     }
   }
   gemmCore<T>(S, Opt, operandA<T>(A), operandB<T>(B), Finish);
+}
+
+/// C = A B and C2 = A B2 for every batch, as one pass (see the top of this
+/// file): two products that share their left operand and their shape, which
+/// one epilogue combines, E(b, i, j0, n, acc, acc2). B and B2 are lambdas
+/// or StridedB of the same stored type, or both GroupScaledB; Opt.B2UnitK
+/// says how B2 is laid out.
+template <class T, class LoadA, class LoadB, class LoadB2, class Epilogue>
+void gemm_dual(const GemmShape &S, const GemmOptions &Opt, const LoadA &A,
+               const LoadB &B, const LoadB2 &B2, const Epilogue &E) {
+  using namespace gemm_detail;
+  const RowEpilogue<T> Finish{&finishRow2<T, Epilogue>, &E};
+  if constexpr (std::is_same_v<LoadB, GroupScaledB> &&
+                std::is_same_v<LoadB2, GroupScaledB>) {
+    static_assert(std::is_same_v<T, float>, "GroupScaledB: float products");
+    auto Fits = [&](const GroupScaledB &W) {
+      return W.KStride == 1 && W.Group > 0 &&
+             W.Group % gemv_float_lanes(gemm_isa()) == 0;
+    };
+    if (S.Batch > 0 && S.M > 0 && S.N > 0 && S.M <= kGemvMaxRows && S.K > 0 &&
+        Fits(B) && Fits(B2)) {
+      auto Weights = [](const GroupScaledB &W) {
+        Operand<float, int8_t> O;
+        O.Data = W.Data;
+        O.BatchStride = W.BatchStride;
+        O.RowStride = W.NStride;
+        O.KStride = 1;
+        return O;
+      };
+      const Operand<float, int8_t> W1 = Weights(B), W2 = Weights(B2);
+      return gemv<float, int8_t>(
+          S, Opt.Threaded, operandA<T>(A), W1, Finish,
+          GroupScales{B.Scales, B.ScaleNStride, B.ScaleKStride, B.Group},
+          B.ScaleBatchStride,
+          GemvWeights<float, int8_t>{&W2,
+                                     GroupScales{B2.Scales, B2.ScaleNStride,
+                                                 B2.ScaleKStride, B2.Group},
+                                     B2.ScaleBatchStride});
+    }
+  }
+  static_assert(std::is_same_v<typename StoredB<T, LoadB>::Type,
+                               typename StoredB<T, LoadB2>::Type>,
+                "gemm_dual: both B operands are stored as the same type");
+  const auto O2 = operandB<T>(B2);
+  gemmCore<T>(S, Opt, operandA<T>(A), operandB<T>(B), Finish, &O2);
 }
 
 } // namespace pk::rt

@@ -28,14 +28,29 @@ using LStmt = loop::Stmt;
 
 namespace {
 
-std::string groupSignature(const Function &F, const FusionPlan::Group &G) {
+std::string groupSignature(const Function &F, const FusionPlan &Plan,
+                           unsigned Index) {
+  const FusionPlan::Group &G = Plan.Groups[Index];
   if (G.Attention)
     return "attention: softmax over the keys of q kT, times v (one online-"
            "softmax pass per query row, no [t, s] buffer)";
-  if (G.MatMul)
+  if (G.MatMul) {
+    // Two products of one operand in one group: a dual product.
+    unsigned Products = 0;
+    for (NodeId I = 0; I < F.Nodes.size(); ++I) {
+      auto It = Plan.GroupOf.find(I);
+      Products += !F.Nodes[I].Dead && F.Nodes[I].Kind == NodeKind::MatMul &&
+                  It != Plan.GroupOf.end() && It->second == Index;
+    }
+    if (Products == 2)
+      return fmt::format("two matrix products of one operand (a dual product: "
+                         "rank-{} products summed over axis {}) and their "
+                         "epilogue",
+                         G.Rank, fmt::join(G.ReduceAxes, ", "));
     return fmt::format("a matrix product (rank-{} products summed over axis "
                        "{}) and its epilogue",
                        G.Rank, fmt::join(G.ReduceAxes, ", "));
+  }
   if (G.ReduceAxes.empty()) {
     const Node &S = F.node(G.Stores.front());
     return fmt::format("elementwise stores of rank {}", F.Params[S.Param].Rank);
@@ -139,8 +154,8 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
       Stores.push_back(
           fmt::format("{} (line {})", F.Params[N.Param].Name, N.Loc.Line));
     }
-    OS << fmt::format("    group {}: {}; stores {}\n", G, groupSignature(F, Gr),
-                      fmt::join(Stores, ", "));
+    OS << fmt::format("    group {}: {}; stores {}\n", G,
+                      groupSignature(F, Plan, G), fmt::join(Stores, ", "));
     if (G == 0)
       continue;
     // The buffers this group reads that earlier groups write.
@@ -156,7 +171,7 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     else
       OS << fmt::format("      separate from group {}: a group is one loop "
                         "nest over one iteration space, and {} {}\n",
-                        G - 1, groupSignature(F, Plan.Groups[G - 1]),
+                        G - 1, groupSignature(F, Plan, G - 1),
                         "is another one");
   }
 

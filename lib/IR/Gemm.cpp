@@ -71,46 +71,56 @@ static std::optional<GemmPattern> matchProduct(const Nest &N, bool Integer) {
   G.MAxis = D - 3;
   G.NAxis = D - 2;
   G.KAxis = D - 1;
-  std::optional<unsigned> Reduce;
+  std::vector<unsigned> Reduces;
   std::vector<unsigned> Stores;
   for (unsigned I = 0; I < Part; ++I) {
     const Stmt &S = N.Body[I];
-    if (S.K == Stmt::Reduce) {
-      if (Reduce)
-        return std::nullopt;
-      Reduce = I;
-    }
+    if (S.K == Stmt::Reduce)
+      Reduces.push_back(I);
     if (S.K == Stmt::Store) {
       if (S.Inner)
         return std::nullopt;
       Stores.push_back(I);
     }
   }
-  if (!Reduce || (N.Grouped && !Stores.empty()))
+  // Two sums are a dual product (float only, not a grouped nest).
+  const size_t MaxReduces = Integer || N.Grouped ? 1 : 2;
+  if (Reduces.empty() || Reduces.size() > MaxReduces ||
+      (N.Grouped && !Stores.empty()))
     return std::nullopt;
   if (N.Grouped)
     Stores = {N.Grouped->Term};
-  const Stmt &R = N.Body[*Reduce];
-  const bool FloatSum = R.Type == ir::DType::F32 || R.Type == ir::DType::F64;
-  if (R.Reduction != ir::ReduceKind::Sum || R.Phase != 0 ||
-      (Integer ? isFloat(R.Type) || R.Type == ir::DType::Bool : !FloatSum) ||
-      R.LoopExtents.size() != 1)
+  // Reduce statement I as a sum over k of a product of two operands: the
+  // product's statement, or nothing.
+  auto SumOfProduct = [&](unsigned I) -> std::optional<unsigned> {
+    const Stmt &R = N.Body[I];
+    const bool FloatSum = R.Type == ir::DType::F32 || R.Type == ir::DType::F64;
+    if (R.Reduction != ir::ReduceKind::Sum || R.Phase != 0 ||
+        (Integer ? isFloat(R.Type) || R.Type == ir::DType::Bool : !FloatSum) ||
+        R.LoopExtents.size() != 1)
+      return std::nullopt;
+    const Stmt &P = N.Body[R.Args[0]];
+    if (P.K != Stmt::Apply || P.Op != ir::OpCode::Mul || P.Args.size() != 2 ||
+        (Integer ? isFloat(P.Type) || P.Type == ir::DType::Bool
+                 : P.Type != R.Type))
+      return std::nullopt;
+    return R.Args[0];
+  };
+  auto Fits = [&](const Closure &C, unsigned Not) {
+    return !C.Axes.count(Not);
+  };
+  std::optional<unsigned> Product = SumOfProduct(Reduces[0]);
+  if (!Product)
     return std::nullopt;
-  const Stmt &P = N.Body[R.Args[0]];
-  if (P.K != Stmt::Apply || P.Op != ir::OpCode::Mul || P.Args.size() != 2 ||
-      (Integer ? isFloat(P.Type) || P.Type == ir::DType::Bool
-               : P.Type != R.Type))
-    return std::nullopt;
-  G.Reduce = *Reduce;
-  G.Product = R.Args[0];
+  const Stmt &R = N.Body[Reduces[0]];
+  const Stmt &P = N.Body[*Product];
+  G.Reduce = Reduces[0];
+  G.Product = *Product;
   G.K = R.LoopExtents[0];
   G.Type = R.Type;
   Closure L = closureOf(N, {P.Args[0]}), Rt = closureOf(N, {P.Args[1]});
   if (L.HasReduce || Rt.HasReduce)
     return std::nullopt;
-  auto Fits = [&](const Closure &C, unsigned Not) {
-    return !C.Axes.count(Not);
-  };
   if (Fits(L, G.NAxis) && Fits(Rt, G.MAxis)) {
     G.A = P.Args[0];
     G.B = P.Args[1];
@@ -121,14 +131,40 @@ static std::optional<GemmPattern> matchProduct(const Nest &N, bool Integer) {
   } else {
     return std::nullopt;
   }
-  // Nothing else may run per k: every inner statement feeds the product.
+  // The second product: the same A statement, of the same type over the
+  // same k; its other operand free of m.
+  Closure Rt2;
+  if (Reduces.size() == 2) {
+    std::optional<unsigned> Product2 = SumOfProduct(Reduces[1]);
+    if (!Product2)
+      return std::nullopt;
+    const Stmt &R2 = N.Body[Reduces[1]];
+    const Stmt &P2 = N.Body[*Product2];
+    if (R2.Type != G.Type || R2.LoopExtents[0] != G.K ||
+        (P2.Args[0] != G.A && P2.Args[1] != G.A) || P2.Args[0] == P2.Args[1])
+      return std::nullopt;
+    GemmPattern::SecondProduct S2;
+    S2.B = P2.Args[0] == G.A ? P2.Args[1] : P2.Args[0];
+    S2.Product = *Product2;
+    S2.Reduce = Reduces[1];
+    Rt2 = closureOf(N, {S2.B});
+    if (Rt2.HasReduce || !Fits(Rt2, G.MAxis))
+      return std::nullopt;
+    G.Dual = std::move(S2);
+  }
+  // Nothing else may run per k: every inner statement feeds a product.
   for (unsigned I = 0; I < Part; ++I)
-    if (N.Body[I].Inner && I != G.Product && !llvm::is_contained(L.Stmts, I) &&
-        !llvm::is_contained(Rt.Stmts, I))
+    if (N.Body[I].Inner && I != G.Product &&
+        !(G.Dual && I == G.Dual->Product) && !llvm::is_contained(L.Stmts, I) &&
+        !llvm::is_contained(Rt.Stmts, I) && !llvm::is_contained(Rt2.Stmts, I))
       return std::nullopt;
   Closure E = closureOf(N, Stores);
   if (E.Axes.count(G.KAxis))
     return std::nullopt;
+  if (G.Dual) {
+    G.Dual->BStmts = std::move(Rt2.Stmts);
+    G.Dual->BAxes = std::move(Rt2.Axes);
+  }
   G.AStmts = std::move(L.Stmts);
   G.BStmts = std::move(Rt.Stmts);
   G.AAxes = std::move(L.Axes);

@@ -35,10 +35,21 @@ struct GemmPattern {
   /// The extent k runs over.
   ExtentId K = 0;
   ir::DType Type = ir::DType::F32;
+  /// A second product of the same A over the same k (a dual product:
+  /// SwiGLU's x W1ᵀ and x W3ᵀ meeting in one store): its right operand,
+  /// product and sum, and the statements of that operand. The epilogue holds
+  /// both sums.
+  struct SecondProduct {
+    unsigned B = 0, Product = 0, Reduce = 0;
+    std::vector<unsigned> BStmts;
+    std::set<unsigned> BAxes;
+  };
+  std::optional<SecondProduct> Dual;
 };
 
 /// The pattern when `N` is a float32/float64 matrix product with elementwise
-/// prologues and epilogues only; std::nullopt otherwise (the nest then runs
+/// prologues and epilogues only, or two such products of the same left
+/// operand (GemmPattern::Dual); std::nullopt otherwise (the nest then runs
 /// as a reduction, one dot product per output element).
 std::optional<GemmPattern> matchGemm(const Nest &N);
 

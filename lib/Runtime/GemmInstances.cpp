@@ -18,9 +18,9 @@
 namespace pk::rt::gemm_detail {
 
 #define PK_GEMM_CORE_INSTANCE(T, WT)                                           \
-  template void gemmCore<T, WT>(const GemmShape &, const GemmOptions &,        \
-                                const Operand<T> &, const Operand<T, WT> &,    \
-                                const RowEpilogue<T> &);
+  template void gemmCore<T, WT>(                                               \
+      const GemmShape &, const GemmOptions &, const Operand<T> &,              \
+      const Operand<T, WT> &, const RowEpilogue<T> &, const Operand<T, WT> *);
 PK_GEMM_CORE_INSTANCE(float, float)
 PK_GEMM_CORE_INSTANCE(float, bfloat16)
 PK_GEMM_CORE_INSTANCE(double, double)
@@ -29,6 +29,7 @@ template void gemv<float, int8_t>(const GemmShape &, bool,
                                   const Operand<float> &,
                                   const Operand<float, int8_t> &,
                                   const RowEpilogue<float> &,
-                                  const GroupScales &, int64_t);
+                                  const GroupScales &, int64_t,
+                                  const GemvWeights<float, int8_t> &);
 
 } // namespace pk::rt::gemm_detail

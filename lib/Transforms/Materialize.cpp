@@ -240,6 +240,19 @@ private:
     return D;
   }
 
+  /// Two products one group runs as a dual product (loop::GemmPattern::Dual,
+  /// pk::rt::gemm_dual): the same node as their left operand, the same rank
+  /// and type. Their extents along n may differ where one broadcasts (the
+  /// nest runs over both, as for any elementwise combination).
+  bool dualProducts(const std::set<NodeId> &Products) const {
+    if (Products.size() != 2)
+      return false;
+    const Node &P = F.Nodes[*Products.begin()],
+               &Q = F.Nodes[*Products.rbegin()];
+    return P.Operands[0] == Q.Operands[0] && P.rank() == Q.rank() &&
+           P.Type == Q.Type;
+  }
+
   std::string line(const Node &N) const {
     return N.Loc.Line ? fmt::format(" at line {}", N.Loc.Line) : "";
   }
@@ -324,9 +337,10 @@ private:
           All.insert(Forms[O].begin(), Forms[O].end());
           Products.insert(MatMuls[O].begin(), MatMuls[O].end());
         }
-        // Two different products meet (SwiGLU's silu(x Wg) * (x Wu)): one
-        // group runs one product, so the smaller side is buffered.
-        if (Products.size() > 1)
+        // Two different products meet: one group runs one product, or two
+        // of the same left operand (SwiGLU's silu(x Wg) * (x Wu), a dual
+        // product); otherwise the smaller side is buffered.
+        if (Products.size() > 1 && !dualProducts(Products))
           All.insert(Form{ReduceSignature{0, {}}, false});
         for (NodeId O : valueOperands(N))
           if (HasMatMul[O] && F.Nodes[O].rank() != N.rank())

@@ -1,7 +1,7 @@
 // swiglu_mlp: Llama's feed-forward block, y = (silu(x Wg^T) * (x Wu^T)) Wd^T,
-// weights in nn.Linear layout ([out, in]). The gate and up products are kept
-// in pk-managed buffers; the SiLU and the product of the two are the down
-// projection's prologue.
+// weights in nn.Linear layout ([out, in]). The gate and up products share x:
+// pkc runs them as one dual product whose epilogue computes silu(g) * u into
+// a pk-managed buffer, the down projection's operand.
 #include <pk/pk.h>
 using namespace pk::lang;
 

@@ -370,6 +370,152 @@ TEST_P(GemmLevel, GroupScaledInt8Weights) {
         }
 }
 
+// gemm_dual: two products of the same A (SwiGLU's gate and up) in one pass.
+// Each of its two results is bit-identical to pk::rt::gemm of that product
+// alone (the same packed A, K blocks and micro-kernel), and within the
+// reference bound; the epilogue sees each element once with both sums. Over
+// the GEMV path (M <= kGemvMaxRows, B in place), the packed one (lambdas),
+// B's kept block (many row tiles), a small blocking, both layouts, a
+// broadcast B2 (stride 0 along n, as pkc passes an extent-1 weight) and
+// int8 weights with group scales.
+TEST_P(GemmLevel, DualProducts) {
+  const std::string Name = pk::rt::gemm_isa_name(GetParam());
+  const pk::rt::gemm_detail::Tile Tile =
+      pk::rt::gemm_detail::microKernel<float>(GetParam()).Shape;
+  const GemmBlocking Small = {2 * Tile.MR, 32, 2 * Tile.NR};
+  unsigned Seed = 500;
+  struct Case {
+    int64_t Batch, M, N, K;
+    bool Blocked;
+  };
+  const Case Cases[] = {
+      {1, 1, 1, 1, false},      {1, 1, 130, 65, false},  {2, 7, 17, 129, false},
+      {1, 32, 65, 9, false},    {1, 33, 129, 65, false}, {2, 65, 17, 127, true},
+      {1, 600, 70, 200, false}, {1, 3, 0, 5, false},     {1, 5, 7, 0, false}};
+  for (const Case &Cs : Cases)
+    for (bool TransB : {true, false})
+      for (bool Strided : {false, true})
+        for (bool Threaded : {false, true}) {
+          Problem<float> P = makeProblem<float>(Cs.Batch, Cs.M, Cs.N, Cs.K,
+                                                TransB, false, Seed++);
+          Problem<float> Q = makeProblem<float>(Cs.Batch, Cs.M, Cs.N, Cs.K,
+                                                TransB, false, Seed++);
+          Q.A = P.A; // the same left operand
+          GemmOptions Opt;
+          Opt.Threaded = Threaded;
+          if (Cs.Blocked)
+            Opt.Blocking = Small;
+          const std::vector<float> C1 = run(P, Opt, nullptr, Strided);
+          const std::vector<float> C2 = run(Q, Opt, nullptr, Strided);
+          Opt.AUnitK = true;
+          Opt.BUnitK = Opt.B2UnitK = TransB;
+          const float Unset = std::numeric_limits<float>::max();
+          std::vector<float> D1(C1.size(), Unset), D2(C2.size(), Unset);
+          int64_t Count = 0;
+          auto E = [&](int64_t Bi, int64_t I, int64_t J0, int64_t Len,
+                       const float *Acc, const float *Acc2) {
+            for (int64_t L = 0; L < Len; ++L) {
+              const size_t At = size_t((Bi * Cs.M + I) * Cs.N + J0 + L);
+              D1[At] = Acc[L];
+              D2[At] = Acc2[L];
+            }
+#pragma omp atomic
+            Count += Len;
+          };
+          const pk::rt::GemmShape S{Cs.Batch, Cs.M, Cs.N, Cs.K};
+          if (Strided)
+            pk::rt::gemm_dual<float>(S, Opt, P.stridedA(), P.strided(),
+                                     Q.strided(), E);
+          else
+            pk::rt::gemm_dual<float>(
+                S, Opt,
+                [&](int64_t Bi, int64_t I, int64_t K) { return P.a(Bi, I, K); },
+                [&](int64_t Bi, int64_t K, int64_t J) { return P.b(Bi, K, J); },
+                [&](int64_t Bi, int64_t K, int64_t J) { return Q.b(Bi, K, J); },
+                E);
+          const std::string What =
+              Name + " dual " + shapeName(Cs.Batch, Cs.M, Cs.N, Cs.K, TransB) +
+              (Strided ? " in place" : " lambdas") +
+              (Threaded ? " threaded" : "") +
+              (Cs.Blocked ? " small blocking" : "");
+          EXPECT_EQ(Count, Cs.Batch * Cs.M * Cs.N) << What;
+          EXPECT_EQ(D1, C1) << What << ": first product";
+          EXPECT_EQ(D2, C2) << What << ": second product";
+          if (countOutside(P, D1, What) + countOutside(Q, D2, What))
+            return;
+        }
+  // A broadcast second weight (one row, stride 0 along n) beside a full
+  // one, in place: the GEMV path and the packed one.
+  for (int64_t M : {3, 40}) {
+    Problem<float> P = makeProblem<float>(1, M, 33, 65, true, false, 21);
+    Problem<float> Q = makeProblem<float>(1, M, 1, 65, true, false, 22);
+    Q.A = P.A;
+    std::vector<float> D1(size_t(M * 33)), D2(size_t(M * 33));
+    GemmOptions Opt;
+    Opt.BUnitK = Opt.B2UnitK = true;
+    pk::rt::gemm_dual<float>({1, M, 33, 65}, Opt, P.stridedA(), P.strided(),
+                             pk::rt::StridedB<float>{Q.B.data(), 0, 1, 0},
+                             [&](int64_t, int64_t I, int64_t J0, int64_t Len,
+                                 const float *Acc, const float *Acc2) {
+                               for (int64_t L = 0; L < Len; ++L) {
+                                 D1[size_t(I * 33 + J0 + L)] = Acc[L];
+                                 D2[size_t(I * 33 + J0 + L)] = Acc2[L];
+                               }
+                             });
+    const std::vector<float> Row = run(Q, GemmOptions{}, nullptr, true);
+    for (int64_t I = 0; I < M; ++I)
+      for (int64_t J = 0; J < 33; ++J)
+        ASSERT_EQ(D2[size_t(I * 33 + J)], Row[size_t(I)])
+            << Name << " broadcast B2, M = " << M << " at " << I << "," << J;
+    EXPECT_EQ(countOutside(P, D1, Name + " beside a broadcast B2"), 0);
+  }
+  // int8 weights with group scales, both read in place by the GEMV kernels
+  // (and packed at M = 40): exact data, so the double reference is exact.
+  std::mt19937 G(17);
+  std::uniform_int_distribution<int> Qd(-127, 127), X(-8, 8), Ex(-8, 0);
+  for (int64_t M : {1, 5, 40}) {
+    const int64_t N = 70, Ng = 3, Gs = 32, K = Ng * Gs;
+    std::vector<int8_t> W1(size_t(N * K)), W2(size_t(N * K));
+    std::vector<float> S1(size_t(N * Ng)), S2(size_t(N * Ng)), A(size_t(M * K));
+    for (auto *W : {&W1, &W2})
+      for (auto &V : *W)
+        V = int8_t(Qd(G));
+    for (auto *Sc : {&S1, &S2})
+      for (auto &V : *Sc)
+        V = std::ldexp(1.0f, Ex(G));
+    for (auto &V : A)
+      V = float(X(G));
+    GemmOptions Opt;
+    Opt.BUnitK = Opt.B2UnitK = true;
+    std::vector<float> D1(size_t(M * N), -7.0f), D2(size_t(M * N), -7.0f);
+    pk::rt::gemm_dual<float>(
+        {1, M, N, K}, Opt,
+        [&](int64_t, int64_t I, int64_t Kk) { return A[size_t(I * K + Kk)]; },
+        pk::rt::GroupScaledB{W1.data(), 0, 1, K, S1.data(), 0, Ng, 1, Gs},
+        pk::rt::GroupScaledB{W2.data(), 0, 1, K, S2.data(), 0, Ng, 1, Gs},
+        [&](int64_t, int64_t I, int64_t J0, int64_t Len, const float *Acc,
+            const float *Acc2) {
+          for (int64_t L = 0; L < Len; ++L) {
+            D1[size_t(I * N + J0 + L)] = Acc[L];
+            D2[size_t(I * N + J0 + L)] = Acc2[L];
+          }
+        });
+    for (int64_t I = 0; I < M; ++I)
+      for (int64_t J = 0; J < N; ++J) {
+        double Want1 = 0, Want2 = 0;
+        for (int64_t Kk = 0; Kk < K; ++Kk) {
+          const double Av = A[size_t(I * K + Kk)];
+          Want1 += Av * W1[size_t(J * K + Kk)] * S1[size_t(J * Ng + Kk / Gs)];
+          Want2 += Av * W2[size_t(J * K + Kk)] * S2[size_t(J * Ng + Kk / Gs)];
+        }
+        ASSERT_EQ(D1[size_t(I * N + J)], float(Want1))
+            << Name << " int8 M=" << M;
+        ASSERT_EQ(D2[size_t(I * N + J)], float(Want2))
+            << Name << " int8 M=" << M;
+      }
+  }
+}
+
 TEST_P(GemmLevel, NanAndInfinity) {
   for (int64_t M : {3, 33}) // the GEMV path and the packed one
     for (bool Strided : {false, true})

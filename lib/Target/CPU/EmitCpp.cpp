@@ -408,12 +408,16 @@ private:
   /// float product are widened by the GEMV kernels as they load them (a
   /// shift); pk::half ones would need F16C there, so they still go through
   /// a lambda, converted while packed.
-  std::optional<std::string> stridedB(const Nest &N,
-                                      const loop::GemmPattern &G) const {
+  std::optional<std::string> stridedB(const Nest &N, const loop::GemmPattern &G,
+                                      const std::vector<unsigned> &BStmts,
+                                      unsigned BValue,
+                                      DType *Stored = nullptr) const {
     std::optional<OperandInPlace> Op =
-        operandInPlace(N, G, G.BStmts, G.B, G.KAxis, G.NAxis, true);
+        operandInPlace(N, G, BStmts, BValue, G.KAxis, G.NAxis, true);
     if (!Op)
       return std::nullopt;
+    if (Stored)
+      *Stored = Op->Stored;
     if (Op->Stored != G.Type)
       return fmt::format(
           "pk::rt::StridedB<float, {0}>{{reinterpret_cast<const {0} *>({1}), "
@@ -434,8 +438,9 @@ private:
     std::string Operand;
   };
   std::optional<GroupScaled> groupScaledB(const Nest &N,
-                                          const loop::GemmPattern &G) const {
-    const Stmt &V = N.Body[G.B];
+                                          const loop::GemmPattern &G,
+                                          unsigned BValue) const {
+    const Stmt &V = N.Body[BValue];
     if (G.Type != DType::F32 || V.K != Stmt::Apply || V.Op != ir::OpCode::Mul ||
         V.Args.size() != 2)
       return std::nullopt;
@@ -561,6 +566,7 @@ private:
     // loop indexes them with unit stride, which the vectoriser needs (the
     // general copy runs when an extent along n is 1).
     std::vector<std::string> Unit;
+    const bool Dual = G->Dual.has_value();
     for (unsigned I : G->Epilogue) {
       const Stmt &S = N.Body[I];
       if (S.K == Stmt::Load || S.K == Stmt::Store)
@@ -574,46 +580,87 @@ private:
     if (!Unit.empty())
       Out += fmt::format("{}const bool pk_unit = {};\n", Indent,
                          fmt::join(Unit, " && "));
-    const std::optional<GroupScaled> Grouped = groupScaledB(N, *G);
-    if (Grouped && llvm::any_of(Grouped->Count, [&](unsigned I) {
-          return N.Body[I].K != Stmt::Scalar; // a parameter needs no line
-        })) {
+    // How each B is passed: int8 weights with group scales, a ref read in
+    // place, or a lambda. A dual product passes both the same way (one
+    // template of gemm_dual's), lambdas where they differ.
+    std::optional<GroupScaled> Grouped = groupScaledB(N, *G, G->B);
+    DType Stored1 = G->Type, Stored2 = G->Type;
+    std::optional<std::string> Strided =
+        stridedB(N, *G, G->BStmts, G->B, &Stored1);
+    std::optional<GroupScaled> Grouped2;
+    std::optional<std::string> Strided2;
+    if (Dual) {
+      Grouped2 = groupScaledB(N, *G, G->Dual->B);
+      Strided2 = stridedB(N, *G, G->Dual->BStmts, G->Dual->B, &Stored2);
+      if (!Grouped || !Grouped2)
+        Grouped = Grouped2 = std::nullopt;
+      if (!Strided || !Strided2 || Stored1 != Stored2)
+        Strided = Strided2 = std::nullopt;
+    }
+    for (const std::optional<GroupScaled> *Gs : {&Grouped, &Grouped2}) {
+      if (!*Gs || llvm::none_of((*Gs)->Count, [&](unsigned I) {
+            return N.Body[I].K != Stmt::Scalar; // a parameter needs no line
+          }))
+        continue;
       Out += fmt::format("{}// B's group size (its scales repeated along k).\n",
                          Indent);
-      for (unsigned I : Grouped->Count)
+      for (unsigned I : (*Gs)->Count)
         emitStmt(F, N, N.Body[I], Backend::Cpu, Index(-1), Out, Indent);
     }
-    Out += fmt::format("{}pk::rt::gemm<{}>(\n", Indent, Ty);
+    if (Dual)
+      Out += fmt::format("{}// Two products of the same A, one pass: the "
+                         "epilogue combines them.\n",
+                         Indent);
+    Out += fmt::format("{}pk::rt::{}<{}>(\n", Indent,
+                       Dual ? "gemm_dual" : "gemm", Ty);
     Out += fmt::format("{}  {{{}, {}, {}, {}}},\n", Indent, Batch,
                        extentExpr(F, N.Domain[G->MAxis]),
                        extentExpr(F, N.Domain[G->NAxis]), extentExpr(F, G->K));
     // Packing walks each operand along its contiguous axis: k for a
     // row-major A and for nn.Linear's w[N, K] as B, j for a [K, N] B.
-    Out += fmt::format("{}  {{pk_n >= {}, {}, {}}},\n", Indent,
-                       Cur->MinWorkForThreads,
-                       unitAlongK(N, G->AStmts, G->KAxis, "true"),
-                       unitAlongK(N, G->BStmts, G->KAxis, "false"));
-    if (std::optional<std::string> Strided = stridedA(N, *G))
+    if (Dual)
+      Out += fmt::format("{}  {{pk_n >= {}, {}, {}, {{}}, {}}},\n", Indent,
+                         Cur->MinWorkForThreads,
+                         unitAlongK(N, G->AStmts, G->KAxis, "true"),
+                         unitAlongK(N, G->BStmts, G->KAxis, "false"),
+                         unitAlongK(N, G->Dual->BStmts, G->KAxis, "false"));
+    else
+      Out += fmt::format("{}  {{pk_n >= {}, {}, {}}},\n", Indent,
+                         Cur->MinWorkForThreads,
+                         unitAlongK(N, G->AStmts, G->KAxis, "true"),
+                         unitAlongK(N, G->BStmts, G->KAxis, "false"));
+    if (std::optional<std::string> InPlaceA = stridedA(N, *G))
       Out += fmt::format("{}  // A(batch, i, k), read in place\n{}  {},\n",
-                         Indent, Indent, *Strided);
+                         Indent, Indent, *InPlaceA);
     else
       Operand("A(batch, i, k)", G->A, G->AStmts, G->AAxes, G->MAxis, G->KAxis);
-    if (Grouped)
-      Out += fmt::format("{}  // B(batch, k, j): int8 weights times their "
-                         "group's scale, read in place\n{}  {},\n",
-                         Indent, Indent, Grouped->Operand);
-    else if (std::optional<std::string> Strided = stridedB(N, *G))
-      Out += fmt::format("{}  // B(batch, k, j), read in place\n{}  {},\n",
-                         Indent, Indent, *Strided);
-    else
-      Operand("B(batch, k, j)", G->B, G->BStmts, G->BAxes, G->KAxis, G->NAxis);
+    auto OperandB = [&](const char *What,
+                        const std::optional<GroupScaled> &Grouped,
+                        const std::optional<std::string> &Strided,
+                        unsigned Value, const std::vector<unsigned> &Stmts,
+                        const std::set<unsigned> &Axes) {
+      if (Grouped)
+        Out += fmt::format("{}  // {}: int8 weights times their group's "
+                           "scale, read in place\n{}  {},\n",
+                           Indent, What, Indent, Grouped->Operand);
+      else if (Strided)
+        Out += fmt::format("{}  // {}, read in place\n{}  {},\n", Indent, What,
+                           Indent, *Strided);
+      else
+        Operand(What, Value, Stmts, Axes, G->KAxis, G->NAxis);
+    };
+    OperandB("B(batch, k, j)", Grouped, Strided, G->B, G->BStmts, G->BAxes);
+    if (Dual)
+      OperandB("B2(batch, k, j), the second product's", Grouped2, Strided2,
+               G->Dual->B, G->Dual->BStmts, G->Dual->BAxes);
     Out += fmt::format("{}  // Epilogue: row i, columns [pk_j, pk_j + pk_len) "
-                       "of a finished C tile.\n",
-                       Indent);
+                       "of a finished C tile{}.\n",
+                       Indent, Dual ? " (pk_acc2: the second product's)" : "");
     Out += fmt::format("{}  [&]({}, {}, int64_t pk_j, int64_t pk_len, const "
-                       "{} *pk_acc) {{\n",
+                       "{} *pk_acc{}) {{\n",
                        Indent, indexParam(G->BatchAxis, G->EpilogueAxes),
-                       indexParam(G->MAxis, G->EpilogueAxes), Ty);
+                       indexParam(G->MAxis, G->EpilogueAxes), Ty,
+                       Dual ? fmt::format(", const {} *pk_acc2", Ty) : "");
     const Stmt &R = N.Body[G->Reduce];
     auto Loop = [&](const std::string &Pad, int UnitAxis) {
       Out += "#pragma omp simd\n";
@@ -626,6 +673,11 @@ private:
         if (I == G->Reduce) {
           Out +=
               fmt::format("{}  const {} {} = pk_acc[pk_l];\n", Pad, Ty, R.Name);
+          continue;
+        }
+        if (Dual && I == G->Dual->Reduce) {
+          Out += fmt::format("{}  const {} {} = pk_acc2[pk_l];\n", Pad, Ty,
+                             N.Body[I].Name);
           continue;
         }
         emitStmt(F, N, N.Body[I], Backend::Cpu, Index(UnitAxis), Out,

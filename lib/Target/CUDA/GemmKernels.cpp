@@ -61,6 +61,12 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
       {"pk_as", G.Type, fmt::format("2 * {} * (BM + 4)", BK), false, 16});
   K.Shared.push_back(
       {"pk_bs", G.Type, fmt::format("2 * {} * (BN + 4)", BK), false, 16});
+  // A dual product (two products of the same A, GemmPattern::Dual): the
+  // second B's tiles and a second register tile, the same A tile for both.
+  const bool Dual = G.Dual.has_value();
+  if (Dual)
+    K.Shared.push_back(
+        {"pk_bs2", G.Type, fmt::format("2 * {} * (BN + 4)", BK), false, 16});
   const std::string M = extentExpr(F, N.Domain[G.MAxis]);
   const std::string Ncols = extentExpr(F, N.Domain[G.NAxis]);
   const std::string Kext = extentExpr(F, G.K);
@@ -86,6 +92,8 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
       KStmt::let("int64_t", "pk_m0", "pk_tile / pk_tiles_n % pk_tiles_m * BM"));
   Tile.push_back(KStmt::let("int64_t", "pk_n0", "pk_tile % pk_tiles_n * BN"));
   Tile.push_back(KStmt::var(Ty, "pk_acc[TM][TN]", "{}"));
+  if (Dual)
+    Tile.push_back(KStmt::var(Ty, "pk_acc2[TM][TN]", "{}"));
 
   // One operand's tile (Rows x Cols) into shared memory, zeros past the
   // edges. Consecutive threads take consecutive elements along the axis
@@ -136,8 +144,22 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
   // global loads of the next step overlap this step's multiply-adds.
   const std::string ASize = fmt::format("{} * (BM + 4)", BK),
                     BSize = fmt::format("{} * (BN + 4)", BK);
+  auto StageB = [&](const char *What, const char *Shared,
+                    const std::vector<unsigned> &Stmts, unsigned Value,
+                    const std::string &Buf) {
+    return Stage(
+        What, BKs, "BN", G.KAxis, "pk_k0", Kext, G.NAxis, "pk_n0", Ncols,
+        [&, Shared](const std::string &R, const std::string &C) {
+          return fmt::format("{}[{} * {} + ({}) * (BN + 4) + {}]", Shared, Buf,
+                             BSize, R, C);
+        },
+        Stmts, Value);
+  };
   auto StageInto = [&](const std::string &Buf) {
     KStmts Out;
+    if (Dual)
+      Out = StageB("B2[k0.., n0..] -> pk_bs2", "pk_bs2", G.Dual->BStmts,
+                   G.Dual->B, Buf);
     for (KStmts Part :
          {Stage(
               "A[m0.., k0..] -> pk_as (k-major)", "BM", BKs, G.MAxis, "pk_m0",
@@ -199,6 +221,27 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
   Rows.Body[0].Unroll = true;
   Inner.push_back(std::move(LoadB));
   Inner.push_back(std::move(Rows));
+  if (Dual) {
+    // The second product: its B registers from pk_bs2, the same A ones.
+    Inner.push_back(KStmt::var(Ty, "pk_b2[TN]", "{}"));
+    KStmt LoadB2 = KStmt::forLoop(
+        "pk_g", "0", "TN / VB", "1",
+        {KStmt::call(fmt::format(
+            "pk::cuda::detail::load_lanes<VB>(&pk_bs2[pk_cur * {} + pk_kk * "
+            "(BN + 4) + pk_g * (BN / TN) * VB + pk_tx * VB], &pk_b2[pk_g * "
+            "VB])",
+            BSize))});
+    KStmt Fma2 = KStmt::forLoop(
+        "pk_c", "0", "TN", "1",
+        {KStmt::assign("pk_acc2[pk_r][pk_c]", "pk_acc2[pk_r][pk_c] + "
+                                              "pk_a[pk_r] * pk_b2[pk_c]")});
+    KStmt Rows2 = KStmt::forLoop("pk_r", "0", "TM", "1", {Fma2});
+    for (KStmt *L : {&LoadB2, &Fma2, &Rows2})
+      L->Unroll = true;
+    Rows2.Body[0].Unroll = true;
+    Inner.push_back(std::move(LoadB2));
+    Inner.push_back(std::move(Rows2));
+  }
   KStmt KK =
       KStmt::forLoop("pk_kk", "0", std::to_string(BK), "1", std::move(Inner));
   KK.Unroll = true;
@@ -213,8 +256,11 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
   const LStmt &R = N.Body[G.Reduce];
   KStmts Elem;
   Elem.push_back(KStmt::let(Ty, R.Name, "pk_acc[pk_r][pk_c]"));
+  if (Dual)
+    Elem.push_back(
+        KStmt::let(Ty, N.Body[G.Dual->Reduce].Name, "pk_acc2[pk_r][pk_c]"));
   for (unsigned I : G.Epilogue)
-    if (I != G.Reduce)
+    if (I != G.Reduce && !(Dual && I == G.Dual->Reduce))
       Elem.push_back(KStmt::compute(I, IndexMode::Indexed));
   KStmt Cols = KStmt::forLoop(
       "pk_c", "0", "TN", "1",
