@@ -3323,8 +3323,28 @@ class Builder(Gen):
         else:
             a = self.mm_operand(ash, dt)
         b = self.mm_operand(bsh, dt)
+        # (multi-group, float) sometimes two products of one operand that
+        # the epilogue combines, SwiGLU's silu(x W1) * (x W3): pkc runs them
+        # as one dual product (docs/design.md, "Two products of one
+        # operand"). Drawn from a stream of its own, so that the kernels
+        # that do not take it are the same as before.
+        dual = self.mg and dt in FLOATS and random.Random(
+            'pk-fuzz-dual:%s:%d' % (self.seed, self.index)).random() < 0.3
+        if dual:
+            a = self.decl(a, 'x')  # one node, the operand of both products
         m = self.op('matmul', a, b, mm=self.fresh('mm'))
         self.k.notes.append('matmul')
+        if dual:
+            mark = self.snapshot()
+            try:
+                m2 = self.op('matmul', a, self.mm_operand(bsh, dt),
+                             mm=self.fresh('mm'))
+                g = self.op('mul', m, self.op('sigmoid', m)) \
+                    if self.chance(0.5) else m
+                m = self.op(self.choice(['mul', 'add', 'sub']), g, m2)
+                self.k.notes.append('dual')
+            except Invalid:
+                self.restore(mark)
         if self.chance(0.5):
             m = self.decl(m, 'mm')
         self.mm_epilogue(m, dt)
