@@ -205,42 +205,32 @@ void NestsToKernels::gemm(const Nest &N, const NestPlan &P,
       "pk::cuda::detail::load_lanes<TM>(&pk_as[pk_cur * {} + pk_kk * (BM + "
       "4) + pk_ty * TM], pk_a)",
       ASize)));
-  KStmt LoadB = KStmt::forLoop(
-      "pk_g", "0", "TN / VB", "1",
-      {KStmt::call(fmt::format(
-          "pk::cuda::detail::load_lanes<VB>(&pk_bs[pk_cur * {} + pk_kk * "
-          "(BN + 4) + pk_g * (BN / TN) * VB + pk_tx * VB], &pk_b[pk_g * VB])",
-          BSize))});
-  KStmt Fma = KStmt::forLoop(
-      "pk_c", "0", "TN", "1",
-      {KStmt::assign("pk_acc[pk_r][pk_c]", "pk_acc[pk_r][pk_c] + pk_a[pk_r] "
-                                           "* pk_b[pk_c]")});
-  KStmt Rows = KStmt::forLoop("pk_r", "0", "TM", "1", {Fma});
-  for (KStmt *L : {&LoadB, &Fma, &Rows})
-    L->Unroll = true;
-  Rows.Body[0].Unroll = true;
-  Inner.push_back(std::move(LoadB));
-  Inner.push_back(std::move(Rows));
+  // One product's step: its B registers from its shared tile, then the TM
+  // x TN multiply-adds into its register tile (both unrolled).
+  auto MultiplyBy = [&](const char *Shared, const char *Regs, const char *Acc) {
+    KStmt LoadB = KStmt::forLoop(
+        "pk_g", "0", "TN / VB", "1",
+        {KStmt::call(fmt::format(
+            "pk::cuda::detail::load_lanes<VB>(&{}[pk_cur * {} + pk_kk * "
+            "(BN + 4) + pk_g * (BN / TN) * VB + pk_tx * VB], &{}[pk_g * VB])",
+            Shared, BSize, Regs))});
+    KStmt Fma = KStmt::forLoop(
+        "pk_c", "0", "TN", "1",
+        {KStmt::assign(
+            fmt::format("{}[pk_r][pk_c]", Acc),
+            fmt::format("{}[pk_r][pk_c] + pk_a[pk_r] * {}[pk_c]", Acc, Regs))});
+    KStmt Rows = KStmt::forLoop("pk_r", "0", "TM", "1", {Fma});
+    for (KStmt *L : {&LoadB, &Fma, &Rows})
+      L->Unroll = true;
+    Rows.Body[0].Unroll = true;
+    Inner.push_back(std::move(LoadB));
+    Inner.push_back(std::move(Rows));
+  };
+  MultiplyBy("pk_bs", "pk_b", "pk_acc");
   if (Dual) {
     // The second product: its B registers from pk_bs2, the same A ones.
     Inner.push_back(KStmt::var(Ty, "pk_b2[TN]", "{}"));
-    KStmt LoadB2 = KStmt::forLoop(
-        "pk_g", "0", "TN / VB", "1",
-        {KStmt::call(fmt::format(
-            "pk::cuda::detail::load_lanes<VB>(&pk_bs2[pk_cur * {} + pk_kk * "
-            "(BN + 4) + pk_g * (BN / TN) * VB + pk_tx * VB], &pk_b2[pk_g * "
-            "VB])",
-            BSize))});
-    KStmt Fma2 = KStmt::forLoop(
-        "pk_c", "0", "TN", "1",
-        {KStmt::assign("pk_acc2[pk_r][pk_c]", "pk_acc2[pk_r][pk_c] + "
-                                              "pk_a[pk_r] * pk_b2[pk_c]")});
-    KStmt Rows2 = KStmt::forLoop("pk_r", "0", "TM", "1", {Fma2});
-    for (KStmt *L : {&LoadB2, &Fma2, &Rows2})
-      L->Unroll = true;
-    Rows2.Body[0].Unroll = true;
-    Inner.push_back(std::move(LoadB2));
-    Inner.push_back(std::move(Rows2));
+    MultiplyBy("pk_bs2", "pk_b2", "pk_acc2");
   }
   KStmt KK =
       KStmt::forLoop("pk_kk", "0", std::to_string(BK), "1", std::move(Inner));
