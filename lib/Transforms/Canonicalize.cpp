@@ -76,11 +76,18 @@ void eliminateDeadCode(Function &F) {
   // memory. Memory is read after stores only through windows (language.md
   // §2): a load of version v sees the first v stores to its root, so a store
   // at position i overwritten at j is observed by loads of version i < v <= j.
-  std::map<unsigned, std::vector<NodeId>> StoresTo; // root -> stores, in order
+  //
+  // Versions count the stores that are live when this runs (the frontend's
+  // count, then this pass's renumbering below), so the stores an earlier run
+  // removed are not in the list: counting them made a second run (after
+  // BufferViews) shift every version past a removed store down by one more,
+  // and Fusion then ordered a window's read before the store it reads
+  // (long-mode finding mismatch-9767-k23, regressions/dead_store_version).
+  std::map<unsigned, std::vector<NodeId>> StoresTo; // root -> live stores
   std::map<unsigned, std::vector<unsigned>> LoadVersions;
   for (NodeId I = 0; I < F.Nodes.size(); ++I) {
     const Node &N = F.Nodes[I];
-    if (N.isStore())
+    if (N.isStore() && !N.Dead)
       StoresTo[rootOf(F, N.Param)].push_back(I);
     else if (!N.Dead && N.Kind == NodeKind::Load && N.Version > 0)
       LoadVersions[rootOf(F, N.Param)].push_back(N.Version);

@@ -430,10 +430,59 @@ FusionPlan pk::fuse(const Function &F) {
                   !Windowed.count(P) &&
                   (!Best || F.Params[P].Rank < F.Params[*Best].Rank))
                 Best = P;
-      if (!Best)
-        llvm::report_fatal_error(
-            llvm::Twine("pkc internal error: temporaries in a cycle in ") +
-            F.Name);
+      if (!Best) {
+        // A windowed ref read at two versions by one group, around another
+        // group's store to it (`t = h[_]; h[_] = f(h); o[_] = t /
+        // h.slice(...)[_]`: the old contents and a window of the new, long-
+        // mode finding pkc-crash-9766-k22): the older read is kept in a
+        // temporary first, in a group that runs before the store.
+        std::optional<NodeId> Older;
+        std::string Why;
+        for (size_t I = 0; I < G && !Older; ++I)
+          for (size_t J = 0; J < G && !Older; ++J) {
+            if (Done[I] || Done[J] || I == J)
+              continue;
+            for (NodeId W : Groups[J].Stores) {
+              std::optional<unsigned> R = WindowedRoot(W);
+              if (!R)
+                continue;
+              const unsigned Index = StoreIndex[W];
+              for (NodeId O : Groups[I].Stores) {
+                bool After = llvm::any_of(MemReads[O], [&](const MemRead &M) {
+                  return M.Root == *R && Index < M.Version;
+                });
+                if (!After)
+                  continue;
+                walkCone(
+                    F, {F.Nodes[O].Operands[0]}, [&](NodeId V, const Node &N) {
+                      if (!Older && N.Kind == NodeKind::Load &&
+                          rootOf(F, N.Param) == *R && N.Version <= Index) {
+                        Older = V;
+                        Why = fmt::format(
+                            "{} as read at line {}, before the store to {} at "
+                            "line {} overwrites it",
+                            paramSpelling(F, N.Param), N.Loc.Line,
+                            paramSpelling(F, F.Nodes[W].Param),
+                            F.Nodes[W].Loc.Line);
+                      }
+                      return Older ? Walk::Skip : Walk::Operands;
+                    });
+                if (Older)
+                  break;
+              }
+              if (Older)
+                break;
+            }
+          }
+        if (!Older)
+          llvm::report_fatal_error(
+              llvm::Twine("pkc internal error: temporaries in a cycle in ") +
+              F.Name);
+        FusionPlan Retry;
+        Retry.Buffer = *Older;
+        Retry.BufferWhy = Why;
+        return Retry;
+      }
       FusionPlan Retry;
       Retry.Snapshot = Best;
       return Retry;
