@@ -47,6 +47,7 @@
 
 #include <pk/cpuinfo.h>
 #include <pk/dispatch.h>
+#include <pk/gemm_amx.h>
 #include <pk/gemm_kernels.h>
 #include <pk/half.h>
 #include <pk/runtime.h>
@@ -83,6 +84,10 @@ struct GemmOptions {
   bool BUnitK = false; ///< B(b, k, j), B(b, k + 1, j) adjacent (w[N, K])
   GemmBlocking Blocking = {};
   bool B2UnitK = false; ///< the same for gemm_dual's second B
+  /// A's values are bfloat16 values (the kernel rounds them,
+  /// `cast<pk::bfloat16>(x)`, or reads a bfloat16 ref): with bfloat16
+  /// weights read in place the product may run on AMX (<pk/gemm_amx.h>).
+  bool ABf16 = false;
 };
 
 /// The most memory a thread's C tile takes (it is read and written once per
@@ -542,6 +547,144 @@ void packA(const Operand<T> &A, bool UnitK, int64_t Bi, int64_t I0, int64_t Mc,
   }
 }
 
+#if PK_GEMM_AMX
+/// Rows of x per tile of the packed x (<pk/gemm_amx.h>), and the block of C
+/// a thread finishes before its epilogue runs: kAmxBlockRows x
+/// kAmxBlockColumns floats (64 KiB), the w rows of the block (128 x K
+/// bfloat16 values) reused from L2 by each 32-row step of x.
+inline constexpr int64_t kAmxBlockRows = 128, kAmxBlockColumns = 128;
+
+/// Packs rows [16 Q, 16 Q + 16) of batch Bi's A (float values that are
+/// bfloat16 values) into tile Q of Xp: pair p of row t at
+/// Xp[(Q * Depth / 2 + p) * 32 + 2 t], zeros past M and K.
+inline void packAmxRows(const Operand<float> &A, int64_t Bi, const GemmShape &S,
+                        int64_t Depth, int64_t Q, uint16_t *Xp) {
+  alignas(64) float Stage[kAmxTileRows * kPackStage];
+  uint16_t *Tile = Xp + Q * kAmxTileRows * Depth;
+  const int64_t R0 = Q * kAmxTileRows;
+  const int64_t Rows = std::max<int64_t>(0, std::min(kAmxTileRows, S.M - R0));
+  for (int64_t K0 = 0; K0 < Depth; K0 += kPackStage) {
+    const int64_t D = std::max<int64_t>(0, std::min(kPackStage, S.K - K0));
+    if (Rows > 0 && D > 0)
+      A.fill(Bi, R0, Rows, K0, D, Stage, kPackStage, /*AlongK=*/true);
+    const int64_t Width = std::min(kPackStage, Depth - K0);
+    for (int64_t K = 0; K < Width; ++K)
+      for (int64_t T = 0; T < kAmxTileRows; ++T) {
+        const float V = T < Rows && K < D ? Stage[T * kPackStage + K] : 0.0f;
+        Tile[(K0 + K) / 2 * 32 + 2 * T + (K & 1)] = fp16::floatToBfloat16(V);
+      }
+  }
+}
+
+/// C = A B (and C2 = A B2) for float products of bfloat16 values on AMX
+/// tiles: per batch, A packed once into tiles by all the threads, then the
+/// columns of C (rows of w[N, K], read in place) split between the threads
+/// in 32-column steps. Each thread fills blocks of kAmxBlockRows x
+/// kAmxBlockColumns of C, 32 x 32 at a time, and runs the epilogue on each
+/// finished block. A w block narrower than 32 rows, and the last partial
+/// step of k, are copied into zero-padded scratch (a tile load reads 32
+/// values of 16 rows whatever the extents).
+inline void gemmAmxBf16(const GemmShape &S, bool Threaded,
+                        const Operand<float> &A,
+                        const Operand<float, bfloat16> &B,
+                        const RowEpilogue<float> &E,
+                        const Operand<float, bfloat16> *B2) {
+  const int64_t Steps = S.K / kAmxDepth, Depth = roundUp(S.K, kAmxDepth);
+  const int64_t TailDepth = S.K - Steps * kAmxDepth;
+  const int64_t RowsPad = roundUp(S.M, kAmxRows);
+  const int64_t Tiles = RowsPad / kAmxTileRows;
+  const int64_t Subs = (S.N + kAmxRows - 1) / kAmxRows;
+  const int64_t Threads = Threaded ? thread_count() : 1;
+  const int64_t Products = B2 ? 2 : 1;
+  const Operand<float, bfloat16> *Bs[2] = {&B, B2};
+  Buffer<uint16_t> Xp(RowsPad * Depth);
+  AmxProducts.fetch_add(1, std::memory_order_relaxed);
+  for (int64_t Bi = 0; Bi < S.Batch; ++Bi) {
+    // Steps [Sub0, Sub1) of 32 columns on one thread.
+    auto Run = [&](int64_t Sub0, int64_t Sub1) __attribute__((noinline)) {
+      const int64_t C1 = std::min(S.N, Sub1 * kAmxRows);
+      if (Sub0 * kAmxRows >= C1)
+        return;
+      Buffer<float> Cb(Products * kAmxBlockRows * kAmxBlockColumns),
+          Cs(kAmxRows * kAmxRows);
+      Buffer<uint16_t> Tail(Products * kAmxRows * kAmxDepth),
+          Edge(S.N % kAmxRows ? Products * kAmxRows * Depth : 0);
+      amxBegin();
+      for (int64_t C0 = Sub0 * kAmxRows; C0 < C1; C0 += kAmxBlockColumns) {
+        const int64_t Nc = std::min(kAmxBlockColumns, C1 - C0);
+        for (int64_t R0 = 0; R0 < S.M; R0 += kAmxBlockRows) {
+          const int64_t Mr = std::min(kAmxBlockRows, S.M - R0);
+          for (int64_t J = 0; J < Nc; J += kAmxRows) {
+            const int64_t Nj = std::min(kAmxRows, Nc - J);
+            for (int64_t P = 0; P < Products; ++P) {
+              const Operand<float, bfloat16> &W = *Bs[P];
+              const uint16_t *Wp = reinterpret_cast<const uint16_t *>(
+                  W.Data + Bi * W.BatchStride + (C0 + J) * W.RowStride);
+              int64_t Ld = W.RowStride, St = Steps;
+              const uint16_t *WTail = nullptr;
+              if (Nj < kAmxRows) {
+                // The last rows of w: all of them, zero-padded.
+                uint16_t *Ep = Edge.get() + P * kAmxRows * Depth;
+                std::fill(Ep, Ep + kAmxRows * Depth, uint16_t(0));
+                for (int64_t R = 0; R < Nj; ++R)
+                  std::memcpy(Ep + R * Depth, Wp + R * W.RowStride,
+                              S.K * sizeof(uint16_t));
+                Wp = Ep, Ld = Depth, St = Depth / kAmxDepth;
+              } else if (TailDepth > 0) {
+                uint16_t *Tp = Tail.get() + P * kAmxRows * kAmxDepth;
+                std::fill(Tp, Tp + kAmxRows * kAmxDepth, uint16_t(0));
+                for (int64_t R = 0; R < kAmxRows; ++R)
+                  std::memcpy(Tp + R * kAmxDepth,
+                              Wp + R * W.RowStride + Steps * kAmxDepth,
+                              TailDepth * sizeof(uint16_t));
+                WTail = Tp;
+              }
+              float *Cp = Cb.get() + P * kAmxBlockRows * kAmxBlockColumns;
+              for (int64_t I = 0; I < Mr; I += kAmxRows) {
+                const uint16_t *X0 =
+                    Xp.get() + (R0 + I) / kAmxTileRows * kAmxTileRows * Depth;
+                amxBf16Micro(St, Wp, Ld, WTail, X0, X0 + kAmxTileRows * Depth,
+                             Cs.get());
+                const int64_t Mi = std::min(kAmxRows, Mr - I);
+                for (int64_t R = 0; R < Mi; ++R)
+                  for (int64_t L = 0; L < Nj; ++L)
+                    Cp[(I + R) * kAmxBlockColumns + J + L] =
+                        Cs.get()[L * kAmxRows + R];
+              }
+            }
+          }
+          for (int64_t R = 0; R < Mr; ++R)
+            E(Bi, R0 + R, C0, Nc,
+              static_cast<const float *>(Cb.get() + R * kAmxBlockColumns),
+              B2 ? static_cast<const float *>(Cb.get() + (kAmxBlockRows + R) *
+                                                             kAmxBlockColumns)
+                 : nullptr);
+        }
+      }
+      amxEnd();
+    };
+    if (Threads > 1 && (Subs > 1 || Tiles > 2)) {
+#pragma omp parallel
+      {
+#ifdef _OPENMP
+        const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+#else
+        const int64_t T0 = 0, Tn = 1;
+#endif
+        for (int64_t Q = Tiles * T0 / Tn; Q < Tiles * (T0 + 1) / Tn; ++Q)
+          packAmxRows(A, Bi, S, Depth, Q, Xp.get());
+#pragma omp barrier
+        Run(Subs * T0 / Tn, Subs * (T0 + 1) / Tn);
+      }
+    } else {
+      for (int64_t Q = 0; Q < Tiles; ++Q)
+        packAmxRows(A, Bi, S, Depth, Q, Xp.get());
+      Run(0, Subs);
+    }
+  }
+}
+#endif
+
 /// C = A B for every batch with the micro-kernel of gemm_isa(): the tile
 /// loops of pk::rt::gemm, compiled once per element type and weight type.
 /// With B2 (gemm_dual), also C2 = A B2: each tile packs A once and
@@ -558,6 +701,16 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
   if (S.M <= kGemvMaxRows && S.K > 0 && InPlace(B) && (!B2 || InPlace(*B2)))
     return gemv<T>(S, Opt.Threaded, A, B, E, {}, 0,
                    GemvWeights<T, WT>{B2, {}, 0});
+#if PK_GEMM_AMX
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<WT, bfloat16>) {
+    // Both operands bfloat16 values, the weights in place along k: AMX.
+    auto AlongK = [](const Operand<T, WT> &W) {
+      return !W.Fill && W.KStride == 1;
+    };
+    if (Opt.ABf16 && S.K > 0 && AlongK(B) && (!B2 || AlongK(*B2)) && gemm_amx())
+      return gemmAmxBf16(S, Opt.Threaded, A, B, E, B2);
+  }
+#endif
   const MicroKernel<T> Micro = microKernel<T>(gemm_isa());
   const int64_t MR = Micro.Shape.MR, NR = Micro.Shape.NR;
   GemmBlocking Blk = Opt.Blocking;

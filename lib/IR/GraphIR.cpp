@@ -1254,8 +1254,9 @@ std::string pk::ir::verify(const Function &F) {
     if (P.isTemp() && P.TempShape.size() != P.Rank)
       return fmt::format("temporary {} has rank {} and {} extents", P.Name,
                          P.Rank, P.TempShape.size());
-    if (P.isTemp() && isStorageOnly(P.Type))
-      return fmt::format("temporary {} has a storage-only dtype", P.Name);
+    if (P.isTemp() && isStorageOnly(P.Type) && P.Type != DType::BF16 &&
+        P.Type != DType::F16)
+      return fmt::format("temporary {} has an 8-bit dtype", P.Name);
   }
   for (size_t I = 0; I < F.Nodes.size(); ++I) {
     const Node &N = F.Nodes[I];

@@ -456,6 +456,13 @@ public:
     T.Name = tempName(Val);
     T.Kind = ParamKind::Temp;
     T.Type = Val.Type;
+    // A value rounded to a 16-bit type (cast<pk::bfloat16>) is stored as
+    // that type: the same values in half the bytes, and a product reading
+    // the buffer knows it multiplies bfloat16 values (AMX, GemmOptions).
+    if (Val.Kind == NodeKind::Elementwise && Val.Op == OpCode::RoundBF16)
+      T.Type = DType::BF16;
+    else if (Val.Kind == NodeKind::Elementwise && Val.Op == OpCode::RoundF16)
+      T.Type = DType::F16;
     T.Rank = Kept.size();
     T.TempShape = Kept;
     T.Loc = Val.Loc;

@@ -60,6 +60,12 @@ void h_matmul_bias(pk::In<pk::half, 2> a, pk::In<pk::bfloat16, 2> b,
                    pk::In<pk::half, 1> bias, pk::Out<pk::half, 2> c);
 void bf16_linear(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
                  pk::Out<float, 2> y);
+void bf16_bf16_linear(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
+                      pk::In<float> b, pk::Out<float, 2> y);
+void bf16_swiglu(pk::In<pk::bfloat16, 2> x, pk::In<pk::bfloat16, 2> w1,
+                 pk::In<pk::bfloat16, 2> w3, pk::Out<float, 2> y);
+void bf16_mlp(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w1,
+              pk::In<pk::bfloat16, 2> w2, pk::Out<float, 2> y);
 
 #ifdef PK_HALF_WITH_CUDA
 #include <cuda_runtime.h>
@@ -456,6 +462,149 @@ TEST(SixteenBit, Bfloat16WeightsInPlace) {
                           "x" + std::to_string(K));
         }
   }
+}
+
+/// Puts back whether products of bfloat16 values run on AMX.
+struct GemmAmxGuard {
+  bool Saved = pk::rt::gemm_amx();
+  ~GemmAmxGuard() { pk::rt::set_gemm_amx(Saved); }
+};
+
+/// Eager and compiled results equal (both infinite the same way, or both
+/// NaN) or within Tol[i].
+void expectClose(const std::vector<float> &E, const std::vector<float> &C,
+                 const std::vector<double> &Tol, const std::string &What) {
+  ASSERT_EQ(E.size(), C.size()) << What;
+  for (size_t I = 0; I < E.size(); ++I)
+    if (!(E[I] == C[I]) && !(std::fabs(double(E[I]) - C[I]) <= Tol[I]) &&
+        !(std::isnan(E[I]) && std::isnan(C[I]))) {
+      ADD_FAILURE() << What << ": element " << I << ": eager " << E[I]
+                    << ", got " << C[I] << " (tolerance " << Tol[I] << ")";
+      return;
+    }
+}
+
+/// Products of bfloat16 values (bf16_bf16_linear, bf16_swiglu, bf16_mlp) over
+/// rows below and above the GEMV's 32, every edge of AMX's 32 x 32 blocks and
+/// 32-value steps of k, against eager. The products of two bfloat16 values
+/// are exact in float, so the sums differ from eager's double sums only by
+/// float rounding in their own order: sample::matmul_atol(K) for the
+/// linear; for SwiGLU, silu(g) u moves by that bound times |u| and
+/// |silu'(g)| <= 1.1 for g, and by it times |g| for u (g and u summed here
+/// in double), plus a few float roundings of the epilogue. Operands with an
+/// infinity and a NaN give the same non-finite outputs in any order.
+void expectBfloat16Products(const std::string &Level) {
+  for (int64_t M : {0, 1, 33, 47, 64, 129})
+    for (int64_t N : {1, 17, 33, 100, 257})
+      for (int64_t K : {1, 31, 33, 100, 1000}) {
+        const std::string What = Level + " " + std::to_string(M) + "x" +
+                                 std::to_string(N) + "x" + std::to_string(K);
+        auto X = sample::random(M * K, 31, -1, 1);
+        auto W = random16<pk::bfloat16>(N * K, 32, -1, 1);
+        const auto W3 = random16<pk::bfloat16>(N * K, 33, -1, 1);
+        const auto Bias = sample::random(N, 34, -1, 1);
+        if (M > 1 && K > 3)
+          X[K + 2] = INFINITY; // row 1: +-inf
+        if (N > 2 && K > 3)
+          W[2 * K + 3] = pk::bfloat16(NAN); // column 2: NaN
+        std::vector<float> E(M * N), P(M * N, -7.0f);
+        eager::bf16_bf16_linear({X.data(), {M, K}}, {W.data(), {N, K}}, Bias,
+                                {E.data(), {M, N}});
+        bf16_bf16_linear({X.data(), {M, K}}, {W.data(), {N, K}}, Bias,
+                         {P.data(), {M, N}});
+        constexpr double U = 0x1p-24;
+        std::vector<double> Tol(M * N);
+        for (int64_t I = 0; I < M * N; ++I)
+          Tol[I] = sample::matmul_atol(K) + 4 * U * std::fabs(E[I]);
+        expectClose(E, P, Tol, "bf16_bf16_linear " + What);
+
+        std::vector<pk::bfloat16> Xb(X.begin(), X.end());
+        std::vector<float> E2(M * N), P2(M * N, -7.0f);
+        eager::bf16_swiglu({Xb.data(), {M, K}}, {W.data(), {N, K}},
+                           {W3.data(), {N, K}}, {E2.data(), {M, N}});
+        bf16_swiglu({Xb.data(), {M, K}}, {W.data(), {N, K}},
+                    {W3.data(), {N, K}}, {P2.data(), {M, N}});
+        for (int64_t I = 0; I < M; ++I)
+          for (int64_t J = 0; J < N; ++J) {
+            double G = 0, Up = 0;
+            for (int64_t L = 0; L < K; ++L) {
+              G += double(float(Xb[I * K + L])) * float(W[J * K + L]);
+              Up += double(float(Xb[I * K + L])) * float(W3[J * K + L]);
+            }
+            Tol[I * N + J] = sample::matmul_atol(K) *
+                                 (1.1 * std::fabs(Up) + std::fabs(G) + 1) +
+                             8 * U * std::fabs(E2[I * N + J]);
+          }
+        expectClose(E2, P2, Tol, "bf16_swiglu " + What);
+
+        // bf16_mlp: h = round(relu(x W1ᵀ)) [M, N] is a bfloat16 buffer, y =
+        // h W2ᵀ with W2 [N, N], finite inputs. Eager rounds h from a double
+        // sum, the compiled code from a float sum: where the two straddle a
+        // rounding boundary, h_k differs by one bfloat16 step (<= 2^-7
+        // |h_k|), so y may move by 2^-7 sum_k |W2_jk h_k|, beside the float
+        // sum's bound scaled by max |h|.
+        const auto Xm = sample::random(M * K, 35, -1, 1);
+        const auto W2 = random16<pk::bfloat16>(N * N, 36, -1, 1);
+        std::vector<float> E3(M * N), P3(M * N, -7.0f);
+        eager::bf16_mlp({Xm.data(), {M, K}}, {W3.data(), {N, K}},
+                        {W2.data(), {N, N}}, {E3.data(), {M, N}});
+        bf16_mlp({Xm.data(), {M, K}}, {W3.data(), {N, K}}, {W2.data(), {N, N}},
+                 {P3.data(), {M, N}});
+        std::vector<double> H(N);
+        for (int64_t I = 0; I < M; ++I) {
+          double HMax = 0;
+          for (int64_t J = 0; J < N; ++J) {
+            double S = 0;
+            for (int64_t L = 0; L < K; ++L)
+              S += double(pk::fp16::roundToBfloat16(Xm[I * K + L])) *
+                   float(W3[J * K + L]);
+            H[J] = std::max(S, 0.0);
+            HMax = std::max(HMax, H[J]);
+          }
+          for (int64_t J = 0; J < N; ++J) {
+            double Flips = 0;
+            for (int64_t L = 0; L < N; ++L)
+              Flips += std::fabs(double(float(W2[J * N + L]))) * H[L];
+            Tol[I * N + J] = 0x1p-7 * Flips +
+                             sample::matmul_atol(N) * (HMax + 1) +
+                             8 * U * std::fabs(E3[I * N + J]);
+          }
+        }
+        expectClose(E3, P3, Tol, "bf16_mlp " + What);
+      }
+}
+
+// Products of bfloat16 values on the float kernels of every level this CPU
+// runs (AMX off): the values are floats like any others.
+TEST(SixteenBit, Bfloat16ProductsOnFloatKernels) {
+  const GemmIsaGuard Restore;
+  const GemmAmxGuard RestoreAmx;
+  pk::rt::set_gemm_amx(false);
+  for (pk::rt::GemmIsa L : pk::rt::kAllGemmIsas)
+    if (pk::rt::set_gemm_isa(L))
+      expectBfloat16Products(pk::rt::gemm_isa_name(L));
+}
+
+// The same products on AMX tiles (<pk/gemm_amx.h>), where this CPU has
+// AMX-BF16 and Linux grants the tile state; skipped elsewhere. Every shape
+// with more rows than the GEMV's runs there, but K = 1: an axis of extent 1
+// gets stride 0 (pk's broadcast convention), so w is not contiguous along k
+// and the float kernels take it. The count of AMX products grows by one a
+// call (the linear, and the dual product: both products in one pass).
+TEST(SixteenBit, Bfloat16ProductsOnAmx) {
+  if (!pk::rt::amx_bf16_supported())
+    GTEST_SKIP() << "AMX-BF16: not on this CPU, or not granted by Linux";
+  const GemmIsaGuard Restore;
+  const GemmAmxGuard RestoreAmx;
+  ASSERT_TRUE(pk::rt::set_gemm_isa(pk::rt::GemmIsa::Avx512));
+  ASSERT_TRUE(pk::rt::set_gemm_amx(true));
+  ASSERT_TRUE(pk::rt::gemm_amx());
+  const int64_t Before = pk::rt::gemm_amx_products();
+  expectBfloat16Products("amx");
+  // 4 row counts above 32, 5 column counts, 4 depths above 1: the linear,
+  // the dual product, the MLP's first product; the MLP's second (depth N,
+  // never 1 there) at every column count but 1.
+  EXPECT_EQ(pk::rt::gemm_amx_products() - Before, 4 * 5 * 4 * 3 + 4 * 4 * 5);
 }
 
 //===----------------------------------------------------------------------===//

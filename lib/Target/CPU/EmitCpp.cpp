@@ -512,6 +512,14 @@ private:
     return std::nullopt;
   }
 
+  /// Whether \p V's values are all bfloat16 values: a rounding to bfloat16
+  /// (`cast<pk::bfloat16>(x)`) or a load of a bfloat16 ref.
+  bool bfloat16Values(const Stmt &V) const {
+    if (V.K == Stmt::Apply && V.Op == ir::OpCode::RoundBF16)
+      return true;
+    return V.K == Stmt::Load && F.Params[V.Param].Type == DType::BF16;
+  }
+
   /// A as a pk::rt::StridedA when it is a ref read as it is: a row-major A
   /// is then packed by transposing it straight from memory, where a
   /// lambda's values are staged one at a time.
@@ -617,18 +625,22 @@ private:
                        extentExpr(F, N.Domain[G->MAxis]),
                        extentExpr(F, N.Domain[G->NAxis]), extentExpr(F, G->K));
     // Packing walks each operand along its contiguous axis: k for a
-    // row-major A and for nn.Linear's w[N, K] as B, j for a [K, N] B.
-    if (Dual)
-      Out += fmt::format("{}  {{pk_n >= {}, {}, {}, {{}}, {}}},\n", Indent,
-                         Cur->MinWorkForThreads,
-                         unitAlongK(N, G->AStmts, G->KAxis, "true"),
-                         unitAlongK(N, G->BStmts, G->KAxis, "false"),
-                         unitAlongK(N, G->Dual->BStmts, G->KAxis, "false"));
-    else
-      Out += fmt::format("{}  {{pk_n >= {}, {}, {}}},\n", Indent,
-                         Cur->MinWorkForThreads,
-                         unitAlongK(N, G->AStmts, G->KAxis, "true"),
-                         unitAlongK(N, G->BStmts, G->KAxis, "false"));
+    // row-major A and for nn.Linear's w[N, K] as B, j for a [K, N] B. A
+    // product of bfloat16 values (A rounded by the kernel, the weights
+    // bfloat16 in place) may run on AMX: GemmOptions::ABf16.
+    const bool Bf16Values =
+        Strided && Stored1 == DType::BF16 && bfloat16Values(N.Body[G->A]);
+    std::string Options =
+        fmt::format("pk_n >= {}, {}, {}", Cur->MinWorkForThreads,
+                    unitAlongK(N, G->AStmts, G->KAxis, "true"),
+                    unitAlongK(N, G->BStmts, G->KAxis, "false"));
+    if (Dual || Bf16Values)
+      Options += fmt::format(
+          ", {{}}, {}",
+          Dual ? unitAlongK(N, G->Dual->BStmts, G->KAxis, "false") : "false");
+    if (Bf16Values)
+      Options += ", /*ABf16=*/true";
+    Out += fmt::format("{}  {{{}}},\n", Indent, Options);
     if (std::optional<std::string> InPlaceA = stridedA(N, *G))
       Out += fmt::format("{}  // A(batch, i, k), read in place\n{}  {},\n",
                          Indent, Indent, *InPlaceA);

@@ -78,3 +78,27 @@ PK_KERNEL void bf16_linear(In<float, 2> x, In<pk::bfloat16, 2> w,
                            Out<float, 2> y) {
   y[_] = matmul(x[_], transpose(w[_]));
 }
+
+// Products of bfloat16 values: bfloat16 weights times activations the
+// kernel rounds to bfloat16, with a bias; and a dual product (SwiGLU's gate
+// and up) of a bfloat16 ref. pkc marks both GemmOptions::ABf16, so they run
+// on AMX where the CPU and kernel allow it.
+PK_KERNEL void bf16_bf16_linear(In<float, 2> x, In<pk::bfloat16, 2> w,
+                                In<float> b, Out<float, 2> y) {
+  y[_] = matmul(cast<pk::bfloat16>(x[_]), transpose(w[_])) + b[_];
+}
+
+PK_KERNEL void bf16_swiglu(In<pk::bfloat16, 2> x, In<pk::bfloat16, 2> w1,
+                           In<pk::bfloat16, 2> w3, Out<float, 2> y) {
+  auto g = matmul(x[_], transpose(w1[_]));
+  y[_] = g * sigmoid(g) * matmul(x[_], transpose(w3[_]));
+}
+
+// An MLP of bfloat16 values: its hidden activation, rounded to bfloat16, is
+// a pk-managed buffer of bfloat16, which the second product reads.
+PK_KERNEL void bf16_mlp(In<float, 2> x, In<pk::bfloat16, 2> w1,
+                        In<pk::bfloat16, 2> w2, Out<float, 2> y) {
+  auto h = cast<pk::bfloat16>(
+      maximum(matmul(cast<pk::bfloat16>(x[_]), transpose(w1[_])), 0.0f));
+  y[_] = matmul(h, transpose(w2[_]));
+}
