@@ -37,7 +37,11 @@ PK_KERNEL void layer(InOut<float, 2> x, In<float> rms_att, In<W, 2> wq,
   auto T = x.extent(0), kv_heads = key_cache.extent(0);
   auto heads = x.extent(1) / key_cache.extent(2);
 
-  auto h = rmsnorm(x[_], rms_att[_], eps);
+  // The products' inputs are rounded to the weights' type (cast<W>: a no-op
+  // for float), so that bf16 layers multiply bfloat16 values, on AMX where
+  // the CPU has it, as PyTorch's bf16 models do; everything else (norms,
+  // RoPE, attention, the residual stream) stays float.
+  auto h = cast<W>(rmsnorm(x[_], rms_att[_], eps));
   auto q = rope(matmul(h, transpose(wq[_])) + bq[_], pos, heads, theta);
   auto k = rope(matmul(h, transpose(wk[_])) + bk[_], pos, kv_heads, theta);
   auto v = matmul(h, transpose(wv[_])) + bv[_];
@@ -45,11 +49,11 @@ PK_KERNEL void layer(InOut<float, 2> x, In<float> rms_att, In<W, 2> wq,
   value_cache.slice(1, pos, pos + T)[_] = heads_first(v, kv_heads);
   auto o = attention(q, key_cache.slice(1, 0, pos + T)[_],
                      value_cache.slice(1, 0, pos + T)[_], pos);
-  auto a = x[_] + matmul(o, transpose(wo[_]));
+  auto a = x[_] + matmul(cast<W>(o), transpose(wo[_]));
 
-  auto f = rmsnorm(a, rms_ffn[_], eps);
+  auto f = cast<W>(rmsnorm(a, rms_ffn[_], eps));
   auto g = swiglu(matmul(f, transpose(w1[_])), matmul(f, transpose(w3[_])));
-  x[_] = a + matmul(g, transpose(w2[_]));
+  x[_] = a + matmul(cast<W>(g), transpose(w2[_]));
 }
 
 template void layer<float>(InOut<float, 2>, In<float>, In<float, 2>,

@@ -7,7 +7,10 @@
 // float weights it is given. It shares no code with the model (no pk), so
 // the comparisons check llama.cpp's kernels, model.cpp's slab offsets and
 // cache handling, and pk's eager ops. ModelTest gives it fp32 weights,
-// NarrowWeightsTest the same weights rounded to bf16. Qwen2's q/k/v biases
+// NarrowWeightsTest the same weights rounded to bf16, and the inputs of the
+// layers' products rounded to bf16 as the bf16 model's layers round them
+// (RoundActivations: rounded from float, like the model's float values).
+// Qwen2's q/k/v biases
 // (Config::qkv_bias) are added as Qwen2ForCausalLM adds them, before RoPE.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace llama::test {
@@ -26,8 +30,8 @@ namespace llama::test {
 /// llama2.c's forward() for one token, in double (see the file comment).
 class Reference {
 public:
-  Reference(const Config &Cfg, const Weights &Wt)
-      : C(Cfg), W(Wt),
+  Reference(const Config &Cfg, const Weights &Wt, bool RoundActivations = false)
+      : C(Cfg), W(Wt), Round(RoundActivations),
         KeyCache(static_cast<size_t>(C.n_layers * C.seq_len * C.kv_dim())),
         ValueCache(KeyCache.size()) {}
 
@@ -41,6 +45,7 @@ public:
       X[I] = W.token_embedding[Token * D + I];
     for (int64_t L = 0; L < C.n_layers; ++L) {
       rmsnorm(Xb, X, W.rms_att + L * D);
+      roundInputs(Xb);
       double *K = &KeyCache[(L * C.seq_len + Pos) * KV];
       double *V = &ValueCache[(L * C.seq_len + Pos) * KV];
       linear(Q.data(), Xb.data(), W.wq + L * D * D, D, D);
@@ -87,15 +92,18 @@ public:
         }
       }
       std::vector<double> Proj(X.size());
+      roundInputs(Xb);
       linear(Proj.data(), Xb.data(), W.wo + L * D * D, D, D);
       for (int64_t I = 0; I < D; ++I)
         X[I] += Proj[I];
       // SwiGLU: w2(silu(w1 x) * w3 x), silu(g) = g / (1 + exp(-g)).
       rmsnorm(Xb, X, W.rms_ffn + L * D);
+      roundInputs(Xb);
       linear(Hb.data(), Xb.data(), W.w1 + L * F * D, F, D);
       linear(Hb2.data(), Xb.data(), W.w3 + L * F * D, F, D);
       for (int64_t I = 0; I < F; ++I)
         Hb[I] = Hb[I] / (1 + std::exp(-Hb[I])) * Hb2[I];
+      roundInputs(Hb);
       linear(Proj.data(), Hb.data(), W.w2 + L * D * F, D, F);
       for (int64_t I = 0; I < D; ++I)
         X[I] += Proj[I];
@@ -107,6 +115,25 @@ public:
   }
 
 private:
+  /// V rounded to float, then to bf16 (to nearest, ties to even), where the
+  /// model rounds its float value; NaN as it is.
+  static double bf16(double V) {
+    float F = static_cast<float>(V);
+    uint32_t U;
+    std::memcpy(&U, &F, sizeof U);
+    if ((U & 0x7fffffffu) > 0x7f800000u)
+      return V;
+    U = (U + 0x7fffu + ((U >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&F, &U, sizeof F);
+    return F;
+  }
+  /// The inputs of a layer's products, rounded when Round.
+  void roundInputs(std::vector<double> &V) const {
+    if (Round)
+      for (double &E : V)
+        E = bf16(E);
+  }
+
   /// Out[i] = sum_j Wt[i, j] In[j] for Wt [N, K] (nn.Linear).
   static void linear(double *Out, const double *In, const float *Wt, int64_t N,
                      int64_t K) {
@@ -134,6 +161,7 @@ private:
 
   Config C;
   Weights W;
+  bool Round = false; ///< round the inputs of the layers' products to bf16
   std::vector<double> KeyCache, ValueCache; ///< [n_layers, seq_len, kv_dim]
 };
 
