@@ -554,6 +554,15 @@ void packA(const Operand<T> &A, bool UnitK, int64_t Bi, int64_t I0, int64_t Mc,
 /// bfloat16 values) reused from L2 by each 32-row step of x.
 inline constexpr int64_t kAmxBlockRows = 128, kAmxBlockColumns = 128;
 
+/// Products of bfloat16 values with at least this many rows run on AMX,
+/// before the GEMV's kGemvMaxRows. Measured (Xeon model 167, one thread,
+/// bfloat16 weights 2048 x 2048 and 5632 x 2048 rotating through the L3):
+/// the GEMV is 0.87-0.91x AMX's time at M = 4, AMX is 1.3-1.4x faster at
+/// M = 8, 2.1-2.2x at 16, 3.5-3.6x at 32. At M = 8 the weights come from
+/// memory in a decode step (the GEMV streams them at the read bound), so
+/// the rows where AMX clearly wins start at 16.
+inline constexpr int64_t kAmxMinRows = 16;
+
 /// Packs rows [16 Q, 16 Q + 16) of batch Bi's A (float values that are
 /// bfloat16 values) into tile Q of Xp: pair p of row t at
 /// Xp[(Q * Depth / 2 + p) * 32 + 2 t], zeros past M and K.
@@ -698,19 +707,22 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
   auto InPlace = [](const Operand<T, WT> &W) {
     return !W.Fill && (W.KStride == 1 || W.RowStride == 1);
   };
-  if (S.M <= kGemvMaxRows && S.K > 0 && InPlace(B) && (!B2 || InPlace(*B2)))
-    return gemv<T>(S, Opt.Threaded, A, B, E, {}, 0,
-                   GemvWeights<T, WT>{B2, {}, 0});
 #if PK_GEMM_AMX
   if constexpr (std::is_same_v<T, float> && std::is_same_v<WT, bfloat16>) {
-    // Both operands bfloat16 values, the weights in place along k: AMX.
+    // Both operands bfloat16 values, the weights in place along k: AMX,
+    // from kAmxMinRows rows (below it the GEMV, which reads each weight
+    // once, is as fast).
     auto AlongK = [](const Operand<T, WT> &W) {
       return !W.Fill && W.KStride == 1;
     };
-    if (Opt.ABf16 && S.K > 0 && AlongK(B) && (!B2 || AlongK(*B2)) && gemm_amx())
+    if (Opt.ABf16 && S.M >= kAmxMinRows && S.K > 0 && AlongK(B) &&
+        (!B2 || AlongK(*B2)) && gemm_amx())
       return gemmAmxBf16(S, Opt.Threaded, A, B, E, B2);
   }
 #endif
+  if (S.M <= kGemvMaxRows && S.K > 0 && InPlace(B) && (!B2 || InPlace(*B2)))
+    return gemv<T>(S, Opt.Threaded, A, B, E, {}, 0,
+                   GemvWeights<T, WT>{B2, {}, 0});
   const MicroKernel<T> Micro = microKernel<T>(gemm_isa());
   const int64_t MR = Micro.Shape.MR, NR = Micro.Shape.NR;
   GemmBlocking Blk = Opt.Blocking;

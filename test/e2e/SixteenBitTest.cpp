@@ -485,16 +485,16 @@ void expectClose(const std::vector<float> &E, const std::vector<float> &C,
 }
 
 /// Products of bfloat16 values (bf16_bf16_linear, bf16_swiglu, bf16_mlp) over
-/// rows below and above the GEMV's 32, every edge of AMX's 32 x 32 blocks and
-/// 32-value steps of k, against eager. The products of two bfloat16 values
-/// are exact in float, so the sums differ from eager's double sums only by
-/// float rounding in their own order: sample::matmul_atol(K) for the
-/// linear; for SwiGLU, silu(g) u moves by that bound times |u| and
+/// rows below and above AMX's 16 (and the GEMV's 32), every edge of AMX's 32 x
+/// 32 blocks and 32-value steps of k, against eager. The products of two
+/// bfloat16 values are exact in float, so the sums differ from eager's double
+/// sums only by float rounding in their own order: sample::matmul_atol(K) for
+/// the linear; for SwiGLU, silu(g) u moves by that bound times |u| and
 /// |silu'(g)| <= 1.1 for g, and by it times |g| for u (g and u summed here
 /// in double), plus a few float roundings of the epilogue. Operands with an
 /// infinity and a NaN give the same non-finite outputs in any order.
 void expectBfloat16Products(const std::string &Level) {
-  for (int64_t M : {0, 1, 33, 47, 64, 129})
+  for (int64_t M : {0, 1, 15, 16, 33, 47, 129})
     for (int64_t N : {1, 17, 33, 100, 257})
       for (int64_t K : {1, 31, 33, 100, 1000}) {
         const std::string What = Level + " " + std::to_string(M) + "x" +
@@ -587,7 +587,7 @@ TEST(SixteenBit, Bfloat16ProductsOnFloatKernels) {
 
 // The same products on AMX tiles (<pk/gemm_amx.h>), where this CPU has
 // AMX-BF16 and Linux grants the tile state; skipped elsewhere. Every shape
-// with more rows than the GEMV's runs there, but K = 1: an axis of extent 1
+// of at least 16 rows (kAmxMinRows) runs there, but K = 1: an axis of extent 1
 // gets stride 0 (pk's broadcast convention), so w is not contiguous along k
 // and the float kernels take it. The count of AMX products grows by one a
 // call (the linear, and the dual product: both products in one pass).
@@ -601,7 +601,7 @@ TEST(SixteenBit, Bfloat16ProductsOnAmx) {
   ASSERT_TRUE(pk::rt::gemm_amx());
   const int64_t Before = pk::rt::gemm_amx_products();
   expectBfloat16Products("amx");
-  // 4 row counts above 32, 5 column counts, 4 depths above 1: the linear,
+  // 4 row counts from 16, 5 column counts, 4 depths above 1: the linear,
   // the dual product, the MLP's first product; the MLP's second (depth N,
   // never 1 there) at every column count but 1.
   EXPECT_EQ(pk::rt::gemm_amx_products() - Before, 4 * 5 * 4 * 3 + 4 * 4 * 5);

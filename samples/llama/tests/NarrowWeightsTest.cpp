@@ -214,7 +214,7 @@ TEST(Bf16, Qwen2MatchesTheReferenceOnRoundedWeights) {
   expectBf16MatchesReference(tinyCheckpoint(1, /*Qwen2=*/true));
 }
 
-/// A prefill of more rows than the GEMV's 32 multiplies the layers' bfloat16
+/// A prefill of more rows than AMX's 16 multiplies the layers' bfloat16
 /// values on AMX where the CPU has it (pk::rt::gemm_amx()), on the float
 /// kernels elsewhere: the logits of its last position against the
 /// reference's, with the products on AMX and off.
