@@ -23,6 +23,19 @@
 // figure beside linear_decode's is what narrow weights buy a decode step.
 // Peer: naive (the same dot product, converting each weight).
 //
+// `linear_prefill_bf16` is the bfloat16-weight product at prefill rows (M =
+// 16 and 32, where the float kernels run the GEMV, and 64, 128, 512:
+// compute-bound, GFLOP/s) with float activations (the float kernels, the
+// weights widened as they are read or packed); `linear_prefill_bf16_amx`
+// rounds the activations to bfloat16 in the kernel (`linear_bf16_rounded`,
+// as samples/llama's bf16 layer does), a product of bfloat16 values that
+// pk::rt::gemm runs on AMX tiles from 16 rows where the CPU has AMX-BF16
+// (<pk/gemm_amx.h>), and `linear_prefill_bf16_amx_off` is that kernel with
+// AMX turned off (pk::rt::set_gemm_amx(false)): the float kernels on the
+// same values. Their ratios are what AMX buys a prefill. No peer: the
+// rounded activations make every float peer's result differ by ~1e-2
+// (bench/peers/bf16_linear.py times PyTorch's bfloat16 product apart).
+//
 // `linear_decode_q8` has int8 weights with one float scale per group of 32
 // along K (llama2.c's Q8_0; `linear_q8`, `repeat` of the scales): a quarter
 // of the bytes, plus the scales. Its weights and scales rotate through pools
@@ -44,6 +57,7 @@
 #include "bench.h"
 
 #include <pk/cpuinfo.h>
+#include <pk/gemm_amx.h>
 #include <pk/half.h>
 #include <pk/int8_product.h>
 #include <pk/ref.h>
@@ -58,6 +72,8 @@ void linear_bf16(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
                  pk::Out<float, 2> y);
 void linear_q8(pk::In<float, 2> x, pk::In<int8_t, 2> w, pk::In<float, 2> scale,
                pk::Out<float, 2> y);
+void linear_bf16_rounded(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
+                         pk::Out<float, 2> y);
 
 namespace {
 
@@ -181,6 +197,56 @@ struct LinearDecodeBf16 {
     ::linear_bf16({x.data(), {M, K}}, {next(), {N, K}}, {y.data(), {M, N}});
   }
   void naive() { naive_linear(x.data(), next(), y.data(), M, N, K); }
+};
+
+/// M x N x K at prefill rows.
+std::vector<Shape> prefill_shapes() {
+  std::vector<Shape> S;
+  const int64_t KN[][2] = {
+      {768, 2048}, {2048, 2048}, {2048, 5632}, {5632, 2048}};
+  for (const auto &W : KN)
+    for (int64_t M : {16, 32, 64, 128, 512})
+      S.push_back({{M, W[1], W[0]}});
+  return S;
+}
+
+/// How linear_prefill_bf16* multiply: float activations, activations
+/// rounded to bfloat16 (AMX where the CPU has it), or rounded with AMX off.
+enum class Bf16Product { FloatActivations, Amx, AmxOff };
+
+// y = x wᵀ with bfloat16 weights at prefill rows, the weights rotating like
+// linear_decode_bf16's.
+template <Bf16Product How> struct LinearPrefillBf16 {
+  int64_t M, N, K;
+  Buffer x, y;
+  int64_t Count, Next = 0;
+  explicit LinearPrefillBf16(const Shape &S)
+      : M(S[0]), N(S[1]), K(S[2]), x(pkbench::random(M * K, 246)),
+        y(pkbench::random(M * N, 247)),
+        Count(std::max<int64_t>(2, static_cast<int64_t>(pool_bf16().size()) /
+                                       (N * K))) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return N * K * 2 + (M * K + M * N) * F; }
+  double flops() const { return 2.0 * double(M) * double(N) * double(K); }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+  const pk::bfloat16 *next() {
+    const pk::bfloat16 *W = pool_bf16().data() + Next * N * K;
+    Next = (Next + 1) % Count;
+    return W;
+  }
+
+  void pk() {
+    if constexpr (How == Bf16Product::FloatActivations) {
+      ::linear_bf16({x.data(), {M, K}}, {next(), {N, K}}, {y.data(), {M, N}});
+    } else {
+      const bool Was = pk::rt::gemm_amx();
+      if (How == Bf16Product::AmxOff)
+        pk::rt::set_gemm_amx(false);
+      ::linear_bf16_rounded({x.data(), {M, K}}, {next(), {N, K}},
+                            {y.data(), {M, N}});
+      pk::rt::set_gemm_amx(Was);
+    }
+  }
 };
 
 /// Q8_0's group size along K (llama2.c's export default is 64; 32 is
@@ -386,6 +452,15 @@ const bool Int8ProductDecodeRegistered =
 const bool LinearDecodeBf16Registered =
     pkbench::register_kernel<LinearDecodeBf16>("linear_decode_bf16",
                                                decode_shapes());
+const bool LinearPrefillBf16Registered =
+    pkbench::register_kernel<LinearPrefillBf16<Bf16Product::FloatActivations>>(
+        "linear_prefill_bf16", prefill_shapes());
+const bool LinearPrefillBf16AmxRegistered =
+    pkbench::register_kernel<LinearPrefillBf16<Bf16Product::Amx>>(
+        "linear_prefill_bf16_amx", prefill_shapes());
+const bool LinearPrefillBf16AmxOffRegistered =
+    pkbench::register_kernel<LinearPrefillBf16<Bf16Product::AmxOff>>(
+        "linear_prefill_bf16_amx_off", prefill_shapes());
 const bool WeightsReadRegistered =
     pkbench::register_kernel<WeightsRead>("weights_read", decode_shapes());
 

@@ -18,3 +18,11 @@ PK_KERNEL void linear_q8(In<float, 2> x, In<int8_t, 2> w, In<float, 2> scale,
   auto gs = w.extent(1) / scale.extent(1);
   y[_] = matmul(x[_], transpose(cast<float>(w[_]) * repeat(scale[_], gs, -1)));
 }
+
+// The same product of bfloat16 values: activations rounded to bfloat16 by
+// the kernel, bfloat16 weights (pk::rt::gemm runs it on AMX where the CPU
+// has it; bench/kernels_decode.cpp, linear_prefill_bf16*).
+PK_KERNEL void linear_bf16_rounded(In<float, 2> x, In<pk::bfloat16, 2> w,
+                                   Out<float, 2> y) {
+  y[_] = matmul(cast<pk::bfloat16>(x[_]), transpose(w[_]));
+}
