@@ -174,29 +174,37 @@ struct LinearDecode {
 #endif
 };
 
+/// Rotation through the bfloat16 pool.
+struct Bf16Rotation {
+  int64_t Size = 0, Count = 0, Next = 0;
+  explicit Bf16Rotation(int64_t Elems)
+      : Size(Elems), Count(std::max<int64_t>(
+                         2, static_cast<int64_t>(pool_bf16().size()) / Elems)) {
+  }
+  const pk::bfloat16 *next() {
+    const pk::bfloat16 *W = pool_bf16().data() + Next * Size;
+    Next = (Next + 1) % Count;
+    return W;
+  }
+};
+
 // y = x wᵀ with bfloat16 weights: the same product, half the bytes of w.
 struct LinearDecodeBf16 {
   int64_t M, N, K;
   Buffer x, y;
-  int64_t Count, Next = 0;
+  Bf16Rotation Weights;
   explicit LinearDecodeBf16(const Shape &S)
       : M(S[0]), N(S[1]), K(S[2]), x(pkbench::random(M * K, 242)),
-        y(pkbench::random(M * N, 243)),
-        Count(std::max<int64_t>(2, static_cast<int64_t>(pool_bf16().size()) /
-                                       (N * K))) {}
+        y(pkbench::random(M * N, 243)), Weights(N * K) {}
   static bool eager_at(const Shape &) { return false; }
   int64_t min_bytes() const { return N * K * 2 + (M * K + M * N) * F; }
   std::vector<const Buffer *> outputs() const { return {&y}; }
-  const pk::bfloat16 *next() {
-    const pk::bfloat16 *W = pool_bf16().data() + Next * N * K;
-    Next = (Next + 1) % Count;
-    return W;
-  }
 
   void pk() {
-    ::linear_bf16({x.data(), {M, K}}, {next(), {N, K}}, {y.data(), {M, N}});
+    ::linear_bf16({x.data(), {M, K}}, {Weights.next(), {N, K}},
+                  {y.data(), {M, N}});
   }
-  void naive() { naive_linear(x.data(), next(), y.data(), M, N, K); }
+  void naive() { naive_linear(x.data(), Weights.next(), y.data(), M, N, K); }
 };
 
 /// M x N x K at prefill rows.
@@ -219,30 +227,24 @@ enum class Bf16Product { FloatActivations, Amx, AmxOff };
 template <Bf16Product How> struct LinearPrefillBf16 {
   int64_t M, N, K;
   Buffer x, y;
-  int64_t Count, Next = 0;
+  Bf16Rotation Weights;
   explicit LinearPrefillBf16(const Shape &S)
       : M(S[0]), N(S[1]), K(S[2]), x(pkbench::random(M * K, 246)),
-        y(pkbench::random(M * N, 247)),
-        Count(std::max<int64_t>(2, static_cast<int64_t>(pool_bf16().size()) /
-                                       (N * K))) {}
+        y(pkbench::random(M * N, 247)), Weights(N * K) {}
   static bool eager_at(const Shape &) { return false; }
   int64_t min_bytes() const { return N * K * 2 + (M * K + M * N) * F; }
   double flops() const { return 2.0 * double(M) * double(N) * double(K); }
   std::vector<const Buffer *> outputs() const { return {&y}; }
-  const pk::bfloat16 *next() {
-    const pk::bfloat16 *W = pool_bf16().data() + Next * N * K;
-    Next = (Next + 1) % Count;
-    return W;
-  }
 
   void pk() {
     if constexpr (How == Bf16Product::FloatActivations) {
-      ::linear_bf16({x.data(), {M, K}}, {next(), {N, K}}, {y.data(), {M, N}});
+      ::linear_bf16({x.data(), {M, K}}, {Weights.next(), {N, K}},
+                    {y.data(), {M, N}});
     } else {
       const bool Was = pk::rt::gemm_amx();
       if (How == Bf16Product::AmxOff)
         pk::rt::set_gemm_amx(false);
-      ::linear_bf16_rounded({x.data(), {M, K}}, {next(), {N, K}},
+      ::linear_bf16_rounded({x.data(), {M, K}}, {Weights.next(), {N, K}},
                             {y.data(), {M, N}});
       pk::rt::set_gemm_amx(Was);
     }
