@@ -24,6 +24,11 @@
 // (the build's flags do not matter):
 //
 //   level        when                                       per 64 weights
+//   amx          avx512vnni's conditions, the CPU has       1/16 TDPBSSD
+//                AMX-INT8 (set_gemm_amx, PK_GEMM_AMX),      (16 x 16 dots
+//                at least 16 rows of a, the term known      at once)
+//                (Int8TermScales), groups of a multiple of
+//                4 contiguous along kk
 //   avx512vnni   gemm_isa() is avx512 and the CPU has       1 vpdpbusd
 //                AVX512-BW and -VNNI; every a fits int8
 //   avx2         gemm_isa() is avx2 or better; every a      4 vpmaddwd
@@ -31,9 +36,10 @@
 //   portable     otherwise (and when b's groups are not     scalar loops
 //                contiguous along kk)
 //
-// Every level computes the same dot products, so the results are the same
-// bits on every CPU and for every thread count (columns are split between
-// threads; a sum is never split). vpdpbusd multiplies unsigned bytes by
+// Every level computes the same dot products, and the terms and their sum
+// with the same float operations in the same order, so the results are the
+// same bits on every CPU and for every thread count (columns are split
+// between threads; a sum is never split). vpdpbusd multiplies unsigned bytes by
 // signed ones: the weights are made unsigned by adding 128 (b ^ 0x80) and
 // 128 * sum(a) of the group is subtracted after, which is exact modulo 2^32
 // like the sum itself.
@@ -42,10 +48,13 @@
 #ifndef PK_INT8_PRODUCT_H
 #define PK_INT8_PRODUCT_H
 
+#include <pk/gemm_amx.h>
 #include <pk/gemm_kernels.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #ifdef _OPENMP
@@ -64,6 +73,26 @@ struct Int8ProductShape {
 struct Int8Rows {
   const int8_t *Data;
   int64_t GroupStride, RowStride, KStride;
+};
+
+/// One factor of a scaled term: the float Data[g * GroupStride + x *
+/// Stride], where x is the row m of a (PerRow) or the column n of b.
+struct Int8TermFactor {
+  const float *Data = nullptr;
+  int64_t GroupStride = 0, Stride = 0;
+  bool PerRow = false;
+};
+
+/// What the Term lambda computes, when it is float(dot) times at most two
+/// factors, multiplied in that order (runq's `cast<float>(dot) * ws * xs`:
+/// a scale per weight row and group, one per activation row and group):
+/// pkc passes it (Set) besides the lambda, and int8_product then computes
+/// the terms itself, sixteen at a time, with the same operations (so the
+/// same bits) as the lambda. The AMX level needs it.
+struct Int8TermScales {
+  bool Set = false;
+  int Count = 0;
+  Int8TermFactor Factors[2];
 };
 
 /// The levels of int8_product's dot products (see the top of this file).
@@ -370,26 +399,234 @@ inline void int8Blocks(const Int8ProductShape &S, Int8Isa Isa,
   (void)ASum128;
 }
 
+/// Products run on AMX so far (int8_amx_products()).
+inline std::atomic<int64_t> Int8AmxProducts{0};
+
+/// Products with at least this many rows of a run on AMX (where it is on and
+/// the term is known, Int8TermScales); fewer rows run the VNNI dots, which
+/// read each weight once per row.
+inline constexpr int64_t kInt8AmxMinRows = 16;
+
+/// The w-rows and x-rows one AMX micro-kernel call covers.
+inline constexpr int64_t kInt8AmxRows = 32;
+
+/// The values of k one AMX step covers for groups of GroupSize: the largest
+/// multiple of 4 that divides it, at most 64 (a tile row); 0 when none does
+/// (the AMX level then does not run).
+inline int64_t int8AmxDepth(int64_t GroupSize) {
+  for (int64_t Kc = 64; Kc >= 4; Kc -= 4)
+    if (GroupSize % Kc == 0)
+      return Kc;
+  return 0;
+}
+
+#if PK_GEMM_AMX
+/// Acc[n][m] += the terms of one group from its dots Cs[n][m], 32 w-rows n
+/// by 32 x-rows m: float(dot) times the factors in order, a factor being a
+/// value per column n (Col[f][n], the same along a row of Cs) or per row m
+/// (Row[f][m], a vector along it). Separate multiplies and add, no fused
+/// multiply-add: the same operations, so the same bits, as the Term lambda
+/// and the sum of the other levels.
+template <int Count, bool Row0, bool Row1>
+__attribute__((target("avx512f"))) inline void
+amxInt8Terms(const int32_t *Cs, const float (*Col)[kInt8AmxRows],
+             const float (*Row)[kInt8AmxRows], float *Acc) {
+  for (int N = 0; N < kInt8AmxRows; ++N)
+#pragma GCC unroll 2
+    for (int H = 0; H < kInt8AmxRows; H += 16) {
+      // (The zero-masked form: g++ 12 warns about the unmasked one, as in
+      // foldHalves.)
+      __m512 V = _mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF),
+                                          _mm512_loadu_si512(Cs + N * 32 + H));
+      if constexpr (Count >= 1)
+        V = _mm512_mul_ps(V, Row0 ? _mm512_loadu_ps(Row[0] + H)
+                                  : _mm512_set1_ps(Col[0][N]));
+      if constexpr (Count >= 2)
+        V = _mm512_mul_ps(V, Row1 ? _mm512_loadu_ps(Row[1] + H)
+                                  : _mm512_set1_ps(Col[1][N]));
+      // The term rounded before the add: g++ contracts a vector multiply
+      // and add into an FMA (-ffp-contract=fast, its default) unless the
+      // product goes through something it cannot see into.
+      __asm__("" : "+v"(V));
+      float *A = Acc + N * 32 + H;
+      _mm512_storeu_ps(A, _mm512_add_ps(_mm512_loadu_ps(A), V));
+    }
+}
+
+using AmxInt8TermsFn = void (*)(const int32_t *, const float (*)[kInt8AmxRows],
+                                const float (*)[kInt8AmxRows], float *);
+
+/// amxInt8Terms for the factors' count and kinds.
+inline AmxInt8TermsFn amxInt8TermsFor(const Int8TermScales &Sc) {
+  const bool R0 = Sc.Count >= 1 && Sc.Factors[0].PerRow;
+  const bool R1 = Sc.Count >= 2 && Sc.Factors[1].PerRow;
+  switch (Sc.Count) {
+  case 0:
+    return amxInt8Terms<0, false, false>;
+  case 1:
+    return R0 ? amxInt8Terms<1, true, false> : amxInt8Terms<1, false, false>;
+  default:
+    return R0 ? (R1 ? amxInt8Terms<2, true, true>
+                    : amxInt8Terms<2, true, false>)
+              : (R1 ? amxInt8Terms<2, false, true>
+                    : amxInt8Terms<2, false, false>);
+  }
+}
+
+/// The product on AMX tiles: a (int8, M x K) packed once into tiles of 16
+/// rows, quad q of k of row t at [q][t] (4 bytes); the columns (rows of b,
+/// read in place) split between the threads in steps of 32. For each 32 x
+/// 32 block and each group: the group's dots on tiles (TDPBSSD, exact
+/// int32), its terms added to the block's sums in group order, then the
+/// Store lambda on each row of the block. The last step of b under 32 rows
+/// is copied into zero-padded scratch; a's rows past M are zeros.
+inline void int8Amx(const Int8ProductShape &S, bool Threads, const int8_t *A8,
+                    const Int8Rows &B, const Int8TermScales &Sc,
+                    const StoreFn &Store) {
+  constexpr int64_t R = kInt8AmxRows, TileRows = gemm_detail::kAmxTileRows;
+  const int64_t GS = S.GroupSize, K = S.Groups * GS, Kc = int8AmxDepth(GS);
+  const int64_t Chunks = GS / Kc;
+  const int64_t RowsPad = (S.M + R - 1) / R * R;
+  std::vector<int8_t> Xp(size_t(RowsPad * K), int8_t(0));
+#pragma omp parallel for if (Threads)
+  for (int64_t Row = 0; Row < S.M; ++Row) {
+    int8_t *Tile =
+        Xp.data() + Row / TileRows * TileRows * K + Row % TileRows * 4;
+    const int8_t *Src = A8 + Row * K;
+    for (int64_t Q = 0; Q < K / 4; ++Q)
+      std::memcpy(Tile + Q * 64, Src + 4 * Q, 4);
+  }
+  const AmxInt8TermsFn Terms = amxInt8TermsFor(Sc);
+  Int8AmxProducts.fetch_add(1, std::memory_order_relaxed);
+  const int64_t Steps = (S.N + R - 1) / R;
+  auto Run = [&](int64_t P0, int64_t P1) {
+    if (P0 >= P1)
+      return;
+    alignas(64) int32_t Cs[R * R];
+    alignas(64) float Acc[R * R], Sum[R], Col[2][R], RowF[2][R];
+    std::vector<int8_t> Edge(S.N % R ? size_t(R * K) : 0);
+    gemm_detail::amxInt8Begin(Kc);
+    for (int64_t P = P0; P < P1; ++P) {
+      const int64_t N0 = P * R, Nj = std::min(R, S.N - N0);
+      const int8_t *W = B.Data + N0 * B.RowStride;
+      int64_t Ld = B.RowStride, Gs = B.GroupStride;
+      if (Nj < R) {
+        std::fill(Edge.begin(), Edge.end(), int8_t(0));
+        for (int64_t N = 0; N < Nj; ++N)
+          for (int64_t G = 0; G < S.Groups; ++G)
+            std::memcpy(Edge.data() + N * K + G * GS,
+                        W + N * B.RowStride + G * B.GroupStride, size_t(GS));
+        W = Edge.data(), Ld = K, Gs = GS;
+      }
+      for (int64_t M0 = 0; M0 < S.M; M0 += R) {
+        const int64_t Mi = std::min(R, S.M - M0);
+        const int8_t *X0 = Xp.data() + M0 * K;
+        std::fill(Acc, Acc + R * R, 0.0f);
+        for (int64_t G = 0; G < S.Groups; ++G) {
+          gemm_detail::amxInt8Micro(Chunks, Kc, W + G * Gs, Ld,
+                                    X0 + G * GS * TileRows,
+                                    X0 + TileRows * K + G * GS * TileRows, Cs);
+          for (int F = 0; F < Sc.Count; ++F) {
+            const Int8TermFactor &Fa = Sc.Factors[F];
+            const float *D = Fa.Data + G * Fa.GroupStride;
+            if (Fa.PerRow)
+              for (int64_t I = 0; I < R; ++I)
+                RowF[F][I] = D[std::min(M0 + I, S.M - 1) * Fa.Stride];
+            else
+              for (int64_t I = 0; I < R; ++I)
+                Col[F][I] = D[std::min(N0 + I, S.N - 1) * Fa.Stride];
+          }
+          Terms(Cs, Col, RowF, Acc);
+        }
+        for (int64_t M = 0; M < Mi; ++M) {
+          for (int64_t N = 0; N < Nj; ++N)
+            Sum[N] = Acc[N * R + M];
+          Store.Fn(Store.Ctx, M0 + M, N0, Nj, Sum);
+        }
+      }
+    }
+    gemm_detail::amxEnd();
+  };
+  if (Threads && Steps > 1) {
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+      Run(Steps * T0 / Tn, Steps * (T0 + 1) / Tn);
+#else
+      Run(0, Steps);
+#endif
+    }
+  } else {
+    Run(0, Steps);
+  }
+}
+#endif
+
+/// Whether the product runs on AMX: the CPU has AMX-INT8, the AMX switch is
+/// on (set_gemm_amx, PK_GEMM_AMX) and the level is avx512vnni (every a fits
+/// int8), the term is known, enough rows, b contiguous along k and groups
+/// of a multiple of 4.
+inline bool int8UsesAmx(const Int8ProductShape &S, Int8Isa Isa,
+                        const Int8Rows &B, const Int8TermScales &Sc) {
+#if PK_GEMM_AMX
+  return Isa == Int8Isa::Avx512Vnni && Sc.Set && S.M >= kInt8AmxMinRows &&
+         B.KStride == 1 && int8AmxDepth(S.GroupSize) > 0 &&
+         amx_int8_supported() &&
+         gemm_detail::gemm_amx_slot().load(std::memory_order_relaxed) != 0;
+#else
+  (void)S, (void)Isa, (void)B, (void)Sc;
+  return false;
+#endif
+}
+
 /// The product, through the adapters: a's values are computed once (A32),
 /// then narrowed for the level when every one fits (else the portable
 /// loops run); column blocks are split between the threads in contiguous
 /// ranges.
 inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
                             const AFill &A, const Int8Rows &B,
-                            const TermFn &Term, const StoreFn &Store) {
+                            const TermFn &Term, const StoreFn &Store,
+                            const Int8TermScales &Scales) {
   if (S.M <= 0 || S.N <= 0)
     return;
   const int64_t K = S.Groups * S.GroupSize;
   std::vector<int32_t> A32(size_t(S.M * K));
   int32_t Lo = 0, Hi = 0;
-  for (int64_t M = 0; M < S.M; ++M) {
-    int32_t *Row = A32.data() + M * K;
-    A.Fn(A.Ctx, M, S.Groups, S.GroupSize, Row);
-    for (int64_t I = 0; I < K; ++I) {
-      Lo = std::min(Lo, Row[I]);
-      Hi = std::max(Hi, Row[I]);
+  // Rows [R0, R1) of a and their range. The A lambda only reads (pkc's
+  // computes a value from loads), so threads may fill rows side by side:
+  // at prefill rows the quantisation is a large share of the call (at a few
+  // rows, entering a parallel region would cost more than it saves).
+  auto Fill = [&](int64_t R0, int64_t R1, int32_t &L, int32_t &H) {
+    for (int64_t M = R0; M < R1; ++M) {
+      int32_t *Row = A32.data() + M * K;
+      A.Fn(A.Ctx, M, S.Groups, S.GroupSize, Row);
+#pragma omp simd reduction(min : L) reduction(max : H)
+      for (int64_t I = 0; I < K; ++I) {
+        L = std::min(L, Row[I]);
+        H = std::max(H, Row[I]);
+      }
     }
+  };
+#ifdef _OPENMP
+  if (Threads && S.M >= kInt8AmxMinRows) {
+#pragma omp parallel
+    {
+      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+      int32_t L = 0, H = 0;
+      Fill(S.M * T0 / Tn, S.M * (T0 + 1) / Tn, L, H);
+#pragma omp critical(pk_int8_range)
+      {
+        Lo = std::min(Lo, L);
+        Hi = std::max(Hi, H);
+      }
+    }
+  } else {
+    Fill(0, S.M, Lo, Hi);
   }
+#else
+  Fill(0, S.M, Lo, Hi);
+#endif
   Int8Isa Isa =
       B.KStride == 1 && S.GroupSize > 0 ? int8_isa() : Int8Isa::Portable;
   if (Isa == Int8Isa::Avx512Vnni && (Lo < -128 || Hi > 127))
@@ -400,7 +637,14 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
   std::vector<int16_t> A16;
   std::vector<int32_t> ASum128;
   if (Isa == Int8Isa::Avx512Vnni) {
-    A8.assign(A32.begin(), A32.end());
+    A8.resize(A32.size());
+#pragma omp simd
+    for (size_t I = 0; I < A32.size(); ++I)
+      A8[I] = int8_t(A32[I]);
+#if PK_GEMM_AMX
+    if (int8UsesAmx(S, Isa, B, Scales))
+      return int8Amx(S, Threads, A8.data(), B, Scales, Store);
+#endif
     ASum128.resize(size_t(S.M * S.Groups));
     for (int64_t I = 0; I < S.M * S.Groups; ++I) {
       uint32_t Total = 0;
@@ -411,6 +655,7 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
   } else if (Isa == Int8Isa::Avx2) {
     A16.assign(A32.begin(), A32.end());
   }
+  (void)Scales;
   const int64_t Blocks = (S.N + kBlockColumns - 1) / kBlockColumns;
   auto Run = [&](int64_t Begin, int64_t End) {
     int8Blocks(S, Isa, A32.data(), A8.data(), A16.data(), ASum128.data(), B,
@@ -433,12 +678,20 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
 
 } // namespace int8_detail
 
+/// How many int8 products have run on AMX in this process (tests check
+/// with it that the path they mean to test ran).
+inline int64_t int8_amx_products() {
+  return int8_detail::Int8AmxProducts.load(std::memory_order_relaxed);
+}
+
 /// y[m, n] = sum over g of Term(g, m, n, the int32 dot of a(g, m, .) and
 /// b(g, n, .)), as described at the top of this file. `Threads`: split the
-/// columns between OpenMP threads.
+/// columns between OpenMP threads. `Scales`, when set, says what T computes
+/// (Int8TermScales).
 template <class LoadA, class Term, class Store>
 void int8_product(const Int8ProductShape &S, bool Threads, const LoadA &A,
-                  const Int8Rows &B, const Term &T, const Store &St) {
+                  const Int8Rows &B, const Term &T, const Store &St,
+                  const Int8TermScales &Scales = {}) {
   using namespace int8_detail;
   const AFill Fill{[](const void *Ctx, int64_t M, int64_t Groups,
                       int64_t GroupSize, int32_t *Row) {
@@ -459,7 +712,7 @@ void int8_product(const Int8ProductShape &S, bool Threads, const LoadA &A,
                          (*static_cast<const Store *>(Ctx))(M, N0, Len, Sum);
                        },
                        &St};
-  int8ProductCore(S, Threads, Fill, B, Terms, Stores);
+  int8ProductCore(S, Threads, Fill, B, Terms, Stores, Scales);
 }
 
 } // namespace pk::rt

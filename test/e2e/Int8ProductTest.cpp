@@ -10,12 +10,15 @@
 // the 8- and 16-column blocks, no groups at all; values cover int8's ends
 // (-128 with -128), a values that need int16 or int32 (the levels fall back),
 // sums that wrap, weights laid out [G, N, gs] or strided along k, and 1 vs 2
-// threads.
+// threads. The AMX level (Int8Amx below) runs where the CPU has AMX-INT8 and
+// the term is described to the runtime (Int8TermScales): the same bits again,
+// over shapes around its 16-row tiles and 32 x 32 blocks.
 #include <pk/int8_product.h>
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -38,6 +41,8 @@ struct Problem {
   std::vector<int8_t> W;
   int64_t GroupStride = 0, RowStride = 0, KStride = 1;
   std::vector<float> Ws, Xs;
+  /// The term's factors: 0: ws then xs, 1: xs then ws, 2: xs only, 3: none.
+  int Order = 0;
 
   int32_t a(int64_t Gi, int64_t Mi, int64_t K) const {
     return A[Mi * G * Gs + Gi * Gs + K];
@@ -46,7 +51,32 @@ struct Problem {
     return W[Gi * GroupStride + Ni * RowStride + K * KStride];
   }
   float term(int64_t Gi, int64_t Mi, int64_t Ni, int32_t Dot) const {
-    return float(Dot) * Ws[Ni * G + Gi] * Xs[Mi * G + Gi];
+    const float W = Ws[Ni * G + Gi], X = Xs[Mi * G + Gi];
+    switch (Order) {
+    case 1:
+      return float(Dot) * X * W;
+    case 2:
+      return float(Dot) * X;
+    case 3:
+      return float(Dot);
+    default:
+      return float(Dot) * W * X;
+    }
+  }
+  /// What term computes, for the runtime (as pkc writes it).
+  pk::rt::Int8TermScales scales() const {
+    const pk::rt::Int8TermFactor W{Ws.data(), 1, G, false},
+        X{Xs.data(), 1, G, /*PerRow=*/true};
+    switch (Order) {
+    case 1:
+      return {true, 2, {X, W}};
+    case 2:
+      return {true, 1, {X}};
+    case 3:
+      return {true, 0, {}};
+    default:
+      return {true, 2, {W, X}};
+    }
   }
 };
 
@@ -111,7 +141,7 @@ std::vector<float> reference(const Problem &P) {
   return Y;
 }
 
-std::vector<float> run(const Problem &P, bool Threads) {
+std::vector<float> run(const Problem &P, bool Threads, bool Scaled = false) {
   std::vector<float> Y(size_t(P.M * P.N), -1.0f);
   pk::rt::int8_product(
       {P.G, P.M, P.N, P.Gs}, Threads,
@@ -125,7 +155,8 @@ std::vector<float> run(const Problem &P, bool Threads) {
       [&](int64_t M, int64_t N0, int64_t Len, const float *Sum) {
         for (int64_t L = 0; L < Len; ++L)
           Y[size_t(M * P.N + N0 + L)] = Sum[L];
-      });
+      },
+      Scaled ? P.scales() : pk::rt::Int8TermScales{});
   return Y;
 }
 
@@ -220,6 +251,101 @@ TEST(Int8Product, OneWrongWeightIsSeen) {
   const std::vector<float> Want = reference(P);
   P.W[5] = int8_t(P.W[5] == 127 ? 126 : P.W[5] + 1);
   EXPECT_FALSE(sameBits(run(P, false), Want));
+}
+
+/// The AMX level: on for one test where the CPU has AMX-INT8 (skipped
+/// elsewhere), at the avx512vnni level it needs; restores both after.
+class Int8Amx : public ::testing::Test {
+protected:
+  void SetUp() override {
+    Saved = pk::rt::gemm_isa();
+    if (!pk::rt::amx_int8_supported() ||
+        !pk::rt::set_gemm_isa(GemmIsa::Avx512) ||
+        pk::rt::int8_isa() != Int8Isa::Avx512Vnni)
+      GTEST_SKIP() << "this CPU (or kernel) does not run AMX-INT8 tiles";
+    ASSERT_TRUE(pk::rt::set_gemm_amx(true));
+  }
+  void TearDown() override {
+    pk::rt::set_gemm_isa(Saved);
+    const char *Env = std::getenv("PK_GEMM_AMX");
+    pk::rt::set_gemm_amx(!(Env && std::strcmp(Env, "0") == 0));
+  }
+  /// Runs P with its term described, checks the bits against the
+  /// reference, and returns how many products ran on AMX.
+  int64_t check(const Problem &P, bool Threads = false) {
+    const int64_t Before = pk::rt::int8_amx_products();
+    EXPECT_TRUE(sameBits(run(P, Threads, /*Scaled=*/true), reference(P)))
+        << "G " << P.G << " M " << P.M << " N " << P.N << " gs " << P.Gs
+        << " order " << P.Order;
+    return pk::rt::int8_amx_products() - Before;
+  }
+  GemmIsa Saved = GemmIsa::Baseline;
+};
+
+TEST_F(Int8Amx, SameBitsAsTheReference) {
+  // Rows around the 16-row tiles and 32-row blocks, columns around the
+  // 32-column steps (the last one copied into zero-padded scratch), group
+  // sizes whose step of k is 64 (64, 128, 256) or less (4, 12, 20, 32, 96).
+  uint32_t Seed = 100;
+  int64_t Runs = 0, OnAmx = 0;
+  for (int64_t Gs : {4, 12, 20, 32, 64, 96, 128, 256})
+    for (int64_t M : {16, 17, 31, 32, 33, 47, 64, 100})
+      for (int64_t N : {1, 17, 31, 32, 33, 100}) {
+        const int64_t G = Gs > 64 ? 2 : 3;
+        OnAmx += check(makeProblem(G, M, N, Gs, 128, Layout::RowMajor, Seed++));
+        ++Runs;
+      }
+  EXPECT_EQ(OnAmx, Runs);
+}
+
+TEST_F(Int8Amx, TermsAndLayouts) {
+  // Every order of the factors (and none), weights laid out [G, N, gs].
+  for (int Order = 0; Order < 4; ++Order)
+    for (Layout L : {Layout::RowMajor, Layout::GroupMajor}) {
+      Problem P = makeProblem(3, 40, 70, 64, 128, L, uint32_t(Order + 10));
+      P.Order = Order;
+      EXPECT_EQ(check(P), 1) << "order " << Order << " layout " << int(L);
+    }
+}
+
+TEST_F(Int8Amx, OtherProductsStayOffTiles) {
+  // Under 16 rows, weights strided along k, a group size no multiple of 4,
+  // activations past int8, or a term not described: the other levels run,
+  // with the same bits.
+  EXPECT_EQ(check(makeProblem(3, 15, 40, 64, 128, Layout::RowMajor, 1)), 0);
+  EXPECT_EQ(check(makeProblem(3, 20, 40, 64, 128, Layout::StridedK, 2)), 0);
+  EXPECT_EQ(check(makeProblem(3, 20, 40, 33, 128, Layout::RowMajor, 3)), 0);
+  EXPECT_EQ(check(makeProblem(3, 20, 40, 64, 129, Layout::RowMajor, 4)), 0);
+  const Problem P = makeProblem(3, 20, 40, 64, 128, Layout::RowMajor, 5);
+  const int64_t Before = pk::rt::int8_amx_products();
+  EXPECT_TRUE(sameBits(run(P, false, /*Scaled=*/false), reference(P)));
+  EXPECT_EQ(pk::rt::int8_amx_products(), Before);
+  // And with AMX turned off, a described term runs the VNNI dots.
+  ASSERT_TRUE(pk::rt::set_gemm_amx(false));
+  EXPECT_EQ(check(P), 0);
+}
+
+TEST_F(Int8Amx, ThreadCountDoesNotChangeBits) {
+#ifdef _OPENMP
+  const int Saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  const Problem P = makeProblem(8, 50, 1000, 64, 128, Layout::RowMajor, 7);
+  EXPECT_EQ(check(P, /*Threads=*/true), 1);
+  EXPECT_TRUE(sameBits(run(P, true, true), run(P, false, true)));
+  omp_set_num_threads(Saved);
+#else
+  GTEST_SKIP() << "built without OpenMP";
+#endif
+}
+
+/// The AMX level sees one wrong weight too.
+TEST_F(Int8Amx, OneWrongWeightIsSeen) {
+  Problem P = makeProblem(3, 20, 33, 64, 128, Layout::RowMajor, 3);
+  const std::vector<float> Want = reference(P);
+  P.W[size_t(32 * P.G * P.Gs + 5)] ^= 1; // a row of the last step of 32
+  const int64_t Before = pk::rt::int8_amx_products();
+  EXPECT_FALSE(sameBits(run(P, false, true), Want));
+  EXPECT_EQ(pk::rt::int8_amx_products(), Before + 1);
 }
 
 } // namespace
