@@ -53,6 +53,14 @@
 // (runq.c's quantize and matmul: per output, per group, an int32 dot
 // product, columns in parallel).
 //
+// `runq_prefill` is runq's product compiled by pkc (`runq_linear` in
+// decode/linear.cpp, as samples/llama's int8 layer writes it) at prefill
+// rows: pk::rt::int8_product runs the dots on AMX-INT8 tiles from 16 rows
+// where the CPU has them; `runq_prefill_amx_off` is the same kernel with AMX
+// turned off (the VNNI dots, 16 columns a block, one row at a time). Same
+// bits; their ratio is what AMX buys an int8 prefill. No peer (runq.c's
+// scalar loops take seconds a call at these shapes).
+//
 //===----------------------------------------------------------------------===//
 #include "bench.h"
 
@@ -74,6 +82,8 @@ void linear_q8(pk::In<float, 2> x, pk::In<int8_t, 2> w, pk::In<float, 2> scale,
                pk::Out<float, 2> y);
 void linear_bf16_rounded(pk::In<float, 2> x, pk::In<pk::bfloat16, 2> w,
                          pk::Out<float, 2> y);
+void runq_linear(pk::In<float, 2> x, pk::In<int8_t, 2> w,
+                 pk::In<float, 2> scale, pk::Out<float, 2> y);
 
 namespace {
 
@@ -444,6 +454,32 @@ struct WeightsRead {
   }
 };
 
+// runq's product at prefill rows (groups of 64), compiled by pkc; AMX on
+// (where the CPU has it) or off.
+template <bool AmxOff> struct RunqPrefill {
+  int64_t M, N, K, G;
+  Buffer x, y;
+  Q8Rotation Weights;
+  explicit RunqPrefill(const Shape &S)
+      : M(S[0]), N(S[1]), K(S[2]), G(K / kRunqGroup),
+        x(pkbench::random(M * K, 249)), y(pkbench::random(M * N, 250)),
+        Weights(N, K, G) {}
+  static bool eager_at(const Shape &) { return false; }
+  int64_t min_bytes() const { return N * K + (N * G + M * K + M * N) * F; }
+  double flops() const { return 2.0 * double(M) * double(N) * double(K); }
+  std::vector<const Buffer *> outputs() const { return {&y}; }
+
+  void pk() {
+    auto [W, S] = Weights.next();
+    const bool Was = pk::rt::gemm_amx();
+    if (AmxOff)
+      pk::rt::set_gemm_amx(false);
+    ::runq_linear({x.data(), {M, K}}, {W, {N, K}}, {S, {N, G}},
+                  {y.data(), {M, N}});
+    pk::rt::set_gemm_amx(Was);
+  }
+};
+
 const bool LinearDecodeRegistered =
     pkbench::register_kernel<LinearDecode>("linear_decode", decode_shapes());
 const bool LinearDecodeQ8Registered = pkbench::register_kernel<LinearDecodeQ8>(
@@ -463,6 +499,11 @@ const bool LinearPrefillBf16AmxRegistered =
 const bool LinearPrefillBf16AmxOffRegistered =
     pkbench::register_kernel<LinearPrefillBf16<Bf16Product::AmxOff>>(
         "linear_prefill_bf16_amx_off", prefill_shapes());
+const bool RunqPrefillRegistered = pkbench::register_kernel<RunqPrefill<false>>(
+    "runq_prefill", prefill_shapes());
+const bool RunqPrefillAmxOffRegistered =
+    pkbench::register_kernel<RunqPrefill<true>>("runq_prefill_amx_off",
+                                                prefill_shapes());
 const bool WeightsReadRegistered =
     pkbench::register_kernel<WeightsRead>("weights_read", decode_shapes());
 

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 using namespace pk;
 using namespace pk::loop;
 
@@ -212,5 +214,55 @@ std::optional<Int8ProductPattern> loop::matchInt8Product(const ir::Function &F,
   R.Product = std::move(*G);
   R.AValue = *A;
   R.BLoad = *B;
+  return R;
+}
+
+std::optional<Int8ScaledTerm>
+loop::matchInt8ScaledTerm(const ir::Function &F, const Nest &N,
+                          const Int8ProductPattern &P, unsigned Term) {
+  const GemmPattern &G = P.Product;
+  // A float load addressed by the groups and one of m or n (or by the
+  // groups alone): the factor, and whether it goes with the rows.
+  auto Factor = [&](unsigned I) -> std::optional<Int8ScaledTerm::Factor> {
+    const Stmt &S = N.Body[I];
+    if (S.K != Stmt::Load || S.Type != ir::DType::F32 ||
+        F.Params[S.Param].Type != ir::DType::F32 || S.Map.isGather())
+      return std::nullopt;
+    bool Rows = false, Columns = false;
+    for (const AxisAccess &A : S.Map.Axes) {
+      if (A.Axis == static_cast<int>(G.MAxis))
+        Rows = true;
+      else if (A.Axis == static_cast<int>(G.NAxis))
+        Columns = true;
+      else if (A.Axis != 0 && A.Axis != -1)
+        return std::nullopt;
+    }
+    if (Rows && Columns)
+      return std::nullopt;
+    return Int8ScaledTerm::Factor{I, Rows};
+  };
+  Int8ScaledTerm R;
+  unsigned Cur = Term;
+  while (true) {
+    const Stmt &S = N.Body[Cur];
+    if (S.Type != ir::DType::F32)
+      return std::nullopt;
+    if (S.K == Stmt::Cast && S.Args[0] == G.Reduce)
+      break;
+    if (S.K != Stmt::Apply || S.Op != ir::OpCode::Mul || S.Args.size() != 2 ||
+        R.Factors.size() == 2)
+      return std::nullopt;
+    // The product commutes: either operand may be the factor.
+    if (std::optional<Int8ScaledTerm::Factor> B = Factor(S.Args[1])) {
+      R.Factors.push_back(*B);
+      Cur = S.Args[0];
+    } else if (std::optional<Int8ScaledTerm::Factor> A = Factor(S.Args[0])) {
+      R.Factors.push_back(*A);
+      Cur = S.Args[1];
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::reverse(R.Factors.begin(), R.Factors.end());
   return R;
 }

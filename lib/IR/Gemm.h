@@ -70,6 +70,28 @@ struct Int8ProductPattern {
 std::optional<Int8ProductPattern> matchInt8Product(const ir::Function &F,
                                                    const Nest &N);
 
+/// The term of a grouped int8 product (GroupedSum::Term) when it is the
+/// float of the dot product times at most two float loads, each addressed by
+/// the groups and the rows (m) or by the groups and the columns (n) only:
+/// runq's `cast<float>(dot) * ws * xs`. The CPU emitter passes the factors
+/// to pk::rt::int8_product (Int8TermScales), which then computes the terms
+/// itself, vectorised, and may use AMX tiles for the dots.
+struct Int8ScaledTerm {
+  struct Factor {
+    unsigned Load = 0; ///< the load statement
+    bool PerRow = false;
+  };
+  /// In the order they multiply the dot.
+  std::vector<Factor> Factors;
+};
+
+/// The scaled term of `P` ending at statement `Term`; std::nullopt when the
+/// term has any other form.
+std::optional<Int8ScaledTerm> matchInt8ScaledTerm(const ir::Function &F,
+                                                  const Nest &N,
+                                                  const Int8ProductPattern &P,
+                                                  unsigned Term);
+
 } // namespace pk::loop
 
 #endif // PK_IR_GEMM_H

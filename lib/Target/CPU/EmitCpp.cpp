@@ -778,10 +778,12 @@ private:
     Out += fmt::format("{}  // Epilogue: group g, row i, columns [pk_j, pk_j "
                        "+ pk_len) from their dot products.\n",
                        Indent);
-    Out += fmt::format("{}  [&]({}, {}, int64_t pk_j, int64_t pk_len, "
+    // (pk_j unnamed when the epilogue does not vary along n: -Wextra.)
+    Out += fmt::format("{}  [&]({}, {}, int64_t {}, int64_t pk_len, "
                        "const int32_t *pk_dot, float *pk_term) {{\n",
                        Indent, indexParam(0, G.EpilogueAxes),
-                       indexParam(G.MAxis, G.EpilogueAxes));
+                       indexParam(G.MAxis, G.EpilogueAxes),
+                       G.EpilogueAxes.count(G.NAxis) ? "pk_j" : "/*pk_j*/");
     Out +=
         fmt::format("{}for (int64_t pk_l = 0; pk_l < pk_len; ++pk_l) {{\n", In);
     if (G.EpilogueAxes.count(G.NAxis))
@@ -840,7 +842,40 @@ private:
       emitStmt(F, N, N.Body[I], Backend::Cpu, Index, Out, In + "  ");
     }
     Out += In + "}\n";
-    Out += fmt::format("{}  }});\n", Indent);
+    std::optional<loop::Int8ScaledTerm> Scaled =
+        loop::matchInt8ScaledTerm(F, N, *P, Sum.Term);
+    if (!Scaled) {
+      Out += fmt::format("{}  }});\n", Indent);
+      return;
+    }
+    // The term's factors, so that the runtime computes the terms itself
+    // (and may run the dots on AMX tiles).
+    Out += fmt::format("{}  }},\n", Indent);
+    Out += fmt::format("{}  // The term is float(dot) times these factors, "
+                       "in order (pk::rt::Int8TermScales).\n",
+                       Indent);
+    std::vector<std::string> Factors;
+    for (const loop::Int8ScaledTerm::Factor &Fa : Scaled->Factors) {
+      const Stmt &L = N.Body[Fa.Load];
+      const int Along = static_cast<int>(Fa.PerRow ? G.MAxis : G.NAxis);
+      std::vector<std::string> GroupStride, Stride;
+      for (size_t D = 0; D < L.Map.rank(); ++D) {
+        if (L.Map.Axes[D].Axis == 0)
+          GroupStride.push_back(strideVar(F, L.Param, D));
+        else if (L.Map.Axes[D].Axis == Along)
+          Stride.push_back(strideVar(F, L.Param, D));
+      }
+      auto Join = [](const std::vector<std::string> &Terms) {
+        return Terms.empty() ? std::string("0")
+                             : fmt::format("{}", fmt::join(Terms, " + "));
+      };
+      Factors.push_back(fmt::format(
+          "{{{}, {}, {}, {}}}", pointerVar(F, L.Param), Join(GroupStride),
+          Join(Stride), Fa.PerRow ? "/*PerRow=*/true" : "false"));
+    }
+    Out +=
+        fmt::format("{}  pk::rt::Int8TermScales{{true, {}, {{{}}}}});\n",
+                    Indent, Scaled->Factors.size(), fmt::join(Factors, ", "));
   }
 
   /// `for (pk_i<Axis> ...)` over `Extent` around `Body`, vectorised; when

@@ -28,6 +28,7 @@
 
 #include <pk/gemm_amx.h>
 #include <pk/half.h>
+#include <pk/int8_product.h>
 #include <pk/pk.h>
 
 #include <gtest/gtest.h>
@@ -703,6 +704,36 @@ TEST(Int8, CompiledAgreesWithEager) {
 /// (measured: 3.8e-7 at most, Xeon with AVX-512, every PK_GEMM_ISA level).
 TEST(Int8, Qwen2CompiledAgreesWithEager) {
   expectCompiledAgreesWithEager(tinyCheckpoint(2, /*Qwen2=*/true), {1, 42, 7});
+}
+
+/// A prefill of more rows than AMX's 16 runs the int8 products' dots on AMX
+/// tiles where the CPU has AMX-INT8 (pk::rt::int8_amx_products()): the same
+/// bits as the VNNI dots (the runtime's promise, Int8ProductTest), so the
+/// logits are identical with AMX on and off, Llama's layer and Qwen2's.
+TEST(Int8, LongPrefillOnAmxIsTheSameBits) {
+  if (!pk::rt::amx_int8_supported())
+    GTEST_SKIP() << "this CPU (or kernel) does not run AMX-INT8 tiles";
+  const bool Was = pk::rt::gemm_amx();
+  for (bool Qwen2 : {false, true}) {
+    const llama::Checkpoint &Ck = tinyCheckpoint(2, Qwen2);
+    const Config &C = Ck.config();
+    std::vector<int32_t> Prompt;
+    for (int32_t T = 0; T < 48; ++T)
+      Prompt.push_back(T * 37 % C.vocab_size);
+    std::vector<float> Logits[2];
+    for (bool Amx : {true, false}) {
+      ASSERT_TRUE(pk::rt::set_gemm_amx(Amx));
+      const int64_t Before = pk::rt::int8_amx_products();
+      Model M(C, Ck.quantizedWeights());
+      Logits[Amx] = copyOf(M.forward(Prompt, 0));
+      // Per layer: q, k, v, wo, w1, w3 and w2.
+      EXPECT_EQ(pk::rt::int8_amx_products() - Before, Amx ? 7 * C.n_layers : 0)
+          << (Qwen2 ? "Qwen2" : "Llama");
+    }
+    EXPECT_TRUE(Logits[0] == Logits[1])
+        << (Qwen2 ? "Qwen2: " : "Llama: ") << relError(Logits[1], Logits[0]);
+  }
+  pk::rt::set_gemm_amx(Was);
 }
 
 /// The int8 constructor checks what the fp32 one does, and the weights:

@@ -41,3 +41,43 @@ PK_KERNEL void runq_residual(InOut<float, 2> x, In<int8_t, 2> w,
                              In<float, 2> scale) {
   x[_] = x[_] + runq(x[_], w[_], scale[_]);
 }
+
+// Terms the runtime is told about (pk::rt::Int8TermScales): float(dot) times
+// one factor per row; and one it is not: a term plus a constant. (Groups of
+// 16, the weights unscaled.)
+PK_KERNEL void runq_row_scale(In<float, 2> x, In<int8_t, 2> w,
+                              Out<float, 2> y) {
+  auto xg = permute_dims(reshape(x[_], {x.extent(0), -1, 16}), {1, 0, 2});
+  auto wg = permute_dims(reshape(w[_], {w.extent(0), -1, 16}), {1, 0, 2});
+  auto xs = max(abs(xg), -1, keepdims) / 127.0f;
+  auto xq = cast<int32_t>(where(xs > 0.0f, floor(xg / xs + 0.5f), 0.0f));
+  y[_] = sum(cast<float>(matmul(xq, transpose(wg))) * xs, 0);
+}
+PK_KERNEL void runq_offset_term(In<float, 2> x, In<int8_t, 2> w,
+                                Out<float, 2> y) {
+  auto xg = permute_dims(reshape(x[_], {x.extent(0), -1, 16}), {1, 0, 2});
+  auto wg = permute_dims(reshape(w[_], {w.extent(0), -1, 16}), {1, 0, 2});
+  auto xs = max(abs(xg), -1, keepdims) / 127.0f;
+  auto xq = cast<int32_t>(where(xs > 0.0f, floor(xg / xs + 0.5f), 0.0f));
+  y[_] = sum(cast<float>(matmul(xq, transpose(wg))) * xs + 1.0f, 0);
+}
+
+// Two products of the same activations (a layer's q and k projections):
+// Fusion fuses their sums under a shape condition, and each sum still merges
+// into its own product (the conditional step goes).
+PK_KERNEL void runq_two(In<float, 2> x, In<int8_t, 2> wq, In<float, 2> sq,
+                        In<int8_t, 2> wk, In<float, 2> sk, Out<float, 2> q,
+                        Out<float, 2> k) {
+  q[_] = runq(x[_], wq[_], sq[_]);
+  k[_] = runq(x[_], wk[_], sk[_]);
+}
+
+// SwiGLU's gate and up: their sums meet in one store into a buffer (the
+// next product's operand). The nest splits in two, the gate's sum stored
+// into that buffer and read back by the up's, each merged into its product.
+PK_KERNEL void runq_swiglu(In<float, 2> x, In<int8_t, 2> w1, In<float, 2> s1,
+                           In<int8_t, 2> w3, In<float, 2> s3, In<int8_t, 2> w2,
+                           In<float, 2> s2, Out<float, 2> y) {
+  auto g = runq(x[_], w1[_], s1[_]), u = runq(x[_], w3[_], s3[_]);
+  y[_] = runq(g * sigmoid(g) * u, w2[_], s2[_]);
+}
