@@ -2,8 +2,9 @@
 //
 // bf16 (DType::BF16): the model against Reference.h's double forward() given
 // the same weights rounded to bf16 (so only the model's float arithmetic
-// differs: ModelTest's tolerance), and against the fp32 model (the rounding
-// of the weights: kTolBf16).
+// differs: ModelTest's tolerance, and the products' inputs that it rounds
+// one bf16 step apart from the reference: kTolBf16Flips), and against the
+// fp32 model (the rounding of the weights: kTolBf16).
 //
 // int8 (QuantizedWeights): llama.cpp's Q8_0 helpers against runq.c's
 // quantize, matmul and dequantize restated here (round() semantics on ties,
@@ -62,6 +63,18 @@ using llama::Weights;
 /// positions below 32.
 constexpr double kTol = 2e-5;
 
+/// The bf16 model against the double reference on the same rounded weights,
+/// both rounding their products' inputs to bf16 (the model its float
+/// values, the reference its doubles): kTol, except where an input lies
+/// within the two sums' difference of a bf16 rounding boundary and the two
+/// round it one step apart. CudaTest derives what that costs
+/// (kTolBf16Flips there: ~7e-4 of the logits a flip at K = 112). Which
+/// inputs flip depends on the summation order, so on the level: measured on
+/// qwen2-tiny, < 2e-5 at the avx512 level (none), up to 2.1e-3 with
+/// PK_GEMM_ISA=avx2 or baseline (prefill and 16 steps; kTol failed there);
+/// Llama's checkpoint < 2e-5 at every level.
+constexpr double kTolBf16Flips = 5e-3;
+
 /// The relative tolerance of the bf16 model against the fp32 one, derived.
 /// Rounding to bf16 (8 significant bits, to nearest) moves a weight w by
 /// delta * w with |delta| <= 2^-8 (not 2^-9: the unit roundoff of 8
@@ -118,16 +131,15 @@ template <class V> int32_t argmaxOf(const V &L) {
   return static_cast<int32_t>(std::max_element(L.begin(), L.end()) - L.begin());
 }
 
-/// The top two of `L` differ by more than Tol * max |L| twice over: a
-/// difference within the tolerance cannot change the pick.
-template <class V> void expectClearWinner(const V &L, double Tol, int Step) {
+/// Whether the top two of `L` differ by more than Tol * max |L| twice over:
+/// then a difference within the tolerance cannot change the pick.
+template <class V> bool hasClearWinner(const V &L, double Tol) {
   std::vector<double> Sorted(L.begin(), L.end());
   std::sort(Sorted.rbegin(), Sorted.rend());
   double Max = 0;
   for (double X : Sorted)
     Max = std::max(Max, std::abs(X));
-  EXPECT_GT(Sorted[0] - Sorted[1], 2 * Tol * Max)
-      << "a near tie at step " << Step;
+  return Sorted[0] - Sorted[1] > 2 * Tol * Max;
 }
 
 std::vector<float> copyOf(std::span<const float> S) {
@@ -174,8 +186,10 @@ struct RoundedWeights {
 };
 
 /// The bf16 model is the double forward() of the rounded weights, within
-/// the float tolerance, for a prefill and 16 greedy steps with the same
-/// tokens. Weights truncated to bf16 rather than rounded fail it (4e-2).
+/// kTolBf16Flips, for a prefill and 16 steps fed the reference's greedy
+/// token; the model picks the same token wherever the reference's top two
+/// are further apart than the tolerance allows (most steps). Weights
+/// truncated to bf16 rather than rounded fail it (4e-2).
 void expectBf16MatchesReference(const llama::Checkpoint &Ck) {
   const Config &C = Ck.config();
   const RoundedWeights R(C, Ck.weights());
@@ -186,24 +200,28 @@ void expectBf16MatchesReference(const llama::Checkpoint &Ck) {
     Want = Ref.forward(kPrompt[T], static_cast<int64_t>(T));
   auto Logits = M.forward(kPrompt, 0);
   double Worst = relError(Logits, Want);
-  EXPECT_LE(Worst, kTol) << "prefill";
-  std::vector<int32_t> Got, Expected;
-  int64_t Pos = static_cast<int64_t>(kPrompt.size());
+  EXPECT_LE(Worst, kTolBf16Flips) << "prefill";
+  std::vector<int32_t> Expected;
+  int64_t Pos = static_cast<int64_t>(kPrompt.size()), Clear = 0;
   for (int Step = 0; Step < 16; ++Step, ++Pos) {
-    Got.push_back(argmaxOf(Logits));
     Expected.push_back(argmaxOf(Want));
-    expectClearWinner(Want, kTol, Step);
-    Logits = M.forward(std::vector<int32_t>{Got.back()}, Pos);
+    if (hasClearWinner(Want, kTolBf16Flips)) {
+      ++Clear;
+      EXPECT_EQ(argmaxOf(Logits), Expected.back()) << "step " << Step;
+    }
+    Logits = M.forward(std::vector<int32_t>{Expected.back()}, Pos);
     Want = Ref.forward(Expected.back(), Pos);
     const double Err = relError(Logits, Want);
-    EXPECT_LE(Err, kTol) << "step " << Step;
+    EXPECT_LE(Err, kTolBf16Flips) << "step " << Step;
     Worst = std::max(Worst, Err);
   }
-  EXPECT_EQ(Got, Expected);
+  EXPECT_GE(Clear, 8) << "too many near ties to compare the picks";
   std::sort(Expected.begin(), Expected.end());
   EXPECT_GE(std::unique(Expected.begin(), Expected.end()) - Expected.begin(),
             3); // not a fixed point
-  std::printf("  bf16 vs reference on rounded weights: max %.2e\n", Worst);
+  std::printf("  bf16 vs reference on rounded weights: max %.2e, %lld of 16 "
+              "steps with a clear pick\n",
+              Worst, static_cast<long long>(Clear));
 }
 
 TEST(Bf16, MatchesTheReferenceOnRoundedWeights) {
@@ -232,8 +250,11 @@ TEST(Bf16, LongPrefillMatchesTheReference) {
     Want = Ref.forward(Prompt[T], static_cast<int64_t>(T));
   const bool Was = pk::rt::gemm_amx();
   for (bool Amx : {true, false}) {
-    if (Amx && !pk::rt::set_gemm_amx(true)) {
-      std::printf("  AMX-BF16: not on this CPU: the float kernels only\n");
+    // (Where the CPU has the tiles, a level pinned below avx512,
+    // PK_GEMM_ISA=avx2, keeps them off too.)
+    if (Amx && (!pk::rt::set_gemm_amx(true) || !pk::rt::gemm_amx())) {
+      std::printf("  AMX-BF16: not on this CPU or level: the float kernels "
+                  "only\n");
       continue;
     }
     pk::rt::set_gemm_amx(Amx);
@@ -242,7 +263,7 @@ TEST(Bf16, LongPrefillMatchesTheReference) {
     const double Err = relError(M.forward(Prompt, 0), Want);
     std::printf("  48-token prefill, AMX %s: %.2e of the largest logit\n",
                 Amx ? "on" : "off", Err);
-    EXPECT_LE(Err, kTol) << (Amx ? "AMX" : "float kernels");
+    EXPECT_LE(Err, kTolBf16Flips) << (Amx ? "AMX" : "float kernels");
     // Per layer: q, k, v, wo, the dual w1/w3 and w2 (reading the SwiGLU
     // activation from a bfloat16 buffer).
     EXPECT_EQ(pk::rt::gemm_amx_products() - Before, Amx ? 6 * C.n_layers : 0);
@@ -681,7 +702,7 @@ void expectCompiledAgreesWithEager(const llama::Checkpoint &Ck,
   for (int Step = 0; Step < 32 && Pos < C.seq_len; ++Step, ++Pos) {
     const double Err = relError(Got, Want);
     Worst = std::max(Worst, Err);
-    EXPECT_LE(Err, 2e-5) << "step " << Step;
+    EXPECT_LE(Err, kTol) << "step " << Step;
     const int32_t Token = argmaxOf(Want);
     EXPECT_EQ(argmaxOf(Got), Token) << "step " << Step;
     Got = copyOf(M.forward(std::vector<int32_t>{Token}, Pos));
@@ -713,6 +734,10 @@ TEST(Int8, Qwen2CompiledAgreesWithEager) {
 TEST(Int8, LongPrefillOnAmxIsTheSameBits) {
   if (!pk::rt::amx_int8_supported())
     GTEST_SKIP() << "this CPU (or kernel) does not run AMX-INT8 tiles";
+  if (pk::rt::int8_isa() != pk::rt::Int8Isa::Avx512Vnni)
+    GTEST_SKIP() << "the int8 level is " << pk::rt::int8_isa_name(
+                        pk::rt::int8_isa())
+                 << " (PK_GEMM_ISA): AMX runs from avx512vnni";
   const bool Was = pk::rt::gemm_amx();
   for (bool Qwen2 : {false, true}) {
     const llama::Checkpoint &Ck = tinyCheckpoint(2, Qwen2);
