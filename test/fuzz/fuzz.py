@@ -254,7 +254,8 @@ class Fuzzer:
         self.stats = {'batches': 0, 'kernels_generated': 0,
                       'kernels_run': 0, 'unsupported': 0, 'cases': 0,
                       'failures': 0, 'both_raised': 0, 'limitations': 0,
-                      'vacuous': 0, 'suspicious': 0, 'elements': 0,
+                      'vacuous': 0, 'suspicious': 0, 'may_nan': 0,
+                      'elements': 0,
                       'exact_elements': 0, 'bounded_elements': 0,
                       'loose': 0, 'float_checks': 0, 'loose_checks': 0,
                       'capped_batches': 0, 'numpy_cases': 0,
@@ -415,7 +416,7 @@ class Fuzzer:
             self.stats['cases'] += int(kv['cases'])
             for key in ('both_raised', 'limitations', 'vacuous', 'elements',
                         'exact_elements', 'suspicious', 'bounded_elements',
-                        'loose', 'float_checks', 'loose_checks'):
+                        'loose', 'float_checks', 'loose_checks', 'may_nan'):
                 self.stats[key] += int(kv.get(key, 0))
             caps = re.findall(r'^FZ-CAP .*$', out, re.M)
             if caps:

@@ -4052,22 +4052,16 @@ def err_text(n):
     F = '(8 * %s)' % u
     M = 'fzs::mag(%s)' % vref(n)
     op = n.op
-    if op in ('add', 'sub'):
-        terms = [eref(x) for x in n.args if not x.exact]
-        return ' + '.join(terms + ['%s * %s' % (u, M)])
-    if op == 'mul':
+    if op in ('add', 'sub', 'mul'):
+        # fuzz_shadow.h: the operands' errors, one rounding, and NaN ("may
+        # be NaN") where the operands may reach inf - inf or 0 * inf
         b = n.args[1]
-        terms = []
-        if not a.exact:
-            terms.append('%s * fzs::mag(%s)' % (eref(a), vref(b)))
-        if not b.exact:
-            terms.append('%s * fzs::mag(%s)' % (eref(b), vref(a)))
-        if not a.exact and not b.exact:
-            terms.append('%s * %s' % (eref(a), eref(b)))
-        return ' + '.join(terms + ['%s * %s' % (u, M)])
+        return 'fzs::%s_err(%s, %s, %s, %s, %s, %s)' % (
+            'mul' if op == 'mul' else 'add', vref(a), vref(b), eref(a),
+            eref(b), u, vref(n))
     if op == 'div':
-        return 'fzs::div_err(%s, %s, %s, %s, %s)' % (
-            vref(n), vref(n.args[1]), eref(a), eref(n.args[1]), u)
+        return 'fzs::div_err(%s, %s, %s, %s, %s, %s)' % (
+            vref(a), vref(n.args[1]), eref(a), eref(n.args[1]), u, vref(n))
     if op in ('neg', 'abs', 'clamp', 'broadcast_to'):
         return eref(a)
     if op == 'exp':

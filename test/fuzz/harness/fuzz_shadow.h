@@ -14,6 +14,14 @@
 // result. Errors are pk::Array<double>; an operand's bound may have a
 // smaller (broadcastable) shape than its value.
 //
+// A bound is +inf where nothing bounds the value (it may be any number or
+// infinity), and NaN only where the value "may be NaN": an indeterminate form
+// (0 * inf, 0 / 0, inf / inf, inf - inf) whose operands' intervals reach
+// it, or an operand that may be NaN itself. The harness requires NaN exactly
+// where eager has NaN everywhere else, so no other bound may be NaN by
+// accident: error terms are scaled with err_times / err_over (an exact
+// operand contributes 0 even beside an infinity) and mag(NaN) is 0.
+//
 //===----------------------------------------------------------------------===//
 #ifndef PK_FUZZ_SHADOW_H
 #define PK_FUZZ_SHADOW_H
@@ -35,12 +43,87 @@ inline constexpr int All = INT_MIN;
 /// The bound of an exact value: a rank-0 zero.
 inline E zero() { return E(); }
 
-/// |v| in double, for arrays and scalars.
-template <class V> E mag(const V &X) {
+/// v in double, for arrays and scalars.
+template <class V> E val(const V &X) {
   if constexpr (std::is_arithmetic_v<V>)
-    return E(std::vector<int64_t>{}, {std::fabs(static_cast<double>(X))});
+    return E(std::vector<int64_t>{}, {static_cast<double>(X)});
   else
-    return pk::abs(pk::cast<double>(X));
+    return pk::cast<double>(X);
+}
+
+/// |v| in double, for arrays and scalars; 0 for NaN (a NaN has no magnitude
+/// to scale a rounding error by, and its NaN-ness is checked exactly).
+template <class V> E mag(const V &X) {
+  const E D = val(X);
+  return pk::where(D == D, pk::abs(D), 0.0);
+}
+
+/// An error e scaled by m >= 0: 0 where e is (an exact operand adds nothing,
+/// even beside an infinity), NaN where e is.
+inline E err_times(const E &Err, const E &M) {
+  return pk::where(Err == 0.0, 0.0, Err * M);
+}
+
+/// An error e divided by d >= 0: 0 where e is (0 / 0 included).
+inline E err_over(const E &Err, const E &D) {
+  return pk::where(Err == 0.0, 0.0, Err / D);
+}
+
+/// m times a relative bound f: +inf where f is (also for m = 0: an
+/// unbounded relative change of 0 bounds nothing either).
+inline E rel_times(const E &M, const E &F) {
+  return pk::where(F == INFINITY, INFINITY, M * F);
+}
+
+/// Where an operand of value x and bound e may be 0, or infinite, in eager
+/// or in compiled code. A NaN x is neither: it is NaN on both sides unless
+/// e (NaN) says otherwise.
+template <class V> pk::Array<bool> may_zero(const V &X, const E &Ex) {
+  const E D = val(X);
+  return (D == D) & (pk::abs(D) <= Ex);
+}
+template <class V> pk::Array<bool> may_inf(const V &X, const E &Ex) {
+  const E D = val(X);
+  return (D == D) & ((pk::abs(D) == INFINITY) | (Ex == INFINITY));
+}
+
+/// The bound R of an elementwise result, NaN ("may be NaN") where an
+/// operand's bound is NaN or the operation is indeterminate there, and +inf
+/// where R is NaN otherwise.
+inline E settle(const E &R, const E &Ea, const E &Eb,
+                const pk::Array<bool> &Indeterminate) {
+  const pk::Array<bool> MayNaN = (Ea != Ea) | (Eb != Eb) | Indeterminate;
+  return pk::where(MayNaN, NAN, pk::where(R == R, R, INFINITY));
+}
+
+/// Neither operand has an error at the element: the result is the same on
+/// both sides, NaN or not.
+inline pk::Array<bool> both_exact(const E &Ea, const E &Eb) {
+  return (Ea == 0.0) & (Eb == 0.0);
+}
+
+/// v = a + b or a - b: the operands' errors and one rounding; inf - inf is
+/// indeterminate where both may be infinite.
+template <class A, class B, class V>
+E add_err(const A &X, const B &Y, const E &Ea, const E &Eb, double U,
+          const V &Val) {
+  const E R = Ea + Eb + U * mag(Val);
+  return settle(R, Ea, Eb,
+                may_inf(X, Ea) & may_inf(Y, Eb) & !both_exact(Ea, Eb));
+}
+
+/// v = a * b: ea|b| + eb|a| + ea eb + u|v|; 0 * inf is indeterminate where
+/// one operand may be 0 and the other infinite (seed 9818: a difference
+/// that is 0 in eager and 1e-15 compiled, times an infinity).
+template <class A, class B, class V>
+E mul_err(const A &X, const B &Y, const E &Ea, const E &Eb, double U,
+          const V &Val) {
+  const E R = err_times(Ea, mag(Y)) + err_times(Eb, mag(X)) +
+              pk::where((Ea == 0.0) | (Eb == 0.0), 0.0, Ea * Eb) + U * mag(Val);
+  const pk::Array<bool> Indeterminate = ((may_zero(X, Ea) & may_inf(Y, Eb)) |
+                                         (may_inf(X, Ea) & may_zero(Y, Eb))) &
+                                        !both_exact(Ea, Eb);
+  return settle(R, Ea, Eb, Indeterminate);
 }
 
 /// x where x > 0, else 0 (so that a bound divided by it becomes inf).
@@ -56,32 +139,40 @@ pk::Array<pk::ComputeType<T>> refread(const V &X, const R &Ref) {
     return pk::broadcast_to(pk::cast<T>(X), Ref);
 }
 
-/// v = a / d with |d| bounded away from 0.
-template <class V, class D>
-E div_err(const V &Val, const D &Den, const E &Ea, const E &Ed, double U) {
-  return (Ea + mag(Val) * Ed) / pos(mag(Den) - Ed) + U * mag(Val);
+/// v = a / d with |d| bounded away from 0 (+inf where it is not); 0 / 0
+/// and inf / inf are indeterminate where the operands may reach them.
+template <class N, class D, class V>
+E div_err(const N &Num, const D &Den, const E &Ea, const E &Ed, double U,
+          const V &Val) {
+  const E R =
+      err_over(Ea + err_times(Ed, mag(Val)), pos(mag(Den) - Ed)) + U * mag(Val);
+  const pk::Array<bool> Indeterminate =
+      ((may_zero(Num, Ea) & may_zero(Den, Ed)) |
+       (may_inf(Num, Ea) & may_inf(Den, Ed))) &
+      !both_exact(Ea, Ed);
+  return settle(R, Ea, Ed, Indeterminate);
 }
 
 /// v = exp(a): exp(a + d) - exp(a) = exp(a) (e^d - 1).
 template <class V> E exp_err(const V &Val, const E &Ea, double F) {
-  return mag(Val) * (pk::expm1(Ea) * 1.01 + F);
+  return rel_times(mag(Val), pk::expm1(Ea) * 1.01 + F);
 }
 
 /// v = expm1(a): derivative e^a = v + 1.
 template <class V> E expm1_err(const V &Val, const E &Ea, double F) {
-  return (mag(Val) + 1.0) * pk::expm1(Ea) * 1.01 + F * mag(Val);
+  return err_times(pk::expm1(Ea) * 1.01, mag(Val) + 1.0) + F * mag(Val);
 }
 
 /// v = log(p) * Scale, p > 0: |log(p + d) - log(p)| <= d / (p - d).
 template <class V, class P>
 E log_err(const V &Val, const P &Arg, const E &Ea, double F, double Scale) {
-  return Scale * Ea / pos(mag(Arg) - Ea) + F * mag(Val);
+  return Scale * err_over(Ea, pos(mag(Arg) - Ea)) + F * mag(Val);
 }
 
 /// v = log1p(p), p >= 0.
 template <class V, class P>
 E log1p_err(const V &Val, const P &Arg, const E &Ea, double F) {
-  return Ea / pos(mag(Arg) + 1.0 - Ea) + F * mag(Val);
+  return err_over(Ea, pos(mag(Arg) + 1.0 - Ea)) + F * mag(Val);
 }
 
 /// v = sqrt(p), p >= 0: |sqrt(p + d) - sqrt(p)| <= min(sqrt(d), d /
@@ -91,13 +182,13 @@ E sqrt_err(const V &Val, const P &Arg, const E &Ea, double U) {
   const E A = pk::sqrt(Ea);
   const E B = Ea / pk::sqrt(pos(mag(Arg) - Ea));
   const E M = pk::where(B < A, B, A);
-  return pk::where(Ea > 0.0, M, 0.0) + U * mag(Val);
+  return pk::where(Ea > 0.0, M, Ea) + U * mag(Val); // NaN stays NaN
 }
 
 /// v = rsqrt(p), p > 0: derivative p^-1.5 / 2.
 template <class V, class P>
 E rsqrt_err(const V &Val, const P &Arg, const E &Ea, double F) {
-  return 0.5 * Ea * pk::pow(pos(mag(Arg) - Ea), -1.5) + F * mag(Val);
+  return err_times(0.5 * Ea, pk::pow(pos(mag(Arg) - Ea), -1.5)) + F * mag(Val);
 }
 
 /// v = sin(a) or cos(a): 1-Lipschitz; argument reduction adds an absolute
@@ -115,7 +206,8 @@ template <class V> E lip_err(const V &Val, const E &Ea, double L, double F) {
 /// v = pow(p, c), p > 0: relative change e^(|c| d / (p - d)) - 1.
 template <class V, class P>
 E pow_err(const V &Val, const P &Arg, const E &Ea, double C, double F) {
-  return mag(Val) * (pk::expm1(C * Ea / pos(mag(Arg) - Ea)) * 1.01 + F);
+  return rel_times(mag(Val),
+                   pk::expm1(C * err_over(Ea, pos(mag(Arg) - Ea))) * 1.01 + F);
 }
 
 /// maximum, minimum: 1-Lipschitz in each operand.
@@ -175,6 +267,18 @@ E inexact_sum(const A &X, int Axis, bool Keep, int P) {
   return 1.0 - pk::where(S == S, Ok, 0.0);
 }
 
+/// Where a sum of the terms X (bounds Ea) may meet inf - inf: two terms
+/// that may be infinite, one of them uncertain (a finite term with an
+/// unbounded error may be an infinity of either sign in compiled code).
+template <class A>
+pk::Array<bool> sum_inf_inf(const A &X, const E &Ea, int Axis, bool Keep) {
+  const E Eb = pk::broadcast_to(Ea, X);
+  const pk::Array<bool> Inf = may_inf(X, Eb);
+  const E Infinite = red_sum(pk::where(Inf, 1.0, 0.0), Axis, Keep);
+  const E Unsure = red_sum(pk::where(Inf & (Eb > 0.0), 1.0, 0.0), Axis, Keep);
+  return (Infinite >= 2.0) & (Unsure >= 1.0);
+}
+
 /// v = sum(a): a float sum of n terms, in any order and in the operand's
 /// precision, is within (n - 1) u sum|t| of the exact sum of the terms
 /// (Higham, ch. 4); plus the terms' own errors and the final rounding.
@@ -189,7 +293,8 @@ E sum_err(const A &X, const E &Ea, int Axis, bool Keep, double U, const V &) {
   const E Se = red_sum(pk::broadcast_to(Ea, X), Axis, Keep);
   const E Round = (Cnt * 1.2 + 1.0) * U * red_sum(Ma, Axis, Keep);
   const E Rounds = pk::where(Se > 0.0, 1.0, inexact_sum(X, Axis, Keep, bits(U)));
-  return Se + Rounds * Round;
+  return settle(Se + Rounds * Round, Se, zero(),
+                sum_inf_inf(X, Ea, Axis, Keep));
 }
 
 /// v = mean(a) = sum(a) / n. Exact where the sum is (above) and the
@@ -210,8 +315,11 @@ E mean_err(const A &X, const E &Ea, int Axis, bool Keep, double U,
                                   red_sum(pk::cast<double>(X), Axis, Keep),
                               0.0, 1.0);
   const E Quotient = pk::where(SumRounds == 0.0, Divided, 1.0);
-  return (Se + SumRounds * Cnt * 1.2 * U * red_sum(Ma, Axis, Keep)) / Cnt +
-         Quotient * 2 * U * mag(Val);
+  // err_over: an empty mean is NaN on both sides, its bound 0
+  const E R =
+      err_over(Se + SumRounds * Cnt * 1.2 * U * red_sum(Ma, Axis, Keep), Cnt) +
+      Quotient * 2 * U * mag(Val);
+  return settle(R, Se, zero(), sum_inf_inf(X, Ea, Axis, Keep));
 }
 
 /// v = max(a) or min(a): the largest error of a term.

@@ -44,7 +44,7 @@ void c2(In<float, 2> x, In<float, 1> y, In<float, 2> o, Out<double, 2> tol_o) {
   auto e6 = fzs::sum_err(v5, fzs::zero(), 1, false, fzs::U32, v6);
   auto v8 = v6 + 1.0f;
   static_assert(std::is_same_v<decltype(v8), pk::Array<float>>);
-  auto e8 = e6 + fzs::U32 * fzs::mag(v8);
+  auto e8 = fzs::add_err(v6, 1.0f, e6, fzs::zero(), fzs::U32, v8);
   tol_o[_] = e8;
 }
 
@@ -66,7 +66,7 @@ void c3(In<float, 2> x, In<float, 2> y, In<float, 2> o, In<float, 2> o1, Out<dou
   auto e7 = fzs::mean_err(v6, fzs::zero(), fzs::All, false, fzs::U32, v7);
   auto v8 = v5 - v7;
   static_assert(std::is_same_v<decltype(v8), pk::Array<float>>);
-  auto e8 = e7 + fzs::U32 * fzs::mag(v8);
+  auto e8 = fzs::add_err(v5, v7, fzs::zero(), e7, fzs::U32, v8);
   auto v9 = y[_];
   static_assert(std::is_same_v<decltype(v9), pk::Array<float>>);
   auto v10 = fzs::refread<float>(v9, o1);

@@ -29,7 +29,7 @@ void index_row_scratch(In<float, 2> x, In<float, 2> o, Out<double, 2> tol_o) {
   auto e6 = fzs::maxred_err(v5, e5, 1, true);
   auto v7 = v5 - v6;
   static_assert(std::is_same_v<decltype(v7), pk::Array<float>>);
-  auto e7 = e5 + e6 + fzs::U32 * fzs::mag(v7);
+  auto e7 = fzs::add_err(v5, v6, e5, e6, fzs::U32, v7);
   tol_o[_] = e7;
 }
 

@@ -24,7 +24,7 @@ void inout_cycle_nested_buffer(In<float, 2> x0, In<float, 2> x4, In<float, 1> o,
   auto e3 = fzs::sum_err(v2, fzs::zero(), fzs::All, false, fzs::U32, v3);
   auto v4 = v1 + v3;
   static_assert(std::is_same_v<decltype(v4), pk::Array<float>>);
-  auto e4 = e3 + fzs::U32 * fzs::mag(v4);
+  auto e4 = fzs::add_err(v1, v3, fzs::zero(), e3, fzs::U32, v4);
   auto v5 = h1[_];
   static_assert(std::is_same_v<decltype(v5), pk::Array<float>>);
   auto v6 = min(v0, 0, keepdims);

@@ -22,7 +22,7 @@ void inout_reduce_buffer(In<float, 2> x, In<float, 2> y, In<float, 2> o, In<floa
   auto e2 = fzs::sum_err(v1, fzs::zero(), 0, true, fzs::U32, v2);
   auto v3 = v0 + v2;
   static_assert(std::is_same_v<decltype(v3), pk::Array<float>>);
-  auto e3 = e2 + fzs::U32 * fzs::mag(v3);
+  auto e3 = fzs::add_err(v0, v2, fzs::zero(), e2, fzs::U32, v3);
   auto v4 = y[_];
   static_assert(std::is_same_v<decltype(v4), pk::Array<float>>);
   auto v5 = sum(v4, 0);
@@ -32,7 +32,7 @@ void inout_reduce_buffer(In<float, 2> x, In<float, 2> y, In<float, 2> o, In<floa
   static_assert(std::is_same_v<decltype(v6), pk::Array<float>>);
   auto v7 = v5 - v6;
   static_assert(std::is_same_v<decltype(v7), pk::Array<float>>);
-  auto e7 = e5 + fzs::U32 * fzs::mag(v7);
+  auto e7 = fzs::add_err(v5, v6, e5, fzs::zero(), fzs::U32, v7);
   auto v8 = sum(v7, 1, keepdims);
   static_assert(std::is_same_v<decltype(v8), pk::Array<float>>);
   auto e8 = fzs::sum_err(v7, e7, 1, true, fzs::U32, v8);
@@ -41,7 +41,7 @@ void inout_reduce_buffer(In<float, 2> x, In<float, 2> y, In<float, 2> o, In<floa
   auto e9 = e3;
   auto v10 = v8 + v9;
   static_assert(std::is_same_v<decltype(v10), pk::Array<float>>);
-  auto e10 = e8 + e9 + fzs::U32 * fzs::mag(v10);
+  auto e10 = fzs::add_err(v8, v9, e8, e9, fzs::U32, v10);
   tol_o[_] = e10;
   tol_h[_] = e3;
 }

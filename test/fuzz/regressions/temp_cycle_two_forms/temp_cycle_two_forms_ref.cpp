@@ -25,7 +25,7 @@ void temp_cycle_two_forms(In<float, 2> o0, In<float, 2> x, In<float, 2> y, In<fl
   auto e3 = fzs::sum_err(v2, fzs::zero(), 0, true, fzs::U32, v3);
   auto v4 = v1 + v3;
   static_assert(std::is_same_v<decltype(v4), pk::Array<float>>);
-  auto e4 = e1 + e3 + fzs::U32 * fzs::mag(v4);
+  auto e4 = fzs::add_err(v1, v3, e1, e3, fzs::U32, v4);
   auto v5 = x[_];
   static_assert(std::is_same_v<decltype(v5), pk::Array<float>>);
   auto v6 = y[_];
@@ -35,7 +35,7 @@ void temp_cycle_two_forms(In<float, 2> o0, In<float, 2> x, In<float, 2> y, In<fl
   auto e7 = fzs::sum_err(v6, fzs::zero(), 1, true, fzs::U32, v7);
   auto v8 = v5 * v7;
   static_assert(std::is_same_v<decltype(v8), pk::Array<float>>);
-  auto e8 = e7 * fzs::mag(v5) + fzs::U32 * fzs::mag(v8);
+  auto e8 = fzs::mul_err(v5, v7, fzs::zero(), e7, fzs::U32, v8);
   auto v9 = sum(v8);
   static_assert(std::is_same_v<decltype(v9), pk::Array<float>>);
   auto e9 = fzs::sum_err(v8, e8, fzs::All, false, fzs::U32, v9);

@@ -52,7 +52,7 @@ void u2(In<float, 1> o, In<float, 1> x, In<float, 1> y, Out<double, 1> tol_o) {
   auto e4 = pk::slice(pk::broadcast_to(e2, v2), 0, 0, 1);
   auto v5 = v4 + v3;
   static_assert(std::is_same_v<decltype(v5), pk::Array<float>>);
-  auto e5 = e4 + fzs::U32 * fzs::mag(v5);
+  auto e5 = fzs::add_err(v4, v3, e4, fzs::zero(), fzs::U32, v5);
   auto v6 = pk::concat({pk::slice(v2, 0, 0, 0), fzs::refread<float>(v5, pk::slice(v2, 0, 0, 1)), pk::slice(v2, 0, 1, v2.extent(0))}, 0);
   static_assert(std::is_same_v<decltype(v6), pk::Array<float>>);
   auto e6 = pk::concat({pk::slice(pk::broadcast_to(e2, v2), 0, 0, 0), pk::broadcast_to(e5, pk::slice(v2, 0, 0, 1)), pk::slice(pk::broadcast_to(e2, v2), 0, 1, v2.extent(0))}, 0);
