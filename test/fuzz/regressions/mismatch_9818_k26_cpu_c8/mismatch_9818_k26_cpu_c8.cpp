@@ -5,9 +5,7 @@ using namespace pk::lang;
 namespace fz_mismatch_9818_k26_cpu_c8 {
 
 // k26: policy classic, universe (A, B, C, D), seed 9818
-PK_KERNEL void k26(In<bool, 4> x0, In<double, 4> x1, float s0, In<float, 4> x3,
-                   In<float, 4> x4, Out<pk::bfloat16, 4> o0, Out<float, 3> o1,
-                   In<int32_t, 4> x5) {
+PK_KERNEL void k26(In<bool, 4> x0, In<double, 4> x1, float s0, In<float, 4> x3, In<float, 4> x4, Out<pk::bfloat16, 4> o0, Out<float, 3> o1, In<int32_t, 4> x5) {
   auto x2 = x0[_] * x1[_];
   auto mu0 = mean(x2, -1, keepdims);
   auto d0 = x2 - mu0;

@@ -2,9 +2,7 @@
 #include "fuzz_harness.h"
 
 namespace fz_mismatch_9818_k26_cpu_c8 {
-void k26(pk::In<bool, 4> x0, pk::In<double, 4> x1, float s0,
-         pk::In<float, 4> x3, pk::In<float, 4> x4, pk::Out<pk::bfloat16, 4> o0,
-         pk::Out<float, 3> o1, pk::In<int32_t, 4> x5);
+void k26(pk::In<bool, 4> x0, pk::In<double, 4> x1, float s0, pk::In<float, 4> x3, pk::In<float, 4> x4, pk::Out<pk::bfloat16, 4> o0, pk::Out<float, 3> o1, pk::In<int32_t, 4> x5);
 } // namespace fz_mismatch_9818_k26_cpu_c8
 
 #ifdef FZ_WITH_CUDA
@@ -17,96 +15,26 @@ void k26(pk::In<bool, 4> x0, pk::In<double, 4> x1, float s0,
 namespace fz_gen {
 void eager_k26(fz::Args &A);
 void shadow_k26(fz::Args &A, fz::Args &T);
-void cpu_k26(fz::Args &A) {
-  fz_mismatch_9818_k26_cpu_c8::k26(A.in<bool, 4>(0), A.in<double, 4>(1),
-                                   A.scalar<float>(2), A.in<float, 4>(3),
-                                   A.in<float, 4>(4), A.out<pk::bfloat16, 4>(5),
-                                   A.out<float, 3>(6), A.in<int32_t, 4>(7));
-}
+void cpu_k26(fz::Args &A) { fz_mismatch_9818_k26_cpu_c8::k26(A.in<bool, 4>(0), A.in<double, 4>(1), A.scalar<float>(2), A.in<float, 4>(3), A.in<float, 4>(4), A.out<pk::bfloat16, 4>(5), A.out<float, 3>(6), A.in<int32_t, 4>(7)); }
 #ifdef FZ_WITH_CUDA
-void cuda_k26(fz::Args &A) {
-  pk::cuda::k26(A.in<bool, 4>(0), A.in<double, 4>(1), A.scalar<float>(2),
-                A.in<float, 4>(3), A.in<float, 4>(4), A.out<pk::bfloat16, 4>(5),
-                A.out<float, 3>(6), A.in<int32_t, 4>(7));
-}
+void cuda_k26(fz::Args &A) { pk::cuda::k26(A.in<bool, 4>(0), A.in<double, 4>(1), A.scalar<float>(2), A.in<float, 4>(3), A.in<float, 4>(4), A.out<pk::bfloat16, 4>(5), A.out<float, 3>(6), A.in<int32_t, 4>(7)); }
 #endif
 } // namespace fz_gen
 
 const fz::Batch &fz::batch() {
-  static const fz::Batch B{
-      "mismatch_9818_k26_cpu_c8",
-      "9818",
-      {{"k26",
-        "classic",
-        8,
-        4,
-        {{"x0",
-          fz::Kind::In,
-          fz::DT::Bool,
-          4,
-          {0, 1, -1, 3},
-          0.0,
-          1.0,
-          true,
-          true},
-         {"x1",
-          fz::Kind::In,
-          fz::DT::F64,
-          4,
-          {0, 1, 2, 3},
-          -2.0,
-          2.0,
-          true,
-          true},
-         {"s0", fz::Kind::Scalar, fz::DT::F32, 0, {}, 1e-05, 0.001, true, true},
-         {"x3",
-          fz::Kind::In,
-          fz::DT::F32,
-          4,
-          {0, 1, 2, 3},
-          -8.0,
-          8.0,
-          true,
-          true},
-         {"x4",
-          fz::Kind::In,
-          fz::DT::F32,
-          4,
-          {0, 1, 2, -1},
-          -2.0,
-          2.0,
-          true,
-          true},
-         {"o0",
-          fz::Kind::Out,
-          fz::DT::BF16,
-          4,
-          {0, 1, 2, 3},
-          -2.0,
-          2.0,
-          true,
-          true},
-         {"o1",
-          fz::Kind::Out,
-          fz::DT::F32,
-          3,
-          {0, 1, 2},
-          -2.0,
-          2.0,
-          true,
-          true},
-         {"x5",
-          fz::Kind::In,
-          fz::DT::I32,
-          4,
-          {0, 1, 2, 3},
-          -10.0,
-          10.0,
-          true,
-          true}},
-        fz_gen::eager_k26,
-        fz_gen::cpu_k26,
-        FZ_CUDA(fz_gen::cuda_k26),
-        fz_gen::shadow_k26}}};
+  static const fz::Batch B{"mismatch_9818_k26_cpu_c8", "9818", {
+    {"k26", "classic", 8, 4,
+     {
+      {"x0", fz::Kind::In, fz::DT::Bool, 4, {0, 1, -1, 3}, 0.0, 1.0, true, true},
+      {"x1", fz::Kind::In, fz::DT::F64, 4, {0, 1, 2, 3}, -2.0, 2.0, true, true},
+      {"s0", fz::Kind::Scalar, fz::DT::F32, 0, {}, 1e-05, 0.001, true, true},
+      {"x3", fz::Kind::In, fz::DT::F32, 4, {0, 1, 2, 3}, -8.0, 8.0, true, true},
+      {"x4", fz::Kind::In, fz::DT::F32, 4, {0, 1, 2, -1}, -2.0, 2.0, true, true},
+      {"o0", fz::Kind::Out, fz::DT::BF16, 4, {0, 1, 2, 3}, -2.0, 2.0, true, true},
+      {"o1", fz::Kind::Out, fz::DT::F32, 3, {0, 1, 2}, -2.0, 2.0, true, true},
+      {"x5", fz::Kind::In, fz::DT::I32, 4, {0, 1, 2, 3}, -10.0, 10.0, true, true}
+     },
+     fz_gen::eager_k26, fz_gen::cpu_k26, FZ_CUDA(fz_gen::cuda_k26), fz_gen::shadow_k26}
+  }};
   return B;
 }
