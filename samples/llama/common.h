@@ -20,16 +20,27 @@ auto rmsnorm(auto x, auto w, float eps) {
   return x * rsqrt(mean(x * x, -1, keepdims) + eps) * w;
 }
 
-/// llama2.c's RoPE on x [T, heads * hs] at positions pos..pos+T-1: the pair
-/// (2i, 2i+1) of each head is turned by (pos + t) * theta^(-2i / hs).
-auto rope(auto x, int64_t pos, int64_t heads, float theta) {
+/// llama2.c's RoPE angles of positions 0..seq_len-1, computed once per
+/// model (as Hugging Face's rotary embeddings cache them) instead of in
+/// every layer of every step: angle[pos, i] = pos * theta^(-2i / hs) in
+/// float, as llama2.c's run.c computes it, for the pairs i < hs / 2 of a
+/// head ([seq_len, hs / 2], `shape` gives the extents).
+auto rope_angles(auto shape, float theta) {
+  auto pos = cast<float>(index(shape, 0));
+  auto i = cast<float>(index(shape, 1));
+  auto hs = cast<float>(2 * shape.extent(1));
+  return pos * (1.0f / pow(theta, 2.0f * i / hs));
+}
+
+/// RoPE on x [T, heads * hs] at positions pos..pos+T-1, given the rows
+/// pos..pos+T-1 of the cos and sin tables ([T, hs / 2]): the pair
+/// (2i, 2i+1) of each head is turned by the angle of its position and i.
+auto rope(auto x, auto cos_rows, auto sin_rows, int64_t heads) {
   auto T = x.extent(0), hs = x.extent(1) / heads;
   auto pairs = reshape(x, {T, heads, hs / 2, 2});
   auto re = slice(pairs, 3, 0, 1), im = slice(pairs, 3, 1, 2); // [T,H,hs/2,1]
-  auto t = cast<float>(index(re, 0) + pos);
-  auto i = cast<float>(index(re, 2));
-  auto angle = t * (1.0f / pow(theta, 2.0f * i / hs));
-  auto c = cos(angle), s = sin(angle);
+  auto c = reshape(cos_rows, {T, 1, hs / 2, 1});
+  auto s = reshape(sin_rows, {T, 1, hs / 2, 1});
   return reshape(concat({re * c - im * s, re * s + im * c}, 3), {T, -1});
 }
 

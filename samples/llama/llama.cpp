@@ -36,21 +36,25 @@ PK_KERNEL void dequantize(In<int8_t, 2> q, In<float, 2> scale,
 /// layer with Q8_0 matrices (each one int8 values and its scales
 /// [out, in / group_size]): every projection is linear_q8; the q/k/v biases
 /// stay fp32.
-PK_KERNEL void
-layer_q8(InOut<float, 2> x, In<float> rms_att, In<int8_t, 2> wq,
-         In<float, 2> wq_scale, In<int8_t, 2> wk, In<float, 2> wk_scale,
-         In<int8_t, 2> wv, In<float, 2> wv_scale, In<float> bq, In<float> bk,
-         In<float> bv, In<int8_t, 2> wo, In<float, 2> wo_scale,
-         In<float> rms_ffn, In<int8_t, 2> w1, In<float, 2> w1_scale,
-         In<int8_t, 2> w2, In<float, 2> w2_scale, In<int8_t, 2> w3,
-         In<float, 2> w3_scale, InOut<float, 3> key_cache,
-         InOut<float, 3> value_cache, int64_t pos, float eps, float theta) {
+PK_KERNEL void layer_q8(InOut<float, 2> x, In<float> rms_att, In<int8_t, 2> wq,
+                        In<float, 2> wq_scale, In<int8_t, 2> wk,
+                        In<float, 2> wk_scale, In<int8_t, 2> wv,
+                        In<float, 2> wv_scale, In<float> bq, In<float> bk,
+                        In<float> bv, In<int8_t, 2> wo, In<float, 2> wo_scale,
+                        In<float> rms_ffn, In<int8_t, 2> w1,
+                        In<float, 2> w1_scale, In<int8_t, 2> w2,
+                        In<float, 2> w2_scale, In<int8_t, 2> w3,
+                        In<float, 2> w3_scale, InOut<float, 3> key_cache,
+                        InOut<float, 3> value_cache, In<float, 2> rope_cos,
+                        In<float, 2> rope_sin, int64_t pos, float eps) {
   auto T = x.extent(0), kv_heads = key_cache.extent(0);
   auto heads = x.extent(1) / key_cache.extent(2);
 
   auto h = rmsnorm(x[_], rms_att[_], eps);
-  auto q = rope(linear_q8(h, wq[_], wq_scale[_]) + bq[_], pos, heads, theta);
-  auto k = rope(linear_q8(h, wk[_], wk_scale[_]) + bk[_], pos, kv_heads, theta);
+  auto c = rope_cos.slice(0, pos, pos + T)[_];
+  auto s = rope_sin.slice(0, pos, pos + T)[_];
+  auto q = rope(linear_q8(h, wq[_], wq_scale[_]) + bq[_], c, s, heads);
+  auto k = rope(linear_q8(h, wk[_], wk_scale[_]) + bk[_], c, s, kv_heads);
   auto v = linear_q8(h, wv[_], wv_scale[_]) + bv[_];
   key_cache.slice(1, pos, pos + T)[_] = heads_first(k, kv_heads);
   value_cache.slice(1, pos, pos + T)[_] = heads_first(v, kv_heads);

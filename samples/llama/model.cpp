@@ -63,7 +63,8 @@ void layer_q8(pk::InOut<float, 2> x, pk::In<float> rms_att,
               pk::In<int8_t, 2> w2, pk::In<float, 2> w2_scale,
               pk::In<int8_t, 2> w3, pk::In<float, 2> w3_scale,
               pk::InOut<float, 3> key_cache, pk::InOut<float, 3> value_cache,
-              int64_t pos, float eps, float theta);
+              pk::In<float, 2> rope_cos, pk::In<float, 2> rope_sin, int64_t pos,
+              float eps);
 void head_q8(pk::In<float, 2> x, pk::In<float> rms_final,
              pk::In<int8_t, 2> wcls, pk::In<float, 2> wcls_scale,
              pk::Out<float> logits, float eps);
@@ -76,7 +77,10 @@ void layer(pk::InOut<float, 2> x, pk::In<float> rms_att, pk::In<W, 2> wq,
            pk::In<float> bv, pk::In<W, 2> wo, pk::In<float> rms_ffn,
            pk::In<W, 2> w1, pk::In<W, 2> w2, pk::In<W, 2> w3,
            pk::InOut<float, 3> key_cache, pk::InOut<float, 3> value_cache,
-           int64_t pos, float eps, float theta);
+           pk::In<float, 2> rope_cos, pk::In<float, 2> rope_sin, int64_t pos,
+           float eps);
+void rope_tables(pk::Out<float, 2> rope_cos, pk::Out<float, 2> rope_sin,
+                 float theta);
 template <class W>
 void head(pk::In<float, 2> x, pk::In<float> rms_final, pk::In<W, 2> wcls,
           pk::Out<float> logits, float eps);
@@ -310,12 +314,16 @@ struct Model::State {
   std::vector<float> KeyCache, ValueCache;
   std::vector<float> X;      ///< [seq_len, dim]: the residual stream of T rows
   std::vector<float> Logits; ///< [vocab_size]
+  /// The RoPE tables [seq_len, head_size / 2] (rope_tables, computed by the
+  /// compiled CPU kernel once; Device::Cuda reads device copies).
+  std::vector<float> RopeCos, RopeSin;
   Kernels K = ModelKernels;
   Device Dev = Device::Cpu;
   /// Where the kernels read and write: the vectors above (Device::Cpu), or
   /// device memory (Device::Cuda; the vectors then hold the logits only).
   float *XBuf = nullptr, *KeyBuf = nullptr, *ValueBuf = nullptr,
         *LogitsBuf = nullptr, *EmbeddingBuf = nullptr;
+  const float *RopeCosBuf = nullptr, *RopeSinBuf = nullptr;
   const float *ZeroBiasBuf = nullptr;
   int32_t *TokensBuf = nullptr; ///< Device::Cuda: [seq_len]
 #if PK_LLAMA_CUDA
@@ -335,9 +343,19 @@ struct Model::State {
   State(const Config &C, Device D) : Dev(D) {
     const int64_t Cache = C.n_layers * C.n_kv_heads * C.seq_len * C.head_size();
     Logits.assign(static_cast<size_t>(C.vocab_size), 0.0f);
+    const int64_t Half = C.head_size() / 2;
+    RopeCos.assign(static_cast<size_t>(C.seq_len * Half), 0.0f);
+    RopeSin.assign(RopeCos.size(), 0.0f);
+    ::rope_tables(Out<float, 2>(RopeCos.data(), {C.seq_len, Half}, "rope_cos"),
+                  Out<float, 2>(RopeSin.data(), {C.seq_len, Half}, "rope_sin"),
+                  C.rope_theta);
+    RopeCosBuf = RopeCos.data();
+    RopeSinBuf = RopeSin.data();
     if (D == Device::Cuda) {
 #if PK_LLAMA_CUDA
       K = CudaKernels;
+      RopeCosBuf = Memory.upload(RopeCos.data(), C.seq_len * Half);
+      RopeSinBuf = Memory.upload(RopeSin.data(), C.seq_len * Half);
       KeyBuf = Memory.alloc<float>(Cache);
       ValueBuf = Memory.alloc<float>(Cache);
       XBuf = Memory.alloc<float>(C.seq_len * C.dim);
@@ -519,7 +537,7 @@ struct Model::State {
                In<W, 2>(Wt.w1 + L * F * D, {F, D}, "w1"),
                In<W, 2>(Wt.w2 + L * D * F, {D, F}, "w2"),
                In<W, 2>(Wt.w3 + L * F * D, {F, D}, "w3"), keyCache(C, L),
-               valueCache(C, L), Pos, C.norm_eps, C.rope_theta);
+               valueCache(C, L), ropeCos(C), ropeSin(C), Pos, C.norm_eps);
     }
     DK.head(In<float, 2>(XBuf, {T, D}, "x"),
             In<float>(Wt.rms_final, {D}, "rms_final"),
@@ -556,8 +574,8 @@ struct Model::State {
           In<float>(Q8.rms_ffn + I * D, {D}, "rms_ffn"), values(W1, F, D, "w1"),
           scales(W1, F, D, "w1_scale"), values(W2, D, F, "w2"),
           scales(W2, D, F, "w2_scale"), values(W3, F, D, "w3"),
-          scales(W3, F, D, "w3_scale"), keyCache(C, I), valueCache(C, I), Pos,
-          C.norm_eps, C.rope_theta);
+          scales(W3, F, D, "w3_scale"), keyCache(C, I), valueCache(C, I),
+          ropeCos(C), ropeSin(C), Pos, C.norm_eps);
     }
     const QuantizedTensor Wcls =
         C.shared_classifier ? Q8.token_embedding : Q8.wcls;
@@ -578,6 +596,13 @@ struct Model::State {
   In<float, 2> scales(const QuantizedTensor &T, int64_t Rows, int64_t Cols,
                       const char *Name) const {
     return In<float, 2>(T.scales, {Rows, Cols / Q8.group_size}, Name);
+  }
+
+  In<float, 2> ropeCos(const Config &C) const {
+    return In<float, 2>(RopeCosBuf, {C.seq_len, C.head_size() / 2}, "rope_cos");
+  }
+  In<float, 2> ropeSin(const Config &C) const {
+    return In<float, 2>(RopeSinBuf, {C.seq_len, C.head_size() / 2}, "rope_sin");
   }
 
   InOut<float, 3> keyCache(const Config &C, int64_t L) {

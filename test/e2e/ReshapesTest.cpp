@@ -34,8 +34,8 @@ void window_of_sum(pk::In<float, 2> x, pk::Out<float, 2> y, int64_t n);
 void last_logits(pk::In<float, 2> x, pk::In<float> g, pk::In<float, 2> w,
                  pk::Out<float> logits, float eps);
 void rope_projection(pk::In<float, 2> x, pk::In<float, 2> w,
-                     pk::Out<float, 2> q, int64_t pos, int64_t heads,
-                     float theta);
+                     pk::In<float, 2> rope_cos, pk::In<float, 2> rope_sin,
+                     pk::Out<float, 2> q, int64_t pos, int64_t heads);
 void grouped_scores(pk::In<float, 4> q, pk::In<float, 4> k,
                     pk::Out<float, 4> s);
 void batch_broadcast(pk::In<float, 4> a, pk::In<float, 3> b,
@@ -135,22 +135,37 @@ TEST(CompiledReshapes, AModelHeadOverTheLastRow) {
 
 TEST(CompiledReshapes, RotaryEmbeddingOfAProjection) {
   // samples/llama's rope over a matmul's result: extents of the computed
-  // value, reshape, slices, concat. cos and sin of angles up to ~100 rad
-  // (pk::vm against libm: a few ulps of the reduced angle): 1e-5 absolute
-  // on values below 4 in magnitude.
+  // value, reshape, slices, the rows pos..pos+T-1 of the cos and sin tables
+  // (llama2.c's angles, as rope_tables fills them), concat. Both sides read
+  // the same tables; the projections are exact (grid data, D = 8 terms), so
+  // the rotation's roundings are all: re c - im s rounds each product and
+  // the difference (or fuses one product, compiled), within u (|re c| +
+  // |im s|) + u |r| <= 16 u of the exact value for |re|, |im| < 4, each
+  // side: 2e-6 apart.
   for (int64_t T : {1, 3, 17})
     for (int64_t Heads : {1, 2, 4})
       for (int64_t Hs : {2, 8, 16})
         for (int64_t Pos : {0, 5, 90}) {
-          const int64_t D = 8, N = Heads * Hs;
+          const int64_t D = 8, N = Heads * Hs, L = Pos + T + 2;
           auto X = grid(T * D, 15), W = grid(N * D, 16);
+          std::vector<float> Cos(L * Hs / 2), Sin(L * Hs / 2);
+          for (int64_t P = 0; P < L; ++P)
+            for (int64_t I = 0; I < Hs / 2; ++I) {
+              const float Angle =
+                  float(P) *
+                  (1.0f / std::pow(10000.0f, 2.0f * float(I) / float(Hs)));
+              Cos[P * Hs / 2 + I] = std::cos(Angle);
+              Sin[P * Hs / 2 + I] = std::sin(Angle);
+            }
+          const pk::In<float, 2> CosT(Cos.data(), {L, Hs / 2}),
+              SinT(Sin.data(), {L, Hs / 2});
           std::vector<float> E(T * N), O = poisoned(T * N);
-          eager::rope_projection({X.data(), {T, D}}, {W.data(), {N, D}},
-                                 {E.data(), {T, N}}, Pos, Heads, 10000.0f);
-          rope_projection({X.data(), {T, D}}, {W.data(), {N, D}},
-                          {O.data(), {T, N}}, Pos, Heads, 10000.0f);
+          eager::rope_projection({X.data(), {T, D}}, {W.data(), {N, D}}, CosT,
+                                 SinT, {E.data(), {T, N}}, Pos, Heads);
+          rope_projection({X.data(), {T, D}}, {W.data(), {N, D}}, CosT, SinT,
+                          {O.data(), {T, N}}, Pos, Heads);
           for (int64_t I = 0; I < T * N; ++I)
-            ASSERT_NEAR(E[I], O[I], 1e-5)
+            ASSERT_NEAR(E[I], O[I], 2e-6)
                 << "rope_projection " << dims({T, Heads, Hs, Pos}) << " " << I;
         }
 }

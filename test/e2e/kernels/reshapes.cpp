@@ -77,14 +77,18 @@ PK_KERNEL void batch_broadcast(In<float, 4> a, In<float, 3> b,
 }
 
 // llama2.c's RoPE as samples/llama writes it (rope: the pair (2i, 2i+1) of
-// each head turned by (pos + t) * theta^(-2i / hs)): extents of a computed
-// value, reshape, slices and concat.
+// each head turned by the angle of its position and i, whose cos and sin are
+// the rows pos..pos+T-1 of tables [L, hs/2]): extents of a computed value,
+// reshape, slices, a window of a ref broadcast over the heads, and concat.
 #include "../../../samples/llama/common.h"
 
 /// The rotated projection x wᵀ, as a decoder layer computes q and k.
-PK_KERNEL void rope_projection(In<float, 2> x, In<float, 2> w, Out<float, 2> q,
-                               int64_t pos, int64_t heads, float theta) {
-  q[_] = rope(matmul(x[_], transpose(w[_])), pos, heads, theta);
+PK_KERNEL void rope_projection(In<float, 2> x, In<float, 2> w,
+                               In<float, 2> rope_cos, In<float, 2> rope_sin,
+                               Out<float, 2> q, int64_t pos, int64_t heads) {
+  auto T = x.extent(0);
+  q[_] = rope(matmul(x[_], transpose(w[_])), rope_cos.slice(0, pos, pos + T)[_],
+              rope_sin.slice(0, pos, pos + T)[_], heads);
 }
 
 /// samples/llama's grouped-query attention of the queries q [T, heads * hs]
