@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <optional>
 
 using namespace pk;
 using namespace pk::ir;
@@ -28,22 +29,12 @@ using namespace pk::target;
 
 namespace {
 
-/// The kernel's parameters as declared; with `UnnamedScalars`, scalars
-/// only in a comment (a function that needs only the shapes).
-std::vector<std::string> refParams(const Function &F,
-                                   bool UnnamedScalars = false) {
+/// The kernel's parameters as declared.
+std::vector<std::string> refParams(const Function &F) {
   std::vector<std::string> Parts;
-  // The scalars that extents are computed from (reshape extents, window
-  // bounds) size buffers too.
-  const std::vector<unsigned> Sizing = extentScalars(F);
-  for (unsigned I = 0; I < F.Params.size(); ++I) {
-    const Param &P = F.Params[I];
+  for (const Param &P : F.Params)
     if (P.isArgument())
-      Parts.push_back(UnnamedScalars && !P.isRef() &&
-                              !llvm::is_contained(Sizing, I)
-                          ? fmt::format("{} /*{}*/", paramType(P), P.Name)
-                          : fmt::format("{} {}", paramType(P), P.Name));
-  }
+      Parts.push_back(fmt::format("{} {}", paramType(P), P.Name));
   return Parts;
 }
 
@@ -73,11 +64,37 @@ std::string signature(const Function &F, bool WithDefault,
   return fmt::format("void {}({})", F.Name, fmt::join(Parts, ", "));
 }
 
-/// `int64_t k_workspace_bytes(refs...)`; the definition leaves the
-/// scalars unnamed (only the shapes matter).
-std::string workspaceBytesSignature(const Function &F, bool Definition) {
+/// `int64_t k_workspace_bytes(refs...)`; the definition (whose `Body` is
+/// given) names only the scalars its body reads (only the shapes matter:
+/// a window bound such as `pos` moves no extent of a temporary).
+std::string workspaceBytesSignature(const Function &F,
+                                    std::optional<llvm::StringRef> Body) {
+  if (!Body)
+    return fmt::format("int64_t {}_workspace_bytes({})", F.Name,
+                       fmt::join(refParams(F), ", "));
+  // The body's code without its string literals (guard messages quote
+  // the kernel's expressions).
+  std::string Code;
+  bool InString = false;
+  for (size_t I = 0; I < Body->size(); ++I) {
+    const char C = (*Body)[I];
+    if (InString && C == '\\') {
+      ++I;
+      continue;
+    }
+    if (C == '"')
+      InString = !InString;
+    else if (!InString)
+      Code += C;
+  }
+  std::vector<std::string> Parts;
+  for (const Param &P : F.Params)
+    if (P.isArgument())
+      Parts.push_back(P.isRef() || usesName(Code, P.Name)
+                          ? fmt::format("{} {}", paramType(P), P.Name)
+                          : fmt::format("{} /*{}*/", paramType(P), P.Name));
   return fmt::format("int64_t {}_workspace_bytes({})", F.Name,
-                     fmt::join(refParams(F, Definition), ", "));
+                     fmt::join(Parts, ", "));
 }
 
 /// The launcher template an instantiation of a kernel template
@@ -342,7 +359,7 @@ public:
       T.Declaration +=
           "/// Device bytes the temporaries of " + F.Name +
           " need at these shapes (checks\n/// the shapes first).\n" +
-          workspaceBytesSignature(F, false) + ";\n" + "/// " + F.Name +
+          workspaceBytesSignature(F, std::nullopt) + ";\n" + "/// " + F.Name +
           " with the temporaries in `pk_workspace` (at least "
           "\n/// " +
           F.Name +
@@ -368,11 +385,12 @@ public:
       return isUnaddressedTemp(*P.Loops, Param);
     };
     if (CallerWorkspace) {
-      L += workspaceBytesSignature(F, true) + " {\n";
-      emitExtents(F, L, "  ", Unaddressed);
-      emitGuards(F, L, "  ");
-      const std::string Total = emitWorkspaceSlots(*P.Loops, L, "  ");
-      L += "  return " + Total + ";\n}\n\n";
+      std::string Body;
+      emitExtents(F, Body, "  ", Unaddressed);
+      emitGuards(F, Body, "  ");
+      const std::string Total = emitWorkspaceSlots(*P.Loops, Body, "  ");
+      Body += "  return " + Total + ";\n}\n\n";
+      L += workspaceBytesSignature(F, llvm::StringRef(Body)) + " {\n" + Body;
       L += signature(F, false) + " {\n";
       L += fmt::format("  const int64_t pk_bytes = {}_workspace_bytes({});\n",
                        F.Name, fmt::join(refArgs(F), ", "));
