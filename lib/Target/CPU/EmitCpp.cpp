@@ -1008,21 +1008,75 @@ private:
                     K, Ty, QK.Name, Acc);
   }
 
-  /// Attention: per query row (batch, t), one pass over the keys s in
-  /// blocks of pk_kb_n keys with an online softmax. Per block: the scores of
-  /// the block (q . k, then the score's statements) into a row buffer, the
-  /// block's max, one rescale of the running sum pk_l and the output row
-  /// pk_row_acc when the max grew, the exponentials in one vector loop, then
-  /// the output row accumulated over the block's values. Rows of a group of
-  /// query heads that share their keys and values (sharedKeysAxis) run
-  /// together, a tile of them per thread, so each block of keys and values
-  /// is read from memory once per tile and from L1 by its other rows.
+  /// The two sides of an attention's q . k when the product is q * k of
+  /// the nest's type: the statements of q's side (which do not move along
+  /// the keys) and of k's side (which do), in body order, and the values
+  /// multiplied. emitAttention's blocked scores evaluate q once per row and
+  /// k once per block, transposed; nullopt when the product is another form
+  /// (the lane dot product then computes it per key).
+  struct DotSides {
+    std::vector<unsigned> Q, K;
+    unsigned QVal = 0, KVal = 0;
+  };
+  std::optional<DotSides> dotSides(const Nest &N,
+                                   const loop::AttentionParts &A) const {
+    const Stmt &QK = N.Body[A.QK];
+    const Stmt &P = N.Body[QK.Args[0]];
+    if (P.K != Stmt::Apply || P.Op != ir::OpCode::Mul || P.Args.size() != 2 ||
+        P.Type != QK.Type || (QK.Type != DType::F32 && QK.Type != DType::F64))
+      return std::nullopt;
+    std::vector<bool> Moves(N.Body.size(), false);
+    DotSides Sides;
+    for (unsigned I : A.Dot) {
+      const Stmt &S = N.Body[I];
+      bool M = S.K == Stmt::Reduce || S.K == Stmt::Store ||
+               (S.K == Stmt::Index && S.Axis == static_cast<int>(A.SAxis));
+      if (S.K == Stmt::Load)
+        for (const loop::AxisAccess &X : S.Map.Axes)
+          M |= X.Gathered || X.Axis == static_cast<int>(A.SAxis);
+      for (unsigned Arg : S.Args)
+        M |= Moves[Arg];
+      Moves[I] = M;
+      if (I != QK.Args[0])
+        (M ? Sides.K : Sides.Q).push_back(I);
+    }
+    const unsigned L = P.Args[0], R = P.Args[1];
+    if (Moves[L] == Moves[R] || N.Body[L].Type != QK.Type ||
+        N.Body[R].Type != QK.Type)
+      return std::nullopt;
+    Sides.QVal = Moves[L] ? R : L;
+    Sides.KVal = Moves[L] ? L : R;
+    // Every statement of the product must be one of the two sides'.
+    for (unsigned I : {Sides.QVal, Sides.KVal})
+      if (!llvm::is_contained(A.Dot, I))
+        return std::nullopt;
+    return Sides;
+  }
+
+  /// Attention: per tile of query rows, one pass over the keys s in blocks
+  /// of pk_kb_n keys with an online softmax. A tile is up to pk_tq
+  /// consecutive queries t (32, or fewer when a group of query heads fills
+  /// the tile) of every query head in its slice of a group that shares its
+  /// keys and values (sharedKeysAxis): they all read each block of keys and
+  /// values, from memory once and from L1 after. Per block: the rows'
+  /// scores (q . k, then the score's statements) into row buffers, then per
+  /// row the block's max, one rescale of the running sum and the output row
+  /// pk_row_acc when the max grew, the exponentials in one vector loop, and
+  /// the output row accumulated over the block's values. From four queries
+  /// on (prefill; the shapes decide, not the thread count) and with a
+  /// product q * k, the scores are a small product: q
+  /// of each row evaluated once per tile, the block's keys once, transposed
+  /// (pk_kt[d][s]), then the block's 64 sums over d at once; in a decode
+  /// step each key's q . k is a lane dot product (emitLaneDot). Causal:
+  /// the block loop stops after the tile's last query's last key; the other
+  /// rows mask theirs.
   void emitAttention(const Nest &N, const std::string &Indent) {
     const loop::AttentionParts &A = *N.Attention;
     const Stmt &QK = N.Body[A.QK];
     std::string Ty = dtypeCppName(QK.Type).str();
     auto Ext = [&](unsigned Axis) { return extentExpr(F, N.Domain[Axis]); };
     const std::optional<unsigned> Group = sharedKeysAxis(N);
+    const std::optional<DotSides> Sides = dotSides(N, A);
     std::vector<unsigned> Outer; // the parallel axes besides t
     std::vector<std::string> RowExtents, OuterExtents;
     for (unsigned B : A.BatchAxes) {
@@ -1033,26 +1087,50 @@ private:
       }
     }
     RowExtents.push_back(Ext(A.TAxis));
-    OuterExtents.push_back(Ext(A.TAxis));
+    OuterExtents.push_back("pk_tt_n");
     const std::string Rows = fmt::format("{}", fmt::join(RowExtents, " * "));
+    const std::string D = Ext(A.DAxis);
     emitPointers(N, Indent);
     emitIndexedStrides(F, N, Out, Indent);
     Out += fmt::format("{}const int64_t pk_n = {} * {} * ({} + {});\n", Indent,
-                       Rows, Ext(A.SAxis), Ext(A.DAxis), Ext(A.JAxis));
+                       Rows, Ext(A.SAxis), D, Ext(A.JAxis));
     Out += fmt::format(
-        "{}// Attention: per query row, one pass over blocks of keys with an "
-        "online softmax (running max, rescaled sum and output row); no [t, s] "
-        "buffer.\n",
+        "{}// Attention: per tile of query rows, one pass over blocks of keys "
+        "with an online softmax (running max, rescaled sum and output row); "
+        "no [t, s] buffer.\n",
         Indent);
     Out += fmt::format("{}constexpr int64_t pk_kb_n = 64;\n", Indent);
+    Out += fmt::format("{}const int64_t pk_t_n = {};\n", Indent, Ext(A.TAxis));
+    if (Group) {
+      Out += fmt::format("{}const int64_t pk_g_n = {};\n", Indent, Ext(*Group));
+      Out += fmt::format(
+          "{}// Up to 32 rows a tile: consecutive queries, fewer of them when "
+          "the query heads along axis {} (which share their keys and values) "
+          "fill it.\n",
+          Indent, *Group);
+      Out += fmt::format("{}const int64_t pk_tq = std::max<int64_t>(1, 32 / "
+                         "std::max<int64_t>(1, pk_g_n));\n",
+                         Indent);
+    } else {
+      Out += fmt::format("{}// Up to 32 consecutive queries a tile share each "
+                         "block of keys.\n",
+                         Indent);
+      Out += fmt::format("{}constexpr int64_t pk_tq = 32;\n", Indent);
+    }
+    Out += fmt::format(
+        "{}const int64_t pk_tt_n = (pk_t_n + pk_tq - 1) / pk_tq;\n", Indent);
+    if (Sides) {
+      // A choice of the shapes alone (not of the tiles, which follow the
+      // thread count), so that every thread count gives the same bits.
+      Out += fmt::format(
+          "{}// Blocked scores from four queries on (prefill); a decode step "
+          "computes each key's q . k where it reads it.\n"
+          "{}const bool pk_blocked = pk_t_n >= 4;\n",
+          Indent, Indent);
+    }
     if (Group) {
       // Tiles of the group: the whole group per thread when the other rows
       // give every thread one, else split so that they do.
-      Out += fmt::format(
-          "{}// The query heads along axis {} share their keys and values: "
-          "a tile of them per thread reads each block of keys once.\n",
-          Indent, *Group);
-      Out += fmt::format("{}const int64_t pk_g_n = {};\n", Indent, Ext(*Group));
       Out += fmt::format("{}const int64_t pk_outer = {};\n", Indent,
                          fmt::join(OuterExtents, " * "));
       Out +=
@@ -1079,9 +1157,10 @@ private:
     const Stmt &Sub = N.Body[N.Body[A.Exp].Args[0]];
     unsigned EV = N.Body[A.Acc].Args[0];
     const std::string J = Ext(A.JAxis);
+    const std::string TVar = indexVar(A.TAxis), DVar = indexVar(A.DAxis);
     // The score's statements that vary along neither the keys nor the group
     // (a scale such as rsqrt(hs), the query's causal position) run once per
-    // tile of rows, before the key loop.
+    // row and block, before the row's keys.
     std::vector<bool> Varies(N.Body.size(), false);
     for (unsigned I = 0; I < N.Body.size(); ++I) {
       const Stmt &St = N.Body[I];
@@ -1101,13 +1180,27 @@ private:
     std::vector<unsigned> RowScore, KeyScore;
     for (unsigned I : A.ScoreStmts)
       (Varies[I] ? KeyScore : RowScore).push_back(I);
-    // The row of the tile: its offset in the row buffers.
-    const std::string Row =
-        Group ? fmt::format("({} - pk_g0)", indexVar(*Group)) : "0";
+    // Row pk_r of a tile: query pk_t0 + pk_r % pk_trows of head
+    // pk_g0 + pk_r / pk_trows.
+    auto RowVars = [&](const std::string &In) {
+      Out += fmt::format("{}[[maybe_unused]] const int64_t {} = pk_t0 + pk_r % "
+                         "pk_trows;\n",
+                         In, TVar);
+      if (Group)
+        Out += fmt::format("{}[[maybe_unused]] const int64_t {} = pk_g0 + pk_r "
+                           "/ pk_trows;\n",
+                           In, indexVar(*Group));
+    };
+    auto ForRows = [&](const std::string &In) {
+      Out += fmt::format(
+          "{}for (int64_t pk_r = 0; pk_r < pk_rows; ++pk_r) {{\n", In);
+      RowVars(In + "  ");
+    };
     auto Loops = [&](bool Threaded, const std::string &OuterIn) {
       const size_t Collapse = Outer.size() + 1 + (Group ? 1 : 0);
+      // Round robin: causal tiles of later queries read more keys.
       if (Threaded)
-        Out += fmt::format("#pragma omp parallel for{}\n",
+        Out += fmt::format("#pragma omp parallel for{} schedule(static, 1)\n",
                            Collapse > 1 ? fmt::format(" collapse({})", Collapse)
                                         : "");
       std::string In = OuterIn;
@@ -1119,18 +1212,24 @@ private:
       };
       for (unsigned B : Outer)
         For(indexVar(B), "0", Ext(B));
-      For(indexVar(A.TAxis), "0", Ext(A.TAxis));
+      For("pk_tt", "0", "pk_tt_n");
       if (Group)
         For("pk_tile", "0", "pk_tiles");
       std::string R = In;
+      Out += fmt::format("{}const int64_t pk_t0 = pk_tt * pk_tq;\n", R);
+      Out += fmt::format(
+          "{}const int64_t pk_trows = std::min<int64_t>(pk_tq, pk_t_n - "
+          "pk_t0);\n",
+          R);
       if (Group) {
         Out += fmt::format("{}const int64_t pk_g0 = pk_tile * pk_gt;\n", R);
         Out += fmt::format("{}const int64_t pk_g1 = "
                            "std::min<int64_t>(pk_g_n, pk_g0 + pk_gt);\n",
                            R);
-        Out += fmt::format("{}const int64_t pk_rows = pk_g1 - pk_g0;\n", R);
+        Out += fmt::format(
+            "{}const int64_t pk_rows = (pk_g1 - pk_g0) * pk_trows;\n", R);
       } else {
-        Out += fmt::format("{}const int64_t pk_rows = 1;\n", R);
+        Out += fmt::format("{}const int64_t pk_rows = pk_trows;\n", R);
       }
       Out += fmt::format(
           "{}{} *pk_row_acc = pk::rt::row_scratch<{}>(0, pk_rows * {});\n", R,
@@ -1152,20 +1251,39 @@ private:
                          R, J, R, Ty);
       std::string KeyEnd = Ext(A.SAxis);
       if (A.CausalIndex) {
+        Out += fmt::format("{}// Causal: keys after the tile's last query's "
+                           "own are masked; stop there.\n",
+                           R);
+        Out += fmt::format("{}int64_t pk_keys;\n{}{{\n", R, R);
+        Out += fmt::format("{}  [[maybe_unused]] const int64_t {} = pk_t0 + "
+                           "pk_trows - 1;\n",
+                           R, TVar);
         Out += fmt::format(
-            "{}// Causal: keys after the query's own are masked; stop there.\n",
-            R);
-        Out += fmt::format(
-            "{}const int64_t pk_keys = std::min<int64_t>({}, {}{}{});\n", R,
-            KeyEnd, indexValue(F, N.Body[*A.CausalIndex]),
+            "{}  pk_keys = std::min<int64_t>({}, {}{}{});\n{}}}\n", R, KeyEnd,
+            indexValue(F, N.Body[*A.CausalIndex]),
             A.CausalOffset
                 ? fmt::format(" + int64_t({})", valueRef(N, *A.CausalOffset))
                 : "",
-            A.CausalInclusive ? " + 1" : "");
+            A.CausalInclusive ? " + 1" : "", R);
         KeyEnd = "pk_keys";
       }
       const std::string S = indexVar(A.SAxis);
-      Print(RowScore, -1, R);
+      const std::string Score = valueRef(N, A.Score);
+      if (Sides) {
+        // q of every row, once per tile.
+        Out += fmt::format("{}{} *pk_qrows = nullptr;\n", R, Ty);
+        Out += fmt::format("{}if (pk_blocked) {{\n", R);
+        Out += fmt::format(
+            "{}  pk_qrows = pk::rt::row_scratch<{}>(3, pk_rows * {});\n", R, Ty,
+            D);
+        ForRows(R + "  ");
+        Out += fmt::format("{}    for (int64_t {} = 0; {} < {}; ++{}) {{\n", R,
+                           DVar, DVar, D, DVar);
+        Print(Sides->Q, -1, R + "      ");
+        Out += fmt::format("{}      pk_qrows[pk_r * {} + {}] = {};\n", R, D,
+                           DVar, valueRef(N, Sides->QVal));
+        Out += R + "    }\n" + R + "  }\n" + R + "}\n";
+      }
       Out += fmt::format("{}for (int64_t pk_kb = 0; pk_kb < {}; pk_kb += "
                          "pk_kb_n) {{\n",
                          R, KeyEnd);
@@ -1173,38 +1291,90 @@ private:
       Out += fmt::format(
           "{}const int64_t pk_ke = std::min<int64_t>({}, pk_kb + pk_kb_n);\n",
           B, KeyEnd);
-      std::string G = B;
-      if (Group) {
+      // The rows' scores of the block.
+      auto LaneScores = [&](const std::string &In) {
+        ForRows(In);
+        const std::string G = In + "  ";
+        Print(RowScore, -1, G);
+        Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
+        Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
+                           G, S, S, S);
+        emitLaneDot(N, A, G + "  ");
+        Print(KeyScore, -1, G + "  ");
+        Out += fmt::format("{}  pk_s[{} - pk_kb] = {};\n", G, S, Score);
+        Out += G + "}\n" + In + "}\n";
+      };
+      if (Sides) {
+        Out += fmt::format("{}if (pk_blocked) {{\n", B);
+        const std::string C = B + "  ";
+        Out += fmt::format("{}// The block's keys, transposed: pk_kt[d * "
+                           "pk_kb_n + s - pk_kb].\n",
+                           C);
+        Out += fmt::format(
+            "{}{} *pk_kt = pk::rt::row_scratch<{}>(4, {} * pk_kb_n);\n", C, Ty,
+            Ty, D);
+        Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
+                           C, S, S, S);
+        Out += fmt::format("{}  for (int64_t {} = 0; {} < {}; ++{}) {{\n", C,
+                           DVar, DVar, D, DVar);
+        Print(Sides->K, -1, C + "    ");
+        Out += fmt::format("{}    pk_kt[{} * pk_kb_n + ({} - pk_kb)] = {};\n",
+                           C, DVar, S, valueRef(N, Sides->KVal));
+        Out += C + "  }\n" + C + "}\n";
+        ForRows(C);
+        const std::string G = C + "  ";
+        Print(RowScore, -1, G);
+        Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
         Out +=
-            fmt::format("{}for (int64_t {} = pk_g0; {} < pk_g1; ++{}) {{\n", B,
-                        indexVar(*Group), indexVar(*Group), indexVar(*Group));
-        G += "  ";
+            fmt::format("{}const {} *pk_q = pk_qrows + pk_r * {};\n", G, Ty, D);
+        // The block's 64 sums over d at once: four independent vectors of
+        // 16 (the unfilled tail of pk_kt past the block's keys is read and
+        // dropped).
+        const std::string H = G;
+        Out += fmt::format("{}{} pk_qk64[pk_kb_n] = {{}};\n", H, Ty);
+        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", H,
+                           DVar, DVar, D, DVar);
+        Out += fmt::format("{}  const {} pk_qd = pk_q[{}];\n", H, Ty, DVar);
+        Out += fmt::format("{}  const {} *pk_ktd = pk_kt + {} * pk_kb_n;\n", H,
+                           Ty, DVar);
+        Out += "#pragma omp simd\n";
+        Out +=
+            fmt::format("{}  for (int64_t pk_l = 0; pk_l < pk_kb_n; ++pk_l)\n"
+                        "{}    pk_qk64[pk_l] += pk_qd * pk_ktd[pk_l];\n",
+                        H, H);
+        Out += H + "}\n";
+        Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
+                           H, S, S, S);
+        Out += fmt::format("{}  const {} {} = pk_qk64[{} - pk_kb];\n", H, Ty,
+                           QK.Name, S);
+        Print(KeyScore, -1, H + "  ");
+        Out += fmt::format("{}  pk_s[{} - pk_kb] = {};\n", H, S, Score);
+        Out += H + "}\n" + C + "}\n";
+        Out += B + "} else {\n";
+        LaneScores(B + "  ");
+        Out += B + "}\n";
+      } else {
+        LaneScores(B);
       }
-      Out +=
-          fmt::format("{}{} *pk_s = pk_scores + {} * pk_kb_n;\n", G, Ty, Row);
-      // The block's scores.
-      Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n", G,
-                         S, S, S);
+      // Per row: the block's max (a row with no visible key yet skips the
+      // block), the rescale, the exponentials and the output row.
+      ForRows(B);
+      const std::string G = B + "  ";
       std::string K = G + "  ";
-      emitLaneDot(N, A, K);
-      Print(KeyScore, -1, K);
-      const std::string Score = valueRef(N, A.Score);
-      Out += fmt::format("{}pk_s[{} - pk_kb] = {};\n", K, S, Score);
-      Out += G + "}\n";
-      // The block's max; a row with no visible key yet skips the block.
+      Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
       const std::string Max = N.Body[A.Max].Name;
-      Out += fmt::format("{}{} {} = pk_ml[{}];\n", G, Ty, Max, Row);
+      Out += fmt::format("{}{} {} = pk_ml[pk_r];\n", G, Ty, Max);
       Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{})\n", G, S,
                          S, S);
       Out += fmt::format("{}  {} = {};\n", G, Max,
                          applyOp(OpCode::Maximum, Backend::Cpu, QK.Type,
                                  {Max, fmt::format("pk_s[{} - pk_kb]", S)}));
       Out += fmt::format("{}if ({} == {})\n{}  continue;\n", G, Max, NegInf, G);
-      Out +=
-          fmt::format("{}const {} pk_rescale = {} == pk_ml[{}] ? {}(1) : {};\n",
-                      G, Ty, Max, Row, Ty,
-                      applyOp(OpCode::Exp, Backend::Cpu, QK.Type,
-                              {fmt::format("pk_ml[{}] - {}", Row, Max)}));
+      Out += fmt::format(
+          "{}const {} pk_rescale = {} == pk_ml[pk_r] ? {}(1) : {};\n", G, Ty,
+          Max, Ty,
+          applyOp(OpCode::Exp, Backend::Cpu, QK.Type,
+                  {fmt::format("pk_ml[pk_r] - {}", Max)}));
       // The exponentials, in one vector loop over the block.
       Out += fmt::format("{}{} pk_bsum = {}(0);\n", G, Ty, Ty);
       Out += "#pragma omp simd reduction(+ : pk_bsum)\n";
@@ -1218,60 +1388,111 @@ private:
           fmt::format("{}pk_s[{} - pk_kb] = {};\n", K, S, N.Body[A.Exp].Name);
       Out += fmt::format("{}pk_bsum += {};\n", K, N.Body[A.Exp].Name);
       Out += G + "}\n";
-      Out += fmt::format("{}pk_ml[pk_rows + {}] = pk_ml[pk_rows + {}] * "
+      Out += fmt::format("{}pk_ml[pk_rows + pk_r] = pk_ml[pk_rows + pk_r] * "
                          "pk_rescale + pk_bsum;\n",
-                         G, Row, Row);
-      Out += fmt::format("{}pk_ml[{}] = {};\n", G, Row, Max);
-      Out += fmt::format("{}{} *pk_acc_row = pk_row_acc + {} * {};\n", G, Ty,
-                         Row, J);
+                         G);
+      Out += fmt::format("{}pk_ml[pk_r] = {};\n", G, Max);
+      Out +=
+          fmt::format("{}{} *pk_acc_row = pk_row_acc + pk_r * {};\n", G, Ty, J);
       Out += fmt::format("{}if (pk_rescale != {}(1)) {{\n", G, Ty);
       Out += "#pragma omp simd\n";
       Out += fmt::format("{}  for (int64_t pk_k = 0; pk_k < {}; ++pk_k)\n"
                          "{}    pk_acc_row[pk_k] *= pk_rescale;\n{}}}\n",
                          G, J, G, G);
-      // The output row over the block's values.
-      Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n", G,
-                         S, S, S);
-      Out += fmt::format("{}const {} {} = pk_s[{} - pk_kb];\n", K, Ty,
-                         N.Body[A.Exp].Name, S);
-      // A key of weight 0 (masked) adds nothing: its row of v is not read
-      // (eager multiplies it by 0, which an inf or NaN there turns into NaN).
-      Out += fmt::format("{}if ({} == {}(0))\n{}  continue;\n", K,
-                         N.Body[A.Exp].Name, Ty, K);
+      // The output row over the block's values, 64 of its elements at a
+      // time in registers across the block's keys (in key order, as one
+      // pass per key would add them).
       std::vector<unsigned> ValueLoop = A.ValueStmts;
       ValueLoop.push_back(EV);
-      simdLoop(N, A.JAxis, J, A.ValueStmts, "", K,
-               [&](int Unit, const std::string &In) {
-                 Print(ValueLoop, Unit, In);
-                 Out += fmt::format("{}pk_acc_row[{}] += {};\n", In,
-                                    indexVar(A.JAxis), N.Body[EV].Name);
-               });
-      Out += G + "}\n";
-      if (Group)
-        Out += B + "}\n";
+      const std::string JVar = indexVar(A.JAxis);
+      auto ValueBlock = [&](int Unit, const std::string &In) {
+        // Whole chunks of 64 (a fixed trip count keeps pk_o64 in registers:
+        // four independent vectors of 16), then the rest of the row in
+        // memory.
+        Out += fmt::format("{}const int64_t pk_j_main = {} - {} % 64;\n", In, J,
+                           J);
+        Out += fmt::format(
+            "{}for (int64_t pk_j0 = 0; pk_j0 < pk_j_main; pk_j0 += 64) {{\n",
+            In);
+        const std::string V = In + "  ";
+        Out += fmt::format("{}{} pk_o64[64];\n", V, Ty);
+        Out += "#pragma omp simd\n";
+        Out += fmt::format("{}for (int64_t pk_l = 0; pk_l < 64; ++pk_l)\n"
+                           "{}  pk_o64[pk_l] = pk_acc_row[pk_j0 + pk_l];\n",
+                           V, V);
+        auto Keys = [&](const std::string &KIn, const std::string &From,
+                        const std::string &To, const std::string &Lane,
+                        const std::string &AccRef) {
+          Out +=
+              fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
+                          KIn, S, S, S);
+          const std::string W = KIn + "  ";
+          Out += fmt::format("{}const {} {} = pk_s[{} - pk_kb];\n", W, Ty,
+                             N.Body[A.Exp].Name, S);
+          // A key of weight 0 (masked) adds nothing: its row of v is not
+          // read (eager multiplies it by 0, which an inf or NaN there turns
+          // into NaN).
+          Out += fmt::format("{}if ({} == {}(0))\n{}  continue;\n", W,
+                             N.Body[A.Exp].Name, Ty, W);
+          Out += "#pragma omp simd\n";
+          Out += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", W,
+                             Lane, From, Lane, To, Lane);
+          if (Lane != JVar)
+            Out += fmt::format("{}  const int64_t {} = pk_j0 + {};\n", W, JVar,
+                               Lane);
+          Print(ValueLoop, Unit, W + "  ");
+          Out += fmt::format("{}  {} += {};\n", W, AccRef, N.Body[EV].Name);
+          Out += W + "}\n" + KIn + "}\n";
+        };
+        Keys(V, "0", "64", "pk_l", "pk_o64[pk_l]");
+        Out += "#pragma omp simd\n";
+        Out += fmt::format("{}for (int64_t pk_l = 0; pk_l < 64; ++pk_l)\n"
+                           "{}  pk_acc_row[pk_j0 + pk_l] = pk_o64[pk_l];\n",
+                           V, V);
+        Out += In + "}\n";
+        Out += fmt::format("{}if (pk_j_main < {}) {{\n", In, J);
+        Keys(In + "  ", "pk_j_main", J, JVar,
+             fmt::format("pk_acc_row[{}]", JVar));
+        Out += In + "}\n";
+      };
+      std::vector<std::string> Unit;
+      for (unsigned I : A.ValueStmts) {
+        const Stmt &St = N.Body[I];
+        if (St.K == Stmt::Load)
+          for (size_t X = 0; X < St.Map.rank(); ++X)
+            if (St.Map.Axes[X].Axis == static_cast<int>(A.JAxis)) {
+              std::string C = strideVar(F, St.Param, X) + " == 1";
+              if (!llvm::is_contained(Unit, C))
+                Unit.push_back(C);
+            }
+      }
+      if (Unit.empty()) {
+        ValueBlock(A.JAxis, G);
+      } else {
+        Out += fmt::format("{}if ({}) {{\n", G, fmt::join(Unit, " && "));
+        ValueBlock(A.JAxis, G + "  ");
+        Out += G + "} else {\n";
+        ValueBlock(-1, G + "  ");
+        Out += G + "}\n";
+      }
+      Out += B + "}\n";
       Out += R + "}\n";
       // The rows' outputs.
-      std::string E = R;
-      if (Group) {
-        Out +=
-            fmt::format("{}for (int64_t {} = pk_g0; {} < pk_g1; ++{}) {{\n", R,
-                        indexVar(*Group), indexVar(*Group), indexVar(*Group));
-        E += "  ";
-      }
-      Out += fmt::format("{}const {} {} = pk_ml[pk_rows + {}];\n", E, Ty,
-                         N.Body[A.Sum].Name, Row);
+      ForRows(R);
+      const std::string E = R + "  ";
+      Out += fmt::format("{}const {} {} = pk_ml[pk_rows + pk_r];\n", E, Ty,
+                         N.Body[A.Sum].Name);
       simdLoop(N, A.JAxis, J, A.Epilogue, "", E,
                [&](int Unit, const std::string &In) {
                  Out += fmt::format(
-                     "{}const {} {} = pk_row_acc[{} * {} + {}];\n", In, Ty,
-                     N.Body[A.Acc].Name, Row, J, indexVar(A.JAxis));
+                     "{}const {} {} = pk_row_acc[pk_r * {} + {}];\n", In, Ty,
+                     N.Body[A.Acc].Name, J, indexVar(A.JAxis));
                  Print(A.Epilogue, Unit, In);
                });
-      if (Group)
-        Out += R + "}\n";
+      Out += R + "}\n";
       const size_t Depth = Outer.size() + 1 + (Group ? 1 : 0);
-      for (size_t D = Depth; D-- > 0;)
-        Out += OuterIn + std::string(2 * D, ' ') + "}\n";
+      for (size_t Dp = Depth; Dp-- > 0;)
+        Out += OuterIn + std::string(2 * Dp, ' ') + "}\n";
     };
     emitThreadedOrSerial("pk_n", Indent, Loops);
   }
