@@ -37,6 +37,13 @@ namespace fzs {
 using E = pk::Array<double>;
 inline constexpr double U32 = 0x1p-24;
 inline constexpr double U64 = 0x1p-53;
+/// The absolute floor of a float value (8.5 FLT_MIN, the harness's for
+/// float outputs): below float's normal range a function's relative
+/// accuracy means nothing (eager's sigmoid(-90.9) = 1 / (1 + exp(90.9)) is
+/// 0, pk::vm's 3.5e-40). Added where a float value enters a double one
+/// (finding seed 9829 k36: a float sigmoid stored to a double output, whose
+/// own floor is 1e-300).
+inline constexpr double Floor32 = 1e-37;
 /// The axis argument of a reduction over all axes.
 inline constexpr int All = INT_MIN;
 

@@ -407,6 +407,20 @@ def mismatch_9818_k26_cpu_c8():
     gen.emit_batch([k], d, name, '9818')
 
 
+def mismatch_9829_k36_cpu_c10():
+    # The long mode's kernel k36 of seed 9829 (the minimiser kept it whole):
+    # sigmoid of an exact float product near -91 stored to a double output.
+    # Eager's sigmoid, 1 / (1 + exp(-x)), is 0 there, pk::vm's 3.5e-40; the
+    # shadow's bound was relative (0) and the double output's floor 1e-300.
+    # A float value entering a double one now keeps float's absolute floor
+    # (fzs::Floor32).
+    name = 'mismatch_9829_k36_cpu_c10'
+    k = gen.generate(9829, 36)
+    d = os.path.join(here, name)
+    os.makedirs(d, exist_ok=True)
+    gen.emit_batch([k], d, name, '9829')
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch,
@@ -417,3 +431,4 @@ if __name__ == '__main__':
     concat_temp_cycle()
     window_update_cycle()
     mismatch_9818_k26_cpu_c8()
+    mismatch_9829_k36_cpu_c10()
