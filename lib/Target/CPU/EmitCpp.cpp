@@ -878,14 +878,16 @@ private:
                     Indent, Scaled->Factors.size(), fmt::join(Factors, ", "));
   }
 
-  /// `for (pk_i<Axis> ...)` over `Extent` around `Body`, vectorised; when
-  /// the loads and stores of `Stmts` along the axis may all step by 1, a
-  /// copy indexes them with unit stride under that run-time condition (g++
-  /// does not vectorise a reduction over a run-time stride).
-  void simdLoop(const Nest &N, unsigned Axis, const std::string &Extent,
-                const std::vector<unsigned> &Stmts, const std::string &Clause,
-                const std::string &Indent,
-                const std::function<void(int, const std::string &)> &Body) {
+  /// `Emit(Axis, Indent)` where no load or store of `Stmts` moves along
+  /// `Axis`; else `Emit` twice under a run-time test that they all step by 1
+  /// there: a copy that indexes them with unit stride (`Axis`) and one with
+  /// their strides (-1). g++ does not vectorise a reduction over a run-time
+  /// stride.
+  void
+  unitStrideCopies(const Nest &N, unsigned Axis,
+                   const std::vector<unsigned> &Stmts,
+                   const std::string &Indent,
+                   const std::function<void(int, const std::string &)> &Emit) {
     std::vector<std::string> Unit;
     for (unsigned I : Stmts) {
       const Stmt &S = N.Body[I];
@@ -897,23 +899,32 @@ private:
               Unit.push_back(C);
           }
     }
-    auto Loop = [&](int UnitAxis, const std::string &In) {
-      Out += fmt::format("#pragma omp simd{}\n", Clause);
-      Out +=
-          fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
-                      indexVar(Axis), indexVar(Axis), Extent, indexVar(Axis));
-      Body(UnitAxis, In + "  ");
-      Out += In + "}\n";
-    };
     if (Unit.empty()) {
-      Loop(Axis, Indent);
+      Emit(static_cast<int>(Axis), Indent);
       return;
     }
     Out += fmt::format("{}if ({}) {{\n", Indent, fmt::join(Unit, " && "));
-    Loop(Axis, Indent + "  ");
+    Emit(static_cast<int>(Axis), Indent + "  ");
     Out += Indent + "} else {\n";
-    Loop(-1, Indent + "  ");
+    Emit(-1, Indent + "  ");
     Out += Indent + "}\n";
+  }
+
+  /// `for (pk_i<Axis> ...)` over `Extent` around `Body`, vectorised, in
+  /// unit-stride copies (unitStrideCopies).
+  void simdLoop(const Nest &N, unsigned Axis, const std::string &Extent,
+                const std::vector<unsigned> &Stmts, const std::string &Clause,
+                const std::string &Indent,
+                const std::function<void(int, const std::string &)> &Body) {
+    unitStrideCopies(
+        N, Axis, Stmts, Indent, [&](int UnitAxis, const std::string &In) {
+          Out += fmt::format("#pragma omp simd{}\n", Clause);
+          Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
+                             indexVar(Axis), indexVar(Axis), Extent,
+                             indexVar(Axis));
+          Body(UnitAxis, In + "  ");
+          Out += In + "}\n";
+        });
   }
 
   /// The batch axis of an attention along which neither the keys nor the
@@ -971,26 +982,7 @@ private:
       Out += fmt::format("{}    pk_qk_lanes[pk_l] += {};\n", In, Prod);
       Out += In + "  }\n" + In + "}\n";
     };
-    std::vector<std::string> Unit;
-    for (unsigned I : A.Dot) {
-      const Stmt &S = N.Body[I];
-      if (S.K == Stmt::Load)
-        for (size_t X = 0; X < S.Map.rank(); ++X)
-          if (S.Map.Axes[X].Axis == static_cast<int>(A.DAxis)) {
-            std::string C = strideVar(F, S.Param, X) + " == 1";
-            if (!llvm::is_contained(Unit, C))
-              Unit.push_back(C);
-          }
-    }
-    if (Unit.empty()) {
-      Lanes(A.DAxis, K);
-    } else {
-      Out += fmt::format("{}if ({}) {{\n", K, fmt::join(Unit, " && "));
-      Lanes(A.DAxis, K + "  ");
-      Out += K + "} else {\n";
-      Lanes(-1, K + "  ");
-      Out += K + "}\n";
-    }
+    unitStrideCopies(N, A.DAxis, A.Dot, K, Lanes);
     Out += fmt::format("{}{} {} = {}(0);\n", K, Ty, Acc, Ty);
     Out += fmt::format("{}for (int64_t {} = pk_d_main; {} < {}; ++{}) {{\n", K,
                        Var, Var, D, Var);
@@ -1455,26 +1447,7 @@ private:
              fmt::format("pk_acc_row[{}]", JVar));
         Out += In + "}\n";
       };
-      std::vector<std::string> Unit;
-      for (unsigned I : A.ValueStmts) {
-        const Stmt &St = N.Body[I];
-        if (St.K == Stmt::Load)
-          for (size_t X = 0; X < St.Map.rank(); ++X)
-            if (St.Map.Axes[X].Axis == static_cast<int>(A.JAxis)) {
-              std::string C = strideVar(F, St.Param, X) + " == 1";
-              if (!llvm::is_contained(Unit, C))
-                Unit.push_back(C);
-            }
-      }
-      if (Unit.empty()) {
-        ValueBlock(A.JAxis, G);
-      } else {
-        Out += fmt::format("{}if ({}) {{\n", G, fmt::join(Unit, " && "));
-        ValueBlock(A.JAxis, G + "  ");
-        Out += G + "} else {\n";
-        ValueBlock(-1, G + "  ");
-        Out += G + "}\n";
-      }
+      unitStrideCopies(N, A.JAxis, A.ValueStmts, G, ValueBlock);
       Out += B + "}\n";
       Out += R + "}\n";
       // The rows' outputs.
