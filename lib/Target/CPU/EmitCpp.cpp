@@ -1001,47 +1001,78 @@ private:
   }
 
   /// The two sides of an attention's q . k when the product is q * k of
-  /// the nest's type: the statements of q's side (which do not move along
-  /// the keys) and of k's side (which do), in body order, and the values
-  /// multiplied. emitAttention's blocked scores evaluate q once per row and
-  /// k once per block, transposed; nullopt when the product is another form
-  /// (the lane dot product then computes it per key).
+  /// the nest's type: the statements each of the values multiplied needs
+  /// (q's must not move along the keys, k's not along a tile's rows: the
+  /// query axis t and the group), in body order, and the two values.
+  /// emitAttention's blocked scores evaluate q once per row and k once per
+  /// block, transposed; nullopt when the product is another form (the lane dot
+  /// product then computes it per key).
   struct DotSides {
     std::vector<unsigned> Q, K;
     unsigned QVal = 0, KVal = 0;
   };
-  std::optional<DotSides> dotSides(const Nest &N,
-                                   const loop::AttentionParts &A) const {
+  std::optional<DotSides> dotSides(const Nest &N, const loop::AttentionParts &A,
+                                   std::optional<unsigned> Group) const {
     const Stmt &QK = N.Body[A.QK];
     const Stmt &P = N.Body[QK.Args[0]];
     if (P.K != Stmt::Apply || P.Op != ir::OpCode::Mul || P.Args.size() != 2 ||
         P.Type != QK.Type || (QK.Type != DType::F32 && QK.Type != DType::F64))
       return std::nullopt;
-    std::vector<bool> Moves(N.Body.size(), false);
-    DotSides Sides;
-    for (unsigned I : A.Dot) {
-      const Stmt &S = N.Body[I];
-      bool M = S.K == Stmt::Reduce || S.K == Stmt::Store ||
-               (S.K == Stmt::Index && S.Axis == static_cast<int>(A.SAxis));
-      if (S.K == Stmt::Load)
-        for (const loop::AxisAccess &X : S.Map.Axes)
-          M |= X.Gathered || X.Axis == static_cast<int>(A.SAxis);
-      for (unsigned Arg : S.Args)
-        M |= Moves[Arg];
-      Moves[I] = M;
-      if (I != QK.Args[0])
-        (M ? Sides.K : Sides.Q).push_back(I);
-    }
+    // The statements of the product that move along an axis.
+    auto MovesAlong = [&](const std::vector<int> &Axes) {
+      std::vector<bool> Moves(N.Body.size(), false);
+      for (unsigned I : A.Dot) {
+        const Stmt &S = N.Body[I];
+        bool M = S.K == Stmt::Reduce || S.K == Stmt::Store ||
+                 (S.K == Stmt::Index && llvm::is_contained(Axes, S.Axis));
+        if (S.K == Stmt::Load)
+          for (const loop::AxisAccess &X : S.Map.Axes)
+            M |= X.Gathered || llvm::is_contained(Axes, X.Axis);
+        for (unsigned Arg : S.Args)
+          M |= Moves[Arg];
+        Moves[I] = M;
+      }
+      return Moves;
+    };
+    const std::vector<bool> Keys = MovesAlong({static_cast<int>(A.SAxis)});
+    std::vector<int> RowAxes = {static_cast<int>(A.TAxis)};
+    if (Group)
+      RowAxes.push_back(static_cast<int>(*Group));
+    const std::vector<bool> Rows = MovesAlong(RowAxes);
     const unsigned L = P.Args[0], R = P.Args[1];
-    if (Moves[L] == Moves[R] || N.Body[L].Type != QK.Type ||
-        N.Body[R].Type != QK.Type)
+    if (Keys[L] == Keys[R] || N.Body[L].Type != QK.Type ||
+        N.Body[R].Type != QK.Type || !llvm::is_contained(A.Dot, L) ||
+        !llvm::is_contained(A.Dot, R))
       return std::nullopt;
-    Sides.QVal = Moves[L] ? R : L;
-    Sides.KVal = Moves[L] ? L : R;
-    // Every statement of the product must be one of the two sides'.
-    for (unsigned I : {Sides.QVal, Sides.KVal})
-      if (!llvm::is_contained(A.Dot, I))
-        return std::nullopt;
+    DotSides Sides;
+    Sides.QVal = Keys[L] ? R : L;
+    Sides.KVal = Keys[L] ? L : R;
+    // Each side is what its value needs, in body order (a statement both
+    // need, such as a column reduction's load both read, is on both); q's
+    // side must not move along the keys, k's along the rows of a tile.
+    auto Needs = [&](unsigned Root) {
+      std::vector<bool> In(N.Body.size(), false);
+      std::vector<unsigned> Work = {Root};
+      while (!Work.empty()) {
+        const unsigned I = Work.back();
+        Work.pop_back();
+        if (In[I] || !llvm::is_contained(A.Dot, I))
+          continue;
+        In[I] = true;
+        for (unsigned Arg : N.Body[I].Args)
+          Work.push_back(Arg);
+      }
+      std::vector<unsigned> Side;
+      for (unsigned I : A.Dot)
+        if (In[I])
+          Side.push_back(I);
+      return Side;
+    };
+    Sides.Q = Needs(Sides.QVal);
+    Sides.K = Needs(Sides.KVal);
+    if (llvm::any_of(Sides.Q, [&](unsigned I) { return Keys[I]; }) ||
+        llvm::any_of(Sides.K, [&](unsigned I) { return Rows[I]; }))
+      return std::nullopt;
     return Sides;
   }
 
@@ -1068,7 +1099,7 @@ private:
     std::string Ty = dtypeCppName(QK.Type).str();
     auto Ext = [&](unsigned Axis) { return extentExpr(F, N.Domain[Axis]); };
     const std::optional<unsigned> Group = sharedKeysAxis(N);
-    const std::optional<DotSides> Sides = dotSides(N, A);
+    const std::optional<DotSides> Sides = dotSides(N, A, Group);
     std::vector<unsigned> Outer; // the parallel axes besides t
     std::vector<std::string> RowExtents, OuterExtents;
     for (unsigned B : A.BatchAxes) {
@@ -1172,6 +1203,36 @@ private:
     std::vector<unsigned> RowScore, KeyScore;
     for (unsigned I : A.ScoreStmts)
       (Varies[I] ? KeyScore : RowScore).push_back(I);
+    // The row statements that `Roots` read (through each other), in body
+    // order: each per-row loop computes those it needs.
+    auto RowNeeds = [&](const std::vector<unsigned> &Roots) {
+      std::vector<bool> In(N.Body.size(), false);
+      std::vector<unsigned> Work;
+      for (unsigned Root : Roots)
+        Work.insert(Work.end(), N.Body[Root].Args.begin(),
+                    N.Body[Root].Args.end());
+      while (!Work.empty()) {
+        const unsigned I = Work.back();
+        Work.pop_back();
+        if (In[I] || !llvm::is_contained(RowScore, I))
+          continue;
+        In[I] = true;
+        Work.insert(Work.end(), N.Body[I].Args.begin(), N.Body[I].Args.end());
+      }
+      std::vector<unsigned> Needed;
+      for (unsigned I : RowScore)
+        if (In[I])
+          Needed.push_back(I);
+      return Needed;
+    };
+    std::vector<unsigned> ScoreRoots = KeyScore;
+    ScoreRoots.push_back(A.Score);
+    const std::vector<unsigned> ScoreRow = RowNeeds(ScoreRoots);
+    std::vector<unsigned> ValueRoots = A.ValueStmts;
+    ValueRoots.insert(ValueRoots.end(),
+                      {N.Body[A.Exp].Args[0], A.Exp, N.Body[A.Acc].Args[0]});
+    const std::vector<unsigned> ValueRow = RowNeeds(ValueRoots);
+    const std::vector<unsigned> EpilogueRow = RowNeeds(A.Epilogue);
     // Row pk_r of a tile: query pk_t0 + pk_r % pk_trows of head
     // pk_g0 + pk_r / pk_trows.
     auto RowVars = [&](const std::string &In) {
@@ -1287,7 +1348,7 @@ private:
       auto LaneScores = [&](const std::string &In) {
         ForRows(In);
         const std::string G = In + "  ";
-        Print(RowScore, -1, G);
+        Print(ScoreRow, -1, G);
         Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
         Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
                            G, S, S, S);
@@ -1315,7 +1376,7 @@ private:
         Out += C + "  }\n" + C + "}\n";
         ForRows(C);
         const std::string G = C + "  ";
-        Print(RowScore, -1, G);
+        Print(ScoreRow, -1, G);
         Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
         Out +=
             fmt::format("{}const {} *pk_q = pk_qrows + pk_r * {};\n", G, Ty, D);
@@ -1353,6 +1414,7 @@ private:
       ForRows(B);
       const std::string G = B + "  ";
       std::string K = G + "  ";
+      Print(ValueRow, -1, G);
       Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
       const std::string Max = N.Body[A.Max].Name;
       Out += fmt::format("{}{} {} = pk_ml[pk_r];\n", G, Ty, Max);
@@ -1453,6 +1515,7 @@ private:
       // The rows' outputs.
       ForRows(R);
       const std::string E = R + "  ";
+      Print(EpilogueRow, -1, E);
       Out += fmt::format("{}const {} {} = pk_ml[pk_rows + pk_r];\n", E, Ty,
                          N.Body[A.Sum].Name);
       simdLoop(N, A.JAxis, J, A.Epilogue, "", E,

@@ -421,6 +421,22 @@ def mismatch_9829_k36_cpu_c10():
     gen.emit_batch([k], d, name, '9829')
 
 
+def build_error_9844_k32():
+    # The long mode's kernel k32 of seed 9844: attention whose keys are a
+    # softmax over axis 0 (transpose(exp(x1 - max(x1, 0)) / sum(...))): the
+    # k side of q . k reads column reductions (max_buf, sum_buf) that move
+    # along d, not along the keys. The blocked scores (577953d) split the
+    # product's statements by whether they move along the keys, put those
+    # loads on q's side and left k's side without them: the .pk.cpp did
+    # not compile ("max_buf_v_1 was not declared"). Each side is now what
+    # its value needs.
+    name = 'build_error_9844_k32'
+    k = gen.generate(9844, 32)
+    d = os.path.join(here, name)
+    os.makedirs(d, exist_ok=True)
+    gen.emit_batch([k], d, name, '9844')
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch,
@@ -432,3 +448,4 @@ if __name__ == '__main__':
     window_update_cycle()
     mismatch_9818_k26_cpu_c8()
     mismatch_9829_k36_cpu_c10()
+    build_error_9844_k32()
