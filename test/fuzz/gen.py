@@ -4076,11 +4076,16 @@ def err_text(n):
             vref(a), vref(n.args[1]), eref(a), eref(n.args[1]), u, vref(n))
     if op in ('neg', 'abs', 'clamp', 'broadcast_to'):
         return eref(a)
+    # A function whose result may underflow is accurate to the type's
+    # smallest normal there, not relatively (fzs::Tiny32; finding seed 9864
+    # k18: eager's sigmoid(-95) is 0, pk::vm's 5e-42, times a product of
+    # 650).
+    tiny = 'fzs::Tiny64' if n.dtype == F64 else 'fzs::Tiny32'
     if op == 'exp':
-        return 'fzs::exp_err(%s, %s, %s)' % (vref(n), eref(a), F)
+        return 'fzs::exp_err(%s, %s, %s) + %s' % (vref(n), eref(a), F, tiny)
     if op == 'exp2':
-        return 'fzs::exp_err(%s, %s * 0.6931471805599453, %s)' % (
-            vref(n), eref(a), F)
+        return 'fzs::exp_err(%s, %s * 0.6931471805599453, %s) + %s' % (
+            vref(n), eref(a), F, tiny)
     if op == 'expm1':
         return 'fzs::expm1_err(%s, %s, %s)' % (vref(n), eref(a), F)
     if op in ('log', 'log2'):
@@ -4100,11 +4105,12 @@ def err_text(n):
                                                       eref(a), F, u)
     if op in ('tanh', 'erf', 'sigmoid'):
         L = {'tanh': '1.0', 'erf': '1.1284', 'sigmoid': '0.25'}[op]
-        return 'fzs::lip_err(%s, %s, %s, %s)' % (vref(n), eref(a), L, F)
+        e = 'fzs::lip_err(%s, %s, %s, %s)' % (vref(n), eref(a), L, F)
+        return e + ' + ' + tiny if op == 'sigmoid' else e
     if op == 'pow':
         c = n.args[1].attrs['value']
-        return 'fzs::pow_err(%s, %s, %s, %r, %s)' % (vref(n), vref(a),
-                                                      eref(a), abs(c), F)
+        return 'fzs::pow_err(%s, %s, %s, %r, %s) + %s' % (
+            vref(n), vref(a), eref(a), abs(c), F, tiny)
     if op in ('maximum', 'minimum'):
         return 'fzs::max_err(%s, %s)' % (eref(a), eref(n.args[1]))
     if op == 'where':

@@ -44,6 +44,11 @@ inline constexpr double U64 = 0x1p-53;
 /// (finding seed 9829 k36: a float sigmoid stored to a double output, whose
 /// own floor is 1e-300).
 inline constexpr double Floor32 = 1e-37;
+/// The smallest normal float and double: what a function whose result may
+/// underflow (exp, exp2, sigmoid, pow) is accurate to there, rather than
+/// relatively (eager's sigmoid(-95) = 1 / (1 + exp(95)) is 0 where the
+/// exact value is 5e-42; finding seed 9864 k18).
+inline constexpr double Tiny32 = 0x1p-126, Tiny64 = 0x1p-1022;
 /// The axis argument of a reduction over all axes.
 inline constexpr int All = INT_MIN;
 

@@ -437,6 +437,22 @@ def build_error_9844_k32():
     gen.emit_batch([k], d, name, '9844')
 
 
+def mismatch_9864_k18_cpu_c10():
+    # The long mode's kernel k18 of seed 9864: matmul(x3, |x2|) *
+    # sigmoid(matmul(x3, |x2|)) * matmul(...), exact products on grid data.
+    # Where the first product is below -88, eager's (and NumPy's) sigmoid,
+    # 1 / (1 + exp(-x)), is 0 and pk::vm's the denormal it should be;
+    # times a product in the hundreds the difference reaches 3e-36, above
+    # the float output's floor, against a bound of 0. A function whose
+    # result may underflow is now accurate to the smallest normal there
+    # (fzs::Tiny32).
+    name = 'mismatch_9864_k18_cpu_c10'
+    k = gen.generate(9864, 18)
+    d = os.path.join(here, name)
+    os.makedirs(d, exist_ok=True)
+    gen.emit_batch([k], d, name, '9864')
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch,
@@ -449,3 +465,4 @@ if __name__ == '__main__':
     mismatch_9818_k26_cpu_c8()
     mismatch_9829_k36_cpu_c10()
     build_error_9844_k32()
+    mismatch_9864_k18_cpu_c10()

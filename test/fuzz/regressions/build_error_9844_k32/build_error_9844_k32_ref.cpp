@@ -37,7 +37,7 @@ void k32(In<float, 2> x0, float s0, In<float, 2> x1, In<float, 0> x2, In<float, 
   static_assert(std::is_same_v<decltype(v9), pk::Array<float>>);
   auto v10 = exp(v9);
   static_assert(std::is_same_v<decltype(v10), pk::Array<float>>);
-  auto e10 = fzs::exp_err(v10, fzs::zero(), (8 * fzs::U32));
+  auto e10 = fzs::exp_err(v10, fzs::zero(), (8 * fzs::U32)) + fzs::Tiny32;
   auto v11 = sum(v10, 0, keepdims);
   static_assert(std::is_same_v<decltype(v11), pk::Array<float>>);
   auto e11 = fzs::sum_err(v10, e10, 0, true, fzs::U32, v11);
@@ -68,7 +68,7 @@ void k32(In<float, 2> x0, float s0, In<float, 2> x1, In<float, 0> x2, In<float, 
   auto e20 = fzs::add_err(v18, v19, e18, e19, fzs::U32, v20);
   auto v21 = exp(v20);
   static_assert(std::is_same_v<decltype(v21), pk::Array<float>>);
-  auto e21 = fzs::exp_err(v21, e20, (8 * fzs::U32));
+  auto e21 = fzs::exp_err(v21, e20, (8 * fzs::U32)) + fzs::Tiny32;
   auto v22 = sum(v21, 1, keepdims);
   static_assert(std::is_same_v<decltype(v22), pk::Array<float>>);
   auto e22 = fzs::sum_err(v21, e21, 1, true, fzs::U32, v22);
