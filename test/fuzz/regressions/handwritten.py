@@ -21,10 +21,19 @@ from gen import Expr, F32, I64, Kernel, Param, Stmt  # noqa: E402
 gen.AVOID.clear()
 
 
-def write(k):
-    d = os.path.join(here, k.name)
+def write(k, name=None, seed='regression'):
+    """Writes the reproducer of kernel k into <name>/ (k.name's by default)
+    as a batch of its own of `seed`."""
+    name = name or k.name
+    d = os.path.join(here, name)
     os.makedirs(d, exist_ok=True)
-    gen.emit_batch([k], d, k.name, 'regression')
+    gen.emit_batch([k], d, name, seed)
+
+
+def from_seed(name, seed, index):
+    """A long-mode kernel as the generator makes it (kernel `index` of
+    `seed`), written as the reproducer `name`."""
+    write(gen.generate(seed, index), name, str(seed))
 
 
 def index_of_broadcast():
@@ -402,9 +411,7 @@ def mismatch_9818_k26_cpu_c8():
         Stmt('store', param='o0', expr=Expr('op', 'mul', [
             Expr('local', 'd0'), Expr('load', 'x3')])),
         Stmt('store', param='o1', expr=Expr('lit', gen.lit(gen.I32, 0)))]
-    d = os.path.join(here, name)
-    os.makedirs(d, exist_ok=True)
-    gen.emit_batch([k], d, name, '9818')
+    write(k, name, '9818')
 
 
 def mismatch_9829_k36_cpu_c10():
@@ -414,11 +421,7 @@ def mismatch_9829_k36_cpu_c10():
     # shadow's bound was relative (0) and the double output's floor 1e-300.
     # A float value entering a double one now keeps float's absolute floor
     # (fzs::Floor32).
-    name = 'mismatch_9829_k36_cpu_c10'
-    k = gen.generate(9829, 36)
-    d = os.path.join(here, name)
-    os.makedirs(d, exist_ok=True)
-    gen.emit_batch([k], d, name, '9829')
+    from_seed('mismatch_9829_k36_cpu_c10', 9829, 36)
 
 
 def build_error_9844_k32():
@@ -430,11 +433,7 @@ def build_error_9844_k32():
     # loads on q's side and left k's side without them: the .pk.cpp did
     # not compile ("max_buf_v_1 was not declared"). Each side is now what
     # its value needs.
-    name = 'build_error_9844_k32'
-    k = gen.generate(9844, 32)
-    d = os.path.join(here, name)
-    os.makedirs(d, exist_ok=True)
-    gen.emit_batch([k], d, name, '9844')
+    from_seed('build_error_9844_k32', 9844, 32)
 
 
 def mismatch_9864_k18_cpu_c10():
@@ -446,11 +445,7 @@ def mismatch_9864_k18_cpu_c10():
     # the float output's floor, against a bound of 0. A function whose
     # result may underflow is now accurate to the smallest normal there
     # (fzs::Tiny32).
-    name = 'mismatch_9864_k18_cpu_c10'
-    k = gen.generate(9864, 18)
-    d = os.path.join(here, name)
-    os.makedirs(d, exist_ok=True)
-    gen.emit_batch([k], d, name, '9864')
+    from_seed('mismatch_9864_k18_cpu_c10', 9864, 18)
 
 
 if __name__ == '__main__':
