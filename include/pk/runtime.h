@@ -12,6 +12,7 @@
 #include <pk/ref.h>
 #include <pk/scalar.h>
 #include <pk/stream.h>
+#include <pk/transpose.h>
 #include <pk/workspace.h>
 
 #include <cstdint>

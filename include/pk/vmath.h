@@ -1075,6 +1075,10 @@ struct Plain {
   PK_VM_MEMBER(sqrt)
 #undef PK_VM_MEMBER
   template <class T> PK_VM_INLINE T pow(T X, T Y) { return vm::pow(X, Y); }
+  /// A * B + C, rounded twice (fp-contract=off keeps it so in the clones):
+  /// the accumulation step of the products pkc writes inline (attention's
+  /// q . k and p v), whose Fused version rounds once.
+  template <class T> PK_VM_INLINE T madd(T A, T B, T C) { return A * B + C; }
 };
 
 /// The fused versions where there is one (exp, exp_nonpos), else Plain's.
@@ -1083,6 +1087,12 @@ struct Fused : Plain {
   template <class T> PK_VM_INLINE T exp(T X) { return fused::exp(X); }
   template <class T> PK_VM_INLINE T exp_nonpos(T X) {
     return fused::exp_nonpos(X);
+  }
+  /// One fused multiply-add: a sum of products as pk::rt::gemm's
+  /// micro-kernels compute it on these CPUs (the last bit may differ from
+  /// Plain's, as a product's does between gemm levels).
+  template <class T> PK_VM_INLINE T madd(T A, T B, T C) {
+    return detail::fmadd(A, B, C);
   }
 };
 

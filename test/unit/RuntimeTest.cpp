@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -197,4 +198,43 @@ TEST(Stream, ThresholdFromTheEnvironment) {
     setenv("PK_STREAM_THRESHOLD", Old.c_str(), 1);
   else
     unsetenv("PK_STREAM_THRESHOLD");
+}
+
+// pk::rt::transpose_block (<pk/transpose.h>), which the generated attention
+// calls on each block of keys: every element lands where the element-wise
+// loop puts it, bit for bit (NaN payloads and signed zeros included), over
+// the 16 x 16 squares of the AVX-512 path and the edges around them, with
+// rows a stride apart (0: one row repeated), and nothing outside the block
+// in Dst is written.
+template <class T>
+void expectTransposed(int64_t Rows, int64_t Cols, int64_t LdS, int64_t LdD) {
+  std::mt19937 Rng(static_cast<unsigned>(Rows * 131 + Cols * 7 + LdS));
+  std::uniform_int_distribution<uint64_t> Bits;
+  const int64_t SrcRows = LdS == 0 ? 1 : Rows;
+  std::vector<T> Src(static_cast<size_t>(std::max<int64_t>(
+      1, (SrcRows - 1) * std::max<int64_t>(LdS, Cols) + Cols)));
+  for (T &X : Src) {
+    const uint64_t B = Bits(Rng);
+    std::memcpy(&X, &B, sizeof(T)); // any bits: NaNs with payloads too
+  }
+  const T Poison = std::numeric_limits<T>::quiet_NaN();
+  std::vector<T> Got(static_cast<size_t>(std::max<int64_t>(Cols, 1) * LdD),
+                     Poison),
+      Want = Got;
+  for (int64_t R = 0; R < Rows; ++R)
+    for (int64_t C = 0; C < Cols; ++C)
+      Want[C * LdD + R] = Src[R * LdS + C];
+  pk::rt::transpose_block(Src.data(), LdS, Rows, Cols, Got.data(), LdD);
+  ASSERT_EQ(0, std::memcmp(Got.data(), Want.data(), Got.size() * sizeof(T)))
+      << Rows << " x " << Cols << ", LdS " << LdS << ", LdD " << LdD;
+}
+
+TEST(Transpose, EveryElementWhereTheLoopPutsIt) {
+  for (int64_t Rows : {0, 1, 3, 15, 16, 17, 31, 32, 48, 63, 64})
+    for (int64_t Cols : {0, 1, 7, 16, 17, 32, 64, 65, 80, 128}) {
+      expectTransposed<float>(Rows, Cols, Cols, 64);
+      expectTransposed<float>(Rows, Cols, Cols + 5, 70);
+      expectTransposed<float>(Rows, Cols, 0, 64);
+      expectTransposed<double>(Rows, Cols, Cols, 64);
+    }
 }

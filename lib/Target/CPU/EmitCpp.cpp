@@ -1076,6 +1076,44 @@ private:
     return Sides;
   }
 
+  /// The keys of a blocked score as rows of memory: k's side is one load of
+  /// the nest's type, not gathered, addressed along d by one axis of its
+  /// ref (contiguous when that stride is 1 at run time) and along the keys
+  /// by at most one. Its element at (s, d) = (pk_kb, 0) is Pointer + First
+  /// (with the key and d variables set so), and SStride apart along s.
+  struct KeyRows {
+    std::string Pointer, First, SStride, DStride;
+  };
+  std::optional<KeyRows> keyRows(const Nest &N, const loop::AttentionParts &A,
+                                 const DotSides &Sides) const {
+    if (Sides.K.size() != 1 || Sides.K[0] != Sides.KVal)
+      return std::nullopt;
+    const Stmt &L = N.Body[Sides.KVal];
+    if (L.K != Stmt::Load || L.Type != N.Body[A.QK].Type || L.Map.isGather())
+      return std::nullopt;
+    std::optional<unsigned> SAt, DAt;
+    for (unsigned K = 0; K < L.Map.rank(); ++K) {
+      const int Axis = L.Map.Axes[K].Axis;
+      std::optional<unsigned> *At = Axis == static_cast<int>(A.SAxis) ? &SAt
+                                    : Axis == static_cast<int>(A.DAxis)
+                                        ? &DAt
+                                        : nullptr;
+      if (!At)
+        continue;
+      if (*At)
+        return std::nullopt; // a diagonal: two axes of the ref along one
+      *At = K;
+    }
+    if (!DAt)
+      return std::nullopt;
+    KeyRows Rows;
+    Rows.Pointer = pointerVar(F, L.Param);
+    Rows.First = fmt::format("({})", indexedIndex(F, N, L));
+    Rows.SStride = SAt ? strideVar(F, L.Param, *SAt) : "int64_t(0)";
+    Rows.DStride = strideVar(F, L.Param, *DAt);
+    return Rows;
+  }
+
   /// Attention: per tile of query rows, one pass over the keys s in blocks
   /// of pk_kb_n keys with an online softmax. A tile is up to pk_tq
   /// consecutive queries t (32, or fewer when a group of query heads fills
@@ -1178,7 +1216,6 @@ private:
     std::string NegInf =
         fmt::format("-std::numeric_limits<{}>::infinity()", Ty);
     const Stmt &Sub = N.Body[N.Body[A.Exp].Args[0]];
-    unsigned EV = N.Body[A.Acc].Args[0];
     const std::string J = Ext(A.JAxis);
     const std::string TVar = indexVar(A.TAxis), DVar = indexVar(A.DAxis);
     // The score's statements that vary along neither the keys nor the group
@@ -1366,64 +1403,144 @@ private:
         Out += fmt::format(
             "{}{} *pk_kt = pk::rt::row_scratch<{}>(4, {} * pk_kb_n);\n", C, Ty,
             Ty, D);
-        Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
-                           C, S, S, S);
-        Out += fmt::format("{}  for (int64_t {} = 0; {} < {}; ++{}) {{\n", C,
-                           DVar, DVar, D, DVar);
-        Print(Sides->K, -1, C + "    ");
-        Out += fmt::format("{}    pk_kt[{} * pk_kb_n + ({} - pk_kb)] = {};\n",
-                           C, DVar, S, valueRef(N, Sides->KVal));
-        Out += C + "  }\n" + C + "}\n";
-        ForRows(C);
+        auto TransposeByElement = [&](const std::string &In) {
+          Out += fmt::format(
+              "{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n", In, S, S, S);
+          Out += fmt::format("{}  for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
+                             DVar, DVar, D, DVar);
+          Print(Sides->K, -1, In + "    ");
+          Out += fmt::format("{}    pk_kt[{} * pk_kb_n + ({} - pk_kb)] = {};\n",
+                             In, DVar, S, valueRef(N, Sides->KVal));
+          Out += In + "  }\n" + In + "}\n";
+        };
+        if (std::optional<KeyRows> Rows = keyRows(N, A, *Sides)) {
+          // k is a load, contiguous along d when its stride there is 1: the
+          // block's rows transposed by pk::rt::transpose_block.
+          Out += fmt::format("{}if ({} == 1) {{\n", C, Rows->DStride);
+          Out += fmt::format("{}  [[maybe_unused]] const int64_t {} = pk_kb;\n"
+                             "{}  [[maybe_unused]] const int64_t {} = 0;\n",
+                             C, S, C, DVar);
+          Out += fmt::format("{}  pk::rt::transpose_block({} + {}, {}, pk_ke - "
+                             "pk_kb, {}, pk_kt, pk_kb_n);\n",
+                             C, Rows->Pointer, Rows->First, Rows->SStride, D);
+          Out += C + "} else {\n";
+          TransposeByElement(C + "  ");
+          Out += C + "}\n";
+        } else {
+          TransposeByElement(C);
+        }
+        // The block's sums over d, two rows at a time: eight independent
+        // vectors of 16 (one row's four, a fused multiply-add each per d,
+        // would wait on their own latency), each row's sums in the order of
+        // d (the unfilled tail of pk_kt past the block's keys is read and
+        // dropped). Then each row's scores.
+        Out += fmt::format(
+            "{}for (int64_t pk_r0 = 0; pk_r0 < pk_rows; pk_r0 += 2) {{\n", C);
         const std::string G = C + "  ";
-        Print(ScoreRow, -1, G);
-        Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
-        Out +=
-            fmt::format("{}const {} *pk_q = pk_qrows + pk_r * {};\n", G, Ty, D);
-        // The block's 64 sums over d at once: four independent vectors of
-        // 16 (the unfilled tail of pk_kt past the block's keys is read and
-        // dropped).
-        const std::string H = G;
-        Out += fmt::format("{}{} pk_qk64[pk_kb_n] = {{}};\n", H, Ty);
-        Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", H,
-                           DVar, DVar, D, DVar);
-        Out += fmt::format("{}  const {} pk_qd = pk_q[{}];\n", H, Ty, DVar);
-        Out += fmt::format("{}  const {} *pk_ktd = pk_kt + {} * pk_kb_n;\n", H,
-                           Ty, DVar);
-        Out += "#pragma omp simd\n";
-        Out +=
-            fmt::format("{}  for (int64_t pk_l = 0; pk_l < pk_kb_n; ++pk_l)\n"
-                        "{}    pk_qk64[pk_l] += pk_qd * pk_ktd[pk_l];\n",
-                        H, H);
-        Out += H + "}\n";
+        Out += fmt::format(
+            "{}const int64_t pk_rn = std::min<int64_t>(2, pk_rows - pk_r0);\n",
+            G);
+        Out += fmt::format(
+            "{}{} pk_qka[pk_kb_n] = {{}}, pk_qkb[pk_kb_n] = {{}};\n", G, Ty);
+        Out += fmt::format("{}const {} *pk_qa = pk_qrows + pk_r0 * {};\n", G,
+                           Ty, D);
+        auto Sums = [&](bool Two, const std::string &In) {
+          Out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", In,
+                             DVar, DVar, D, DVar);
+          Out +=
+              fmt::format("{}  const {} pk_qda = pk_qa[{}];\n", In, Ty, DVar);
+          if (Two)
+            Out += fmt::format("{}  const {} pk_qdb = pk_qa[{} + {}];\n", In,
+                               Ty, D, DVar);
+          Out += fmt::format("{}  const {} *pk_ktd = pk_kt + {} * pk_kb_n;\n",
+                             In, Ty, DVar);
+          Out += "#pragma omp simd\n";
+          Out += fmt::format(
+              "{}  for (int64_t pk_l = 0; pk_l < pk_kb_n; ++pk_l) {{\n", In);
+          Out += fmt::format("{}    pk_qka[pk_l] = pk_vm::madd(pk_qda, "
+                             "pk_ktd[pk_l], pk_qka[pk_l]);\n",
+                             In);
+          if (Two)
+            Out += fmt::format("{}    pk_qkb[pk_l] = pk_vm::madd(pk_qdb, "
+                               "pk_ktd[pk_l], pk_qkb[pk_l]);\n",
+                               In);
+          Out += In + "  }\n" + In + "}\n";
+        };
+        Out += fmt::format("{}if (pk_rn == 2) {{\n", G);
+        Sums(true, G + "  ");
+        Out += G + "} else {\n";
+        Sums(false, G + "  ");
+        Out += G + "}\n";
+        Out += fmt::format("{}for (int64_t pk_r = pk_r0; pk_r < pk_r0 + pk_rn; "
+                           "++pk_r) {{\n",
+                           G);
+        const std::string H = G + "  ";
+        RowVars(H);
+        Print(ScoreRow, -1, H);
+        Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", H, Ty);
+        Out += fmt::format(
+            "{}const {} *pk_qk64 = pk_r == pk_r0 ? pk_qka : pk_qkb;\n", H, Ty);
         Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
                            H, S, S, S);
         Out += fmt::format("{}  const {} {} = pk_qk64[{} - pk_kb];\n", H, Ty,
                            QK.Name, S);
         Print(KeyScore, -1, H + "  ");
         Out += fmt::format("{}  pk_s[{} - pk_kb] = {};\n", H, S, Score);
-        Out += H + "}\n" + C + "}\n";
+        Out += H + "}\n" + G + "}\n" + C + "}\n";
         Out += B + "} else {\n";
         LaneScores(B + "  ");
         Out += B + "}\n";
       } else {
         LaneScores(B);
       }
+      // The values of two rows at a time (below) where the value does not
+      // depend on the row (no row statement in it).
+      const bool PairValues = RowNeeds(A.ValueStmts).empty();
       // Per row: the block's max (a row with no visible key yet skips the
-      // block), the rescale, the exponentials and the output row.
+      // block), the rescale, the exponentials and, unless two rows at a time
+      // do it below, the output row.
       ForRows(B);
       const std::string G = B + "  ";
       std::string K = G + "  ";
       Print(ValueRow, -1, G);
       Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", G, Ty);
+      // The block's max in 16 lanes (a NaN-propagating maximum is a compare
+      // and a select: one after the other, the 64 keys were a chain of
+      // dependent branches, a sixth of the kernel's time), combined as row
+      // reductions' lanes are. A maximum does not round, so the lanes give
+      // the same value as one pass in key order (up to the sign of a zero,
+      // which exp(s - max) and the rescale do not see).
       const std::string Max = N.Body[A.Max].Name;
-      Out += fmt::format("{}{} {} = pk_ml[pk_r];\n", G, Ty, Max);
-      Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{})\n", G, S,
-                         S, S);
-      Out += fmt::format("{}  {} = {};\n", G, Max,
+      Out += fmt::format("{}{} pk_m16[16];\n", G, Ty);
+      Out += fmt::format("{}for (int64_t pk_l = 0; pk_l < 16; ++pk_l)\n"
+                         "{}  pk_m16[pk_l] = pk_ml[pk_r];\n",
+                         G, G);
+      Out += fmt::format("{}int64_t pk_mo = 0;\n", G);
+      Out += fmt::format(
+          "{}for (; pk_mo + 16 <= pk_ke - pk_kb; pk_mo += 16) {{\n", G);
+      Out += "#pragma omp simd\n";
+      Out += fmt::format("{}  for (int64_t pk_l = 0; pk_l < 16; ++pk_l)\n"
+                         "{}    pk_m16[pk_l] = {};\n{}}}\n",
+                         G, G,
                          applyOp(OpCode::Maximum, Backend::Cpu, QK.Type,
-                                 {Max, fmt::format("pk_s[{} - pk_kb]", S)}));
-      Out += fmt::format("{}if ({} == {})\n{}  continue;\n", G, Max, NegInf, G);
+                                 {"pk_m16[pk_l]", "pk_s[pk_mo + pk_l]"}),
+                         G);
+      Out += fmt::format("{}for (; pk_mo < pk_ke - pk_kb; ++pk_mo)\n"
+                         "{}  pk_m16[pk_mo % 16] = {};\n",
+                         G, G,
+                         applyOp(OpCode::Maximum, Backend::Cpu, QK.Type,
+                                 {"pk_m16[pk_mo % 16]", "pk_s[pk_mo]"}));
+      Out += fmt::format("{}{} {} = pk::rt::combine_lanes<16>(pk_m16, "
+                         "pk::rt::max_op{{}});\n",
+                         G, Ty, Max);
+      // A row with no visible key in the block yet skips it; with the
+      // values taken two rows at a time, its weights are zeros there.
+      Out += fmt::format("{}if ({} == {}) {{\n", G, Max, NegInf);
+      if (PairValues)
+        Out += fmt::format("{}  for (int64_t {} = pk_kb; {} < pk_ke; ++{})\n"
+                           "{}    pk_s[{} - pk_kb] = {}(0);\n",
+                           G, S, S, S, G, S, Ty);
+      Out += fmt::format("{}  continue;\n{}}}\n", G, G);
       Out += fmt::format(
           "{}const {} pk_rescale = {} == pk_ml[pk_r] ? {}(1) : {};\n", G, Ty,
           Max, Ty,
@@ -1453,15 +1570,65 @@ private:
       Out += fmt::format("{}  for (int64_t pk_k = 0; pk_k < {}; ++pk_k)\n"
                          "{}    pk_acc_row[pk_k] *= pk_rescale;\n{}}}\n",
                          G, J, G, G);
-      // The output row over the block's values, 64 of its elements at a
-      // time in registers across the block's keys (in key order, as one
-      // pass per key would add them).
-      std::vector<unsigned> ValueLoop = A.ValueStmts;
-      ValueLoop.push_back(EV);
+      // The output rows over the block's values (pk_acc_a and, two rows at a
+      // time, pk_acc_b, weighted by pk_sa and pk_sb), 64 of their elements
+      // at a time in registers across the block's keys: each element a
+      // multiply-add per key, in key order. Two rows share each load of v
+      // and give eight independent vectors.
       const std::string JVar = indexVar(A.JAxis);
-      auto ValueBlock = [&](int Unit, const std::string &In) {
-        // Whole chunks of 64 (a fixed trip count keeps pk_o64 in registers:
-        // four independent vectors of 16), then the rest of the row in
+      const std::string Value = valueRef(N, A.Value);
+      auto ValueBlock = [&](bool Two, int Unit, const std::string &In) {
+        const std::vector<std::string> Rows =
+            Two ? std::vector<std::string>{"a", "b"}
+                : std::vector<std::string>{"a"};
+        // One key's terms: both rows' where both weights are nonzero, else
+        // the row's whose is. A key of weight 0 (masked) adds nothing: its
+        // row of v is not read (eager multiplies it by 0, which an inf or
+        // NaN there turns into NaN).
+        auto Keys = [&](const std::string &KIn, const std::string &From,
+                        const std::string &To, const std::string &Lane,
+                        const std::string &AccFmt) {
+          Out +=
+              fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
+                          KIn, S, S, S);
+          const std::string W = KIn + "  ";
+          for (const std::string &X : Rows)
+            Out += fmt::format("{}const {} pk_e{} = pk_s{}[{} - pk_kb];\n", W,
+                               Ty, X, X, S);
+          auto Terms = [&](const std::vector<std::string> &Of,
+                           const std::string &TIn) {
+            Out += "#pragma omp simd\n";
+            Out += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n",
+                               TIn, Lane, From, Lane, To, Lane);
+            if (Lane != JVar)
+              Out += fmt::format("{}  const int64_t {} = pk_j0 + {};\n", TIn,
+                                 JVar, Lane);
+            Print(A.ValueStmts, Unit, TIn + "  ");
+            for (const std::string &X : Of) {
+              const std::string Acc = fmt::format(fmt::runtime(AccFmt), X);
+              Out += fmt::format("{}  {} = pk_vm::madd(pk_e{}, {}, {});\n", TIn,
+                                 Acc, X, Value, Acc);
+            }
+            Out += TIn + "}\n";
+          };
+          if (Two) {
+            Out += fmt::format("{}if (pk_ea != {}(0) && pk_eb != {}(0)) {{\n",
+                               W, Ty, Ty);
+            Terms({"a", "b"}, W + "  ");
+            Out += fmt::format("{}}} else if (pk_ea != {}(0)) {{\n", W, Ty);
+            Terms({"a"}, W + "  ");
+            Out += fmt::format("{}}} else if (pk_eb != {}(0)) {{\n", W, Ty);
+            Terms({"b"}, W + "  ");
+            Out += W + "}\n";
+          } else {
+            Out +=
+                fmt::format("{}if (pk_ea == {}(0))\n{}  continue;\n", W, Ty, W);
+            Terms({"a"}, W);
+          }
+          Out += KIn + "}\n";
+        };
+        // Whole chunks of 64 (a fixed trip count keeps pk_oa and pk_ob in
+        // registers: four vectors of 16 each), then the rest of the rows in
         // memory.
         Out += fmt::format("{}const int64_t pk_j_main = {} - {} % 64;\n", In, J,
                            J);
@@ -1469,48 +1636,60 @@ private:
             "{}for (int64_t pk_j0 = 0; pk_j0 < pk_j_main; pk_j0 += 64) {{\n",
             In);
         const std::string V = In + "  ";
-        Out += fmt::format("{}{} pk_o64[64];\n", V, Ty);
+        for (const std::string &X : Rows)
+          Out += fmt::format("{}{} pk_o{}[64];\n", V, Ty, X);
         Out += "#pragma omp simd\n";
-        Out += fmt::format("{}for (int64_t pk_l = 0; pk_l < 64; ++pk_l)\n"
-                           "{}  pk_o64[pk_l] = pk_acc_row[pk_j0 + pk_l];\n",
-                           V, V);
-        auto Keys = [&](const std::string &KIn, const std::string &From,
-                        const std::string &To, const std::string &Lane,
-                        const std::string &AccRef) {
-          Out +=
-              fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
-                          KIn, S, S, S);
-          const std::string W = KIn + "  ";
-          Out += fmt::format("{}const {} {} = pk_s[{} - pk_kb];\n", W, Ty,
-                             N.Body[A.Exp].Name, S);
-          // A key of weight 0 (masked) adds nothing: its row of v is not
-          // read (eager multiplies it by 0, which an inf or NaN there turns
-          // into NaN).
-          Out += fmt::format("{}if ({} == {}(0))\n{}  continue;\n", W,
-                             N.Body[A.Exp].Name, Ty, W);
-          Out += "#pragma omp simd\n";
-          Out += fmt::format("{}for (int64_t {} = {}; {} < {}; ++{}) {{\n", W,
-                             Lane, From, Lane, To, Lane);
-          if (Lane != JVar)
-            Out += fmt::format("{}  const int64_t {} = pk_j0 + {};\n", W, JVar,
-                               Lane);
-          Print(ValueLoop, Unit, W + "  ");
-          Out += fmt::format("{}  {} += {};\n", W, AccRef, N.Body[EV].Name);
-          Out += W + "}\n" + KIn + "}\n";
-        };
-        Keys(V, "0", "64", "pk_l", "pk_o64[pk_l]");
+        Out +=
+            fmt::format("{}for (int64_t pk_l = 0; pk_l < 64; ++pk_l) {{\n", V);
+        for (const std::string &X : Rows)
+          Out += fmt::format("{}  pk_o{}[pk_l] = pk_acc_{}[pk_j0 + pk_l];\n", V,
+                             X, X);
+        Out += V + "}\n";
+        Keys(V, "0", "64", "pk_l", "pk_o{}[pk_l]");
         Out += "#pragma omp simd\n";
-        Out += fmt::format("{}for (int64_t pk_l = 0; pk_l < 64; ++pk_l)\n"
-                           "{}  pk_acc_row[pk_j0 + pk_l] = pk_o64[pk_l];\n",
-                           V, V);
+        Out +=
+            fmt::format("{}for (int64_t pk_l = 0; pk_l < 64; ++pk_l) {{\n", V);
+        for (const std::string &X : Rows)
+          Out += fmt::format("{}  pk_acc_{}[pk_j0 + pk_l] = pk_o{}[pk_l];\n", V,
+                             X, X);
+        Out += V + "}\n";
         Out += In + "}\n";
         Out += fmt::format("{}if (pk_j_main < {}) {{\n", In, J);
         Keys(In + "  ", "pk_j_main", J, JVar,
-             fmt::format("pk_acc_row[{}]", JVar));
+             fmt::format("pk_acc_{{}}[{}]", JVar));
         Out += In + "}\n";
       };
-      unitStrideCopies(N, A.JAxis, A.ValueStmts, G, ValueBlock);
+      if (!PairValues) {
+        Out += fmt::format("{}const {} *pk_sa = pk_s;\n", G, Ty);
+        Out += fmt::format("{}{} *pk_acc_a = pk_acc_row;\n", G, Ty);
+        unitStrideCopies(N, A.JAxis, A.ValueStmts, G,
+                         [&](int Unit, const std::string &In) {
+                           ValueBlock(false, Unit, In);
+                         });
+      }
       Out += B + "}\n";
+      if (PairValues) {
+        Out += fmt::format(
+            "{}for (int64_t pk_r0 = 0; pk_r0 < pk_rows; pk_r0 += 2) {{\n", B);
+        Out += fmt::format("{}const {} *pk_sa = pk_scores + pk_r0 * pk_kb_n;\n",
+                           G, Ty);
+        Out += fmt::format("{}const {} *pk_sb = pk_sa + pk_kb_n;\n", G, Ty);
+        Out += fmt::format("{}{} *pk_acc_a = pk_row_acc + pk_r0 * {};\n", G, Ty,
+                           J);
+        Out += fmt::format("{}{} *pk_acc_b = pk_acc_a + {};\n", G, Ty, J);
+        Out += fmt::format("{}if (pk_r0 + 1 < pk_rows) {{\n", G);
+        unitStrideCopies(N, A.JAxis, A.ValueStmts, K,
+                         [&](int Unit, const std::string &In) {
+                           ValueBlock(true, Unit, In);
+                         });
+        Out += G + "} else {\n";
+        unitStrideCopies(N, A.JAxis, A.ValueStmts, K,
+                         [&](int Unit, const std::string &In) {
+                           ValueBlock(false, Unit, In);
+                         });
+        Out += G + "}\n";
+        Out += B + "}\n";
+      }
       Out += R + "}\n";
       // The rows' outputs.
       ForRows(R);
@@ -1601,7 +1780,8 @@ namespace {
 /// pk::vm::Plain (include/pk/vmath.h): only then do the two instances
 /// differ, and only then is the body compiled twice.
 bool callsFusedFunction(llvm::StringRef Body) {
-  for (llvm::StringRef Fn : {"pk_vm::exp(", "pk_vm::exp_nonpos("})
+  for (llvm::StringRef Fn :
+       {"pk_vm::exp(", "pk_vm::exp_nonpos(", "pk_vm::madd("})
     if (Body.contains(Fn))
       return true;
   return false;
