@@ -448,6 +448,16 @@ def mismatch_9864_k18_cpu_c10():
     from_seed('mismatch_9864_k18_cpu_c10', 9864, 18)
 
 
+def crash_9888_k37_c7():
+    # Long mode, seed 9888 k37, case 7 ("mixed"): A = 0 and B, C, D, E =
+    # 64, 65, 1001, 65. The driver capped the product of all the symbols'
+    # extents, 0 here, so the refs without A had 270 million elements each
+    # and the driver was killed for memory (no pk bug). The cap is now the
+    # product of the nonzero extents (fuzz_main.cpp, largestRef), and a case
+    # with a ref past twice the cap fails, named, before any allocation.
+    from_seed('crash_9888_k37_c7', 9888, 37)
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch,
@@ -461,3 +471,4 @@ if __name__ == '__main__':
     mismatch_9829_k36_cpu_c10()
     build_error_9844_k32()
     mismatch_9864_k18_cpu_c10()
+    crash_9888_k37_c7()
