@@ -654,11 +654,16 @@ inline void gemmAmxBf16(const GemmShape &S, bool Threaded,
                     Xp.get() + (R0 + I) / kAmxTileRows * kAmxTileRows * Depth;
                 amxBf16Micro(St, Wp, Ld, WTail, X0, X0 + kAmxTileRows * Depth,
                              Cs.get());
+                // The tiles hold C transposed (w's rows are theirs): 32 x
+                // 32 values moved into the block's rows through AVX-512
+                // registers (a CPU with AMX has AVX-512). Element by
+                // element this copy took a fifth of the product's time at
+                // K = 768 (512 x 2048 x 768: 3.62 -> 2.86 ms, one thread).
                 const int64_t Mi = std::min(kAmxRows, Mr - I);
-                for (int64_t R = 0; R < Mi; ++R)
-                  for (int64_t L = 0; L < Nj; ++L)
-                    Cp[(I + R) * kAmxBlockColumns + J + L] =
-                        Cs.get()[L * kAmxRows + R];
+                transpose_block(static_cast<const float *>(Cs.get()),
+                                kAmxRows, Nj, Mi,
+                                Cp + I * kAmxBlockColumns + J,
+                                kAmxBlockColumns);
               }
             }
           }
