@@ -1077,8 +1077,8 @@ private:
   }
 
   /// The keys of a blocked score as rows of memory: k's side is one load of
-  /// the nest's type, not gathered, addressed along d by one axis of its
-  /// ref (contiguous when that stride is 1 at run time) and along the keys
+  /// a ref of the nest's type, not gathered, addressed along d by one axis of
+  /// its ref (contiguous when that stride is 1 at run time) and along the keys
   /// by at most one. Its element at (s, d) = (pk_kb, 0) is Pointer + First
   /// (with the key and d variables set so), and SStride apart along s.
   struct KeyRows {
@@ -1088,8 +1088,13 @@ private:
                                  const DotSides &Sides) const {
     if (Sides.K.size() != 1 || Sides.K[0] != Sides.KVal)
       return std::nullopt;
+    // Stored as the nest's type too: a pk::half or pk::bfloat16 ref is
+    // loaded as float values, and its elements are not (long-mode finding
+    // build-error-9891: transpose_block of a uint16_t pointer into floats).
     const Stmt &L = N.Body[Sides.KVal];
-    if (L.K != Stmt::Load || L.Type != N.Body[A.QK].Type || L.Map.isGather())
+    const DType Ty = N.Body[A.QK].Type;
+    if (L.K != Stmt::Load || L.Type != Ty || F.Params[L.Param].Type != Ty ||
+        L.Map.isGather())
       return std::nullopt;
     std::optional<unsigned> SAt, DAt;
     for (unsigned K = 0; K < L.Map.rank(); ++K) {

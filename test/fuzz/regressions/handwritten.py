@@ -458,6 +458,16 @@ def crash_9888_k37_c7():
     from_seed('crash_9888_k37_c7', 9888, 37)
 
 
+def build_error_9891_k39():
+    # The long mode's kernel k39 of seed 9891, within minutes of dfd0f35:
+    # attention whose keys are a pk::half ref. The blocked scores' new
+    # transposition (pk::rt::transpose_block) took k's load of float values
+    # for a float ref and passed its uint16_t elements: the .pk.cpp did not
+    # compile. It now takes the rows in place only where the ref itself is
+    # of the nest's type; others are converted element by element.
+    from_seed('build_error_9891_k39', 9891, 39)
+
+
 if __name__ == '__main__':
     for f in (index_of_broadcast, cuda_reduce_bcast_shape,
               index_row_scratch,
@@ -472,3 +482,4 @@ if __name__ == '__main__':
     build_error_9844_k32()
     mismatch_9864_k18_cpu_c10()
     crash_9888_k37_c7()
+    build_error_9891_k39()
