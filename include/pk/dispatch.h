@@ -61,6 +61,22 @@
 
 namespace pk::rt {
 
+/// Whether the CPU running the program has AVX-512 F, asked once: the
+/// runtime's own register paths (<pk/transpose.h>, <pk/attention.h>) choose
+/// by it, as the loader chooses the kernels' clones.
+inline bool cpu_has_avx512f() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&        \
+    !defined(__CUDACC__)
+  static const bool Has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return Has;
+#else
+  return false;
+#endif
+}
+
 /// Calls `Body(Flavour{})` with the flavour of pk::vm for this CPU; pkc's
 /// kernels call their compiled body this way (`[&](auto pk_vm) {
 /// pk_<name>_cpu<decltype(pk_vm)>(...); }`).

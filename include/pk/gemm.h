@@ -660,9 +660,8 @@ inline void gemmAmxBf16(const GemmShape &S, bool Threaded,
                 // element this copy took a fifth of the product's time at
                 // K = 768 (512 x 2048 x 768: 3.62 -> 2.86 ms, one thread).
                 const int64_t Mi = std::min(kAmxRows, Mr - I);
-                transpose_block(static_cast<const float *>(Cs.get()),
-                                kAmxRows, Nj, Mi,
-                                Cp + I * kAmxBlockColumns + J,
+                transpose_block(static_cast<const float *>(Cs.get()), kAmxRows,
+                                Nj, Mi, Cp + I * kAmxBlockColumns + J,
                                 kAmxBlockColumns);
               }
             }

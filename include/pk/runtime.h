@@ -8,6 +8,7 @@
 #ifndef PK_RUNTIME_H
 #define PK_RUNTIME_H
 
+#include <pk/attention.h>
 #include <pk/dispatch.h>
 #include <pk/ref.h>
 #include <pk/scalar.h>

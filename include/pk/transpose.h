@@ -13,6 +13,8 @@
 #ifndef PK_TRANSPOSE_H
 #define PK_TRANSPOSE_H
 
+#include <pk/dispatch.h>
+
 #include <cstdint>
 #include <type_traits>
 
@@ -99,13 +101,6 @@ transposeFloatsAvx512(const float *Src, int64_t LdS, int64_t Rows, int64_t Cols,
   transposeElements(Src, LdS, Rows16, Rows, int64_t(0), Cols, Dst, LdD);
 }
 
-inline bool transposeHasAvx512() {
-  static const bool Has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return Has;
-}
 #endif
 
 } // namespace transpose_detail
@@ -118,7 +113,7 @@ inline void transpose_block(const T *Src, int64_t LdS, int64_t Rows,
                             int64_t Cols, T *Dst, int64_t LdD) {
 #if PK_TRANSPOSE_AVX512
   if constexpr (std::is_same_v<T, float>)
-    if (Rows >= 16 && Cols >= 16 && transpose_detail::transposeHasAvx512())
+    if (Rows >= 16 && Cols >= 16 && cpu_has_avx512f())
       return transpose_detail::transposeFloatsAvx512(Src, LdS, Rows, Cols, Dst,
                                                      LdD);
 #endif

@@ -431,6 +431,64 @@ TEST(Matmul, AttentionFloat64AndBroadcastHeads) {
                             "attention_f64 head " + std::to_string(Hd));
 }
 
+// The CPU attention's blocked sums (q . k over d, e v over the keys) take
+// <pk/attention.h>'s register paths where the CPU has AVX-512: four rows at a
+// time, each the same chain of multiply-adds in the same order as the loops
+// pkc writes around them (which run with the paths off, and on other CPUs).
+// Every output bit must agree both ways: rows that fill groups of four and
+// rows that leave 1 to 3, keys short of and past a block of 64, d and j on
+// both sides of a vector's 16 lanes and a chunk's 64, an additive mask with
+// -inf entries (keys of weight 0, which both skip).
+TEST(Matmul, AttentionRegisterPathsGiveTheLoopsBits) {
+  if (!pk::rt::attention_blocks_available())
+    GTEST_SKIP() << "no AVX-512 on this CPU: the kernels' own loops only";
+  struct Restore {
+    ~Restore() { pk::rt::set_attention_blocks(true); }
+  } RestoreBlocks;
+  auto Same = [](const std::vector<float> &Off, const std::vector<float> &On,
+                 const std::string &What) {
+    ASSERT_EQ(Off.size(), On.size()) << What;
+    for (size_t I = 0; I < Off.size(); ++I)
+      if (std::memcmp(&Off[I], &On[I], sizeof(float)) != 0) {
+        ADD_FAILURE() << What << " element " << I << ": loops " << Off[I]
+                      << ", register path " << On[I];
+        return;
+      }
+  };
+  for (int64_t T : {4, 5, 7, 33, 66, 130})
+    for (int64_t D : {1, 17, 64})
+      for (int64_t J : {1, 15, 16, 17, 64, 65, 130}) {
+        const int64_t H = 2;
+        auto Q = rnd(H * T * D, 41), K = rnd(H * T * D, 42),
+             V = rnd(H * T * J, 43);
+        const std::string W = "T=" + std::to_string(T) +
+                              " d=" + std::to_string(D) +
+                              " j=" + std::to_string(J);
+        std::vector<float> Out[2];
+        for (bool On : {false, true}) {
+          pk::rt::set_attention_blocks(On);
+          Out[On] = poisoned(H * T * J);
+          attention_causal_heads({Q.data(), {H, T, D}}, {K.data(), {H, T, D}},
+                                 {V.data(), {H, T, J}},
+                                 {Out[On].data(), {H, T, J}}, 0.125f);
+        }
+        Same(Out[0], Out[1], "attention_causal_heads " + W);
+        const int64_t S2 = T + 61;
+        auto K2 = rnd(S2 * D, 44), V2 = rnd(S2 * J, 45), B = rnd(T * S2, 46);
+        for (int64_t I = 0; I < T * S2; I += 3)
+          if (I % S2 != 0)
+            B[I] = -INFINITY;
+        for (bool On : {false, true}) {
+          pk::rt::set_attention_blocks(On);
+          Out[On] = poisoned(T * J);
+          attention_masked({Q.data(), {T, D}}, {K2.data(), {S2, D}},
+                           {V2.data(), {S2, J}}, {B.data(), {T, S2}},
+                           {Out[On].data(), {T, J}});
+        }
+        Same(Out[0], Out[1], "attention_masked " + W);
+      }
+}
+
 TEST(Matmul, ShapeErrorsBeforeAnyWrite) {
   std::vector<float> A(6, 1), B(12, 1), C(8, 7.0f);
   // a [2,3] x b [4,3]: inner extents 3 and 4.

@@ -238,3 +238,85 @@ TEST(Transpose, EveryElementWhereTheLoopPutsIt) {
       expectTransposed<double>(Rows, Cols, Cols, 64);
     }
 }
+
+// pk::rt::attention_block_scores and attention_block_values (<pk/attention.h>)
+// against the chains of multiply-adds they promise, element by element and
+// bit for bit: each score over d in order from zero, each output element
+// over the keys in order, skipping a key of weight 0 (whose row of v holds
+// inf and NaN here: read, it would make the row NaN). Fused and Plain.
+template <class VM> void expectAttentionBlocks() {
+  constexpr int64_t W = pk::rt::attention_block_keys;
+  std::mt19937 Gen(7);
+  std::uniform_real_distribution<float> U(-1, 1);
+  for (int64_t Rows : {1, 2, 3, 4, 5, 7, 8, 32})
+    for (int64_t D : {1, 16, 17, 64}) {
+      std::vector<float> Q(Rows * D), Kt(D * W), S(Rows * W, NAN);
+      for (float &X : Q)
+        X = U(Gen);
+      for (float &X : Kt)
+        X = U(Gen);
+      ASSERT_TRUE(pk::rt::attention_block_scores<VM>(Q.data(), Rows, D,
+                                                     Kt.data(), S.data()));
+      for (int64_t R = 0; R < Rows; ++R)
+        for (int64_t L = 0; L < W; ++L) {
+          float Want = 0;
+          for (int64_t Dd = 0; Dd < D; ++Dd)
+            Want = VM{}.madd(Q[R * D + Dd], Kt[Dd * W + L], Want);
+          ASSERT_EQ(std::memcmp(&Want, &S[R * W + L], sizeof(float)), 0)
+              << "score row " << R << " key " << L << " of " << Rows << " x "
+              << D << ": " << Want << " vs " << S[R * W + L];
+        }
+    }
+  for (int64_t Rows : {1, 3, 4, 6})
+    for (int64_t Keys : {0, 1, 13, 64})
+      for (int64_t J : {1, 15, 16, 17, 63, 64, 65, 130}) {
+        const int64_t LdV = J + 3;
+        std::vector<float> E(Rows * W), V(Keys * LdV), Acc(Rows * J);
+        for (float &X : E)
+          X = U(Gen) < -0.5f ? 0.0f : U(Gen);
+        for (float &X : V)
+          X = U(Gen);
+        for (float &X : Acc)
+          X = U(Gen);
+        // Keys that every row weighs 0 hold inf and NaN.
+        for (int64_t S = 0; S < Keys; S += 5) {
+          for (int64_t R = 0; R < Rows; ++R)
+            E[R * W + S] = 0;
+          for (int64_t Jj = 0; Jj < J; ++Jj)
+            V[S * LdV + Jj] = Jj % 2 ? NAN : INFINITY;
+        }
+        std::vector<float> Want = Acc;
+        for (int64_t R = 0; R < Rows; ++R)
+          for (int64_t S = 0; S < Keys; ++S)
+            if (E[R * W + S] != 0)
+              for (int64_t Jj = 0; Jj < J; ++Jj)
+                Want[R * J + Jj] =
+                    VM{}.madd(E[R * W + S], V[S * LdV + Jj], Want[R * J + Jj]);
+        ASSERT_TRUE(pk::rt::attention_block_values<VM>(
+            E.data(), Rows, Keys, V.data(), LdV, J, Acc.data()));
+        for (int64_t I = 0; I < Rows * J; ++I)
+          ASSERT_EQ(std::memcmp(&Want[I], &Acc[I], sizeof(float)), 0)
+              << "output " << I / J << ", " << I % J << " of " << Rows
+              << " rows, " << Keys << " keys, j " << J << ": " << Want[I]
+              << " vs " << Acc[I];
+      }
+}
+
+TEST(AttentionBlocks, TheChainsOfMultiplyAddsTheyPromise) {
+  if (!pk::rt::attention_blocks())
+    GTEST_SKIP() << "no AVX-512 on this CPU (or PK_ATTENTION_BLOCKS=0)";
+  expectAttentionBlocks<pk::vm::Plain>();
+  expectAttentionBlocks<pk::vm::Fused>();
+}
+
+TEST(AttentionBlocks, NoPathForDoublesOrWhenTurnedOff) {
+  double Q = 1, Kt[64] = {}, S[64];
+  EXPECT_FALSE(pk::rt::attention_block_scores<pk::vm::Plain>(&Q, 1, 1, Kt, S));
+  float Qf = 1, Ktf[64] = {}, Sf[64];
+  pk::rt::set_attention_blocks(false);
+  EXPECT_FALSE(
+      pk::rt::attention_block_scores<pk::vm::Plain>(&Qf, 1, 1, Ktf, Sf));
+  pk::rt::set_attention_blocks(true);
+  EXPECT_EQ(pk::rt::attention_block_scores<pk::vm::Plain>(&Qf, 1, 1, Ktf, Sf),
+            pk::rt::attention_blocks_available());
+}

@@ -1076,47 +1076,71 @@ private:
     return Sides;
   }
 
-  /// The keys of a blocked score as rows of memory: k's side is one load of
-  /// a ref of the nest's type, not gathered, addressed along d by one axis of
-  /// its ref (contiguous when that stride is 1 at run time) and along the keys
-  /// by at most one. Its element at (s, d) = (pk_kb, 0) is Pointer + First
-  /// (with the key and d variables set so), and SStride apart along s.
-  struct KeyRows {
-    std::string Pointer, First, SStride, DStride;
+  /// A load of an attention's keys or values as rows of memory: one load of
+  /// a ref of the nest's type, not gathered, addressed along Along (d for
+  /// the keys, j for the values) by one axis of its ref (contiguous when that
+  /// stride is 1 at run time), along the keys by at most one, and by no
+  /// axis in Fixed (the rows of a tile, for the values). Its element at
+  /// (s, Along) = (pk_kb, 0) is Pointer + First (with the key and Along
+  /// variables set so), and SStride apart along s.
+  struct LoadRows {
+    std::string Pointer, First, SStride, Stride;
   };
-  std::optional<KeyRows> keyRows(const Nest &N, const loop::AttentionParts &A,
-                                 const DotSides &Sides) const {
-    if (Sides.K.size() != 1 || Sides.K[0] != Sides.KVal)
-      return std::nullopt;
+  std::optional<LoadRows> loadRows(const Nest &N, const loop::AttentionParts &A,
+                                   unsigned Load, unsigned Along,
+                                   llvm::ArrayRef<int> Fixed) const {
     // Stored as the nest's type too: a pk::half or pk::bfloat16 ref is
     // loaded as float values, and its elements are not (long-mode finding
     // build-error-9891: transpose_block of a uint16_t pointer into floats).
-    const Stmt &L = N.Body[Sides.KVal];
+    const Stmt &L = N.Body[Load];
     const DType Ty = N.Body[A.QK].Type;
     if (L.K != Stmt::Load || L.Type != Ty || F.Params[L.Param].Type != Ty ||
         L.Map.isGather())
       return std::nullopt;
-    std::optional<unsigned> SAt, DAt;
+    std::optional<unsigned> SAt, At;
     for (unsigned K = 0; K < L.Map.rank(); ++K) {
       const int Axis = L.Map.Axes[K].Axis;
-      std::optional<unsigned> *At = Axis == static_cast<int>(A.SAxis) ? &SAt
-                                    : Axis == static_cast<int>(A.DAxis)
-                                        ? &DAt
-                                        : nullptr;
-      if (!At)
+      if (llvm::is_contained(Fixed, Axis))
+        return std::nullopt;
+      std::optional<unsigned> *Of = Axis == static_cast<int>(A.SAxis) ? &SAt
+                                    : Axis == static_cast<int>(Along) ? &At
+                                                                      : nullptr;
+      if (!Of)
         continue;
-      if (*At)
+      if (*Of)
         return std::nullopt; // a diagonal: two axes of the ref along one
-      *At = K;
+      *Of = K;
     }
-    if (!DAt)
+    if (!At)
       return std::nullopt;
-    KeyRows Rows;
+    LoadRows Rows;
     Rows.Pointer = pointerVar(F, L.Param);
     Rows.First = fmt::format("({})", indexedIndex(F, N, L));
     Rows.SStride = SAt ? strideVar(F, L.Param, *SAt) : "int64_t(0)";
-    Rows.DStride = strideVar(F, L.Param, *DAt);
+    Rows.Stride = strideVar(F, L.Param, *At);
     return Rows;
+  }
+
+  /// The keys of a blocked score as rows of memory (loadRows along d).
+  std::optional<LoadRows> keyRows(const Nest &N, const loop::AttentionParts &A,
+                                  const DotSides &Sides) const {
+    if (Sides.K.size() != 1 || Sides.K[0] != Sides.KVal)
+      return std::nullopt;
+    return loadRows(N, A, Sides.KVal, A.DAxis, {});
+  }
+
+  /// The values as rows of memory (loadRows along j) where the value is one
+  /// load that no row of a tile moves (not along t or the group of query
+  /// heads).
+  std::optional<LoadRows> valueRows(const Nest &N,
+                                    const loop::AttentionParts &A,
+                                    std::optional<unsigned> Group) const {
+    if (A.ValueStmts.size() != 1 || A.ValueStmts[0] != A.Value)
+      return std::nullopt;
+    std::vector<int> Fixed = {static_cast<int>(A.TAxis)};
+    if (Group)
+      Fixed.push_back(static_cast<int>(*Group));
+    return loadRows(N, A, A.Value, A.JAxis, Fixed);
   }
 
   /// Attention: per tile of query rows, one pass over the keys s in blocks
@@ -1165,7 +1189,9 @@ private:
         "with an online softmax (running max, rescaled sum and output row); "
         "no [t, s] buffer.\n",
         Indent);
-    Out += fmt::format("{}constexpr int64_t pk_kb_n = 64;\n", Indent);
+    Out += fmt::format(
+        "{}constexpr int64_t pk_kb_n = pk::rt::attention_block_keys;\n",
+        Indent);
     Out += fmt::format("{}const int64_t pk_t_n = {};\n", Indent, Ext(A.TAxis));
     if (Group) {
       Out += fmt::format("{}const int64_t pk_g_n = {};\n", Indent, Ext(*Group));
@@ -1418,10 +1444,10 @@ private:
                              In, DVar, S, valueRef(N, Sides->KVal));
           Out += In + "  }\n" + In + "}\n";
         };
-        if (std::optional<KeyRows> Rows = keyRows(N, A, *Sides)) {
+        if (std::optional<LoadRows> Rows = keyRows(N, A, *Sides)) {
           // k is a load, contiguous along d when its stride there is 1: the
           // block's rows transposed by pk::rt::transpose_block.
-          Out += fmt::format("{}if ({} == 1) {{\n", C, Rows->DStride);
+          Out += fmt::format("{}if ({} == 1) {{\n", C, Rows->Stride);
           Out += fmt::format("{}  [[maybe_unused]] const int64_t {} = pk_kb;\n"
                              "{}  [[maybe_unused]] const int64_t {} = 0;\n",
                              C, S, C, DVar);
@@ -1434,14 +1460,49 @@ private:
         } else {
           TransposeByElement(C);
         }
-        // The block's sums over d, two rows at a time: eight independent
-        // vectors of 16 (one row's four, a fused multiply-add each per d,
-        // would wait on their own latency), each row's sums in the order of
-        // d (the unfilled tail of pk_kt past the block's keys is read and
-        // dropped). Then each row's scores.
+        // Each row's scores from its sums over d (in Sums, from pk_qk64),
+        // in place in pk_s.
+        auto RowScores = [&](const std::string &H, const std::string &Sums) {
+          RowVars(H);
+          Print(ScoreRow, -1, H);
+          Out +=
+              fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", H, Ty);
+          if (Sums == "pk_qk64")
+            Out += fmt::format(
+                "{}const {} *pk_qk64 = pk_r == pk_r0 ? pk_qka : pk_qkb;\n", H,
+                Ty);
+          Out += fmt::format(
+              "{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n", H, S, S, S);
+          Out += fmt::format("{}  const {} {} = {}[{} - pk_kb];\n", H, Ty,
+                             QK.Name, Sums, S);
+          Print(KeyScore, -1, H + "  ");
+          Out += fmt::format("{}  pk_s[{} - pk_kb] = {};\n", H, S, Score);
+          Out += H + "}\n";
+        };
+        // The block's sums over d: pk::rt::attention_block_scores computes
+        // them four rows at a time in registers where the CPU has a path for
+        // them (<pk/attention.h>), the same bits as the loop after it.
+        Out += fmt::format("{}// The block's sums over d: four rows at a "
+                           "time in registers where the runtime has a path "
+                           "(<pk/attention.h>), else two rows at a time; the "
+                           "same bits.\n",
+                           C);
+        Out += fmt::format("{}if (pk::rt::attention_block_scores<pk_vm>("
+                           "pk_qrows, pk_rows, {}, pk_kt, pk_scores)) {{\n",
+                           C, D);
         Out += fmt::format(
-            "{}for (int64_t pk_r0 = 0; pk_r0 < pk_rows; pk_r0 += 2) {{\n", C);
-        const std::string G = C + "  ";
+            "{}  for (int64_t pk_r = 0; pk_r < pk_rows; ++pk_r) {{\n", C);
+        RowScores(C + "    ", "pk_s");
+        Out += C + "  }\n" + C + "} else {\n";
+        // Else two rows at a time: eight independent vectors of 16 (one
+        // row's four, a fused multiply-add each per d, would wait on their
+        // own latency), each row's sums in the order of d (the unfilled tail
+        // of pk_kt past the block's keys is read and dropped). Then each
+        // row's scores.
+        const std::string C2 = C + "  ";
+        Out += fmt::format(
+            "{}for (int64_t pk_r0 = 0; pk_r0 < pk_rows; pk_r0 += 2) {{\n", C2);
+        const std::string G = C2 + "  ";
         Out += fmt::format(
             "{}const int64_t pk_rn = std::min<int64_t>(2, pk_rows - pk_r0);\n",
             G);
@@ -1479,19 +1540,8 @@ private:
         Out += fmt::format("{}for (int64_t pk_r = pk_r0; pk_r < pk_r0 + pk_rn; "
                            "++pk_r) {{\n",
                            G);
-        const std::string H = G + "  ";
-        RowVars(H);
-        Print(ScoreRow, -1, H);
-        Out += fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", H, Ty);
-        Out += fmt::format(
-            "{}const {} *pk_qk64 = pk_r == pk_r0 ? pk_qka : pk_qkb;\n", H, Ty);
-        Out += fmt::format("{}for (int64_t {} = pk_kb; {} < pk_ke; ++{}) {{\n",
-                           H, S, S, S);
-        Out += fmt::format("{}  const {} {} = pk_qk64[{} - pk_kb];\n", H, Ty,
-                           QK.Name, S);
-        Print(KeyScore, -1, H + "  ");
-        Out += fmt::format("{}  pk_s[{} - pk_kb] = {};\n", H, S, Score);
-        Out += H + "}\n" + G + "}\n" + C + "}\n";
+        RowScores(G + "  ", "pk_qk64");
+        Out += G + "}\n" + C2 + "}\n" + C + "}\n";
         Out += B + "} else {\n";
         LaneScores(B + "  ");
         Out += B + "}\n";
@@ -1674,26 +1724,55 @@ private:
       }
       Out += B + "}\n";
       if (PairValues) {
+        // The output rows' update: pk::rt::attention_block_values four rows
+        // at a time in registers where v is rows of memory contiguous along
+        // j and the CPU has a path (<pk/attention.h>; the same bits), else
+        // two rows at a time.
+        std::string PB = B;
+        const std::optional<LoadRows> VRows = valueRows(N, A, Group);
+        if (VRows) {
+          Out += fmt::format(
+              "{}// The output rows over the block's values: four rows at a "
+              "time in registers where the runtime has a path "
+              "(<pk/attention.h>), else two rows at a time; the same bits.\n",
+              B);
+          Out += fmt::format("{}bool pk_values_done = false;\n", B);
+          Out += fmt::format("{}if ({} == 1) {{\n", B, VRows->Stride);
+          Out += fmt::format("{}  [[maybe_unused]] const int64_t {} = pk_kb;\n"
+                             "{}  [[maybe_unused]] const int64_t {} = 0;\n",
+                             B, S, B, JVar);
+          Out += fmt::format(
+              "{}  pk_values_done = pk::rt::attention_block_values<pk_vm>("
+              "pk_scores, pk_rows, pk_ke - pk_kb, {} + {}, {}, {}, "
+              "pk_row_acc);\n",
+              B, VRows->Pointer, VRows->First, VRows->SStride, J);
+          Out += B + "}\n";
+          Out += fmt::format("{}if (!pk_values_done) {{\n", B);
+          PB = B + "  ";
+        }
+        const std::string PG = PB + "  ", PK = PG + "  ";
         Out += fmt::format(
-            "{}for (int64_t pk_r0 = 0; pk_r0 < pk_rows; pk_r0 += 2) {{\n", B);
+            "{}for (int64_t pk_r0 = 0; pk_r0 < pk_rows; pk_r0 += 2) {{\n", PB);
         Out += fmt::format("{}const {} *pk_sa = pk_scores + pk_r0 * pk_kb_n;\n",
-                           G, Ty);
-        Out += fmt::format("{}const {} *pk_sb = pk_sa + pk_kb_n;\n", G, Ty);
-        Out += fmt::format("{}{} *pk_acc_a = pk_row_acc + pk_r0 * {};\n", G, Ty,
-                           J);
-        Out += fmt::format("{}{} *pk_acc_b = pk_acc_a + {};\n", G, Ty, J);
-        Out += fmt::format("{}if (pk_r0 + 1 < pk_rows) {{\n", G);
-        unitStrideCopies(N, A.JAxis, A.ValueStmts, K,
+                           PG, Ty);
+        Out += fmt::format("{}const {} *pk_sb = pk_sa + pk_kb_n;\n", PG, Ty);
+        Out += fmt::format("{}{} *pk_acc_a = pk_row_acc + pk_r0 * {};\n", PG,
+                           Ty, J);
+        Out += fmt::format("{}{} *pk_acc_b = pk_acc_a + {};\n", PG, Ty, J);
+        Out += fmt::format("{}if (pk_r0 + 1 < pk_rows) {{\n", PG);
+        unitStrideCopies(N, A.JAxis, A.ValueStmts, PK,
                          [&](int Unit, const std::string &In) {
                            ValueBlock(true, Unit, In);
                          });
-        Out += G + "} else {\n";
-        unitStrideCopies(N, A.JAxis, A.ValueStmts, K,
+        Out += PG + "} else {\n";
+        unitStrideCopies(N, A.JAxis, A.ValueStmts, PK,
                          [&](int Unit, const std::string &In) {
                            ValueBlock(false, Unit, In);
                          });
-        Out += G + "}\n";
-        Out += B + "}\n";
+        Out += PG + "}\n";
+        Out += PB + "}\n";
+        if (VRows)
+          Out += B + "}\n";
       }
       Out += R + "}\n";
       // The rows' outputs.
