@@ -1,12 +1,12 @@
-//===- pk/attention.h - Attention's blocked products, in registers -*- C++
-//-*-===//
+//===- pk/attention.h - Attention's sums in AVX-512 registers ---*- C++ -*-===//
 //
 // The CPU attention pkc writes (docs/design.md, "Attention") computes, per
 // tile of query rows and block of 64 keys, two small products: the block's
 // scores q . k (the tile's rows of q against the block's keys, transposed
 // into pk_kt[d][s]) and the output rows' update e v (each row's weights of
-// the block's keys against the keys' rows of v). Written as loops over
-// arrays, g++ keeps two rows' sums in registers but loads each vector of
+// the block's keys against the keys' rows of v: e is exp(s - max), the
+// softmax's numerator, divided by the row's sum at the end). Written as loops
+// over arrays, g++ keeps two rows' sums in registers but loads each vector of
 // keys or values once per row (a memory operand of each multiply-add): the
 // loops waited on loads, not on the multiply-adds.
 //
