@@ -194,8 +194,9 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
       llvm::append_range(Nests, Loops.Steps[I].Otherwise);
       for (unsigned N : Nests)
         for (const LStmt &S : Loops.Nests[N].Body) {
-          W |= S.K == LStmt::Store && S.Param == P;
-          R |= S.K == LStmt::Load && S.Param == P;
+          // Through its windows and aliases too.
+          W |= S.K == LStmt::Store && rootOf(F, S.Param) == P;
+          R |= S.K == LStmt::Load && rootOf(F, S.Param) == P;
         }
       if (W)
         Writers.push_back(std::to_string(I));
@@ -217,12 +218,21 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
     std::string Slot = B == Loops.Buffers.end()
                            ? std::string("unused")
                            : fmt::format("workspace slot {}", B->Slot);
-    OS << fmt::format("    {}: {}{}, {}; written by group {}, read by "
-                      "group{} {}; {}; {}\n",
+    if (B != Loops.Buffers.end() && B->Home)
+      Slot =
+          B->HomeWhen.empty()
+              ? fmt::format("in {}'s memory (no copy)", F.Params[*B->Home].Name)
+              : fmt::format("in {}'s memory when their extents are "
+                            "equal (no copy), else {}",
+                            F.Params[*B->Home].Name, Slot);
+    auto Groups = [](const std::vector<std::string> &G) {
+      return G.empty()       ? std::string("no group")
+             : G.size() == 1 ? "group " + G[0]
+                             : fmt::format("groups {}", fmt::join(G, ", "));
+    };
+    OS << fmt::format("    {}: {}{}, {}; written by {}, read by {}; {}; {}\n",
                       T.Name, dtypeName(T.Type), shapeToString(F, T.TempShape),
-                      Bytes, fmt::join(Writers, ", "),
-                      Readers.size() == 1 ? "" : "s", fmt::join(Readers, ", "),
-                      Slot, T.Why);
+                      Bytes, Groups(Writers), Groups(Readers), Slot, T.Why);
   }
 
   OS << "\n  schedule\n";

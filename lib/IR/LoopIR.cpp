@@ -158,10 +158,12 @@ static void printNest(const Program &P, unsigned I, llvm::raw_ostream &OS,
   OS << Pad << "}\n";
 }
 
-/// `m.0 == v.0 && m.0 == p.0`: a step's condition.
-static std::string conditionToString(const ir::Function &F, const Step &S) {
+/// `m.0 == v.0 && m.0 == p.0`: a step's condition, or a home's.
+static std::string
+conditionToString(const ir::Function &F,
+                  llvm::ArrayRef<std::pair<ExtentId, ExtentId>> When) {
   std::vector<std::string> Conds;
-  for (auto &[A, B] : S.When)
+  for (auto &[A, B] : When)
     Conds.push_back(ir::extentToString(F, A) +
                     " == " + ir::extentToString(F, B));
   return fmt::format("{}", fmt::join(Conds, " && "));
@@ -175,16 +177,23 @@ void pk::loop::print(const Program &P, llvm::raw_ostream &OS) {
     OS << "  buffer " << Pr.Name << " : " << ir::dtypeName(Pr.Type)
        << ir::shapeToString(F, ir::refShape(F, B.Param)) << " "
        << ir::paramKindName(Pr.Kind);
-    if (Pr.isTemp())
+    if (Pr.isTemp() && B.Slot >= 0)
       OS << fmt::format(", steps {}..{}, workspace slot {}", B.FirstStep,
                         B.LastStep, B.Slot);
+    if (B.Home)
+      OS << fmt::format(
+          "{} in {}{}", B.Slot >= 0 ? "; or" : ",", F.Params[*B.Home].Name,
+          B.HomeWhen.empty() ? "" : " if " + conditionToString(F, B.HomeWhen));
     OS << "\n";
   }
   for (unsigned I = 0; I < P.Steps.size(); ++I) {
     const Step &S = P.Steps[I];
     OS << "  step " << I << ": group " << P.Nests[S.Nest].Group;
     if (S.isConditional())
-      OS << " fused if " << conditionToString(F, S);
+      OS << " fused if " << conditionToString(F, S.When);
+    if (S.CopiesHomedTemp)
+      OS << " unless " << F.Params[*S.CopiesHomedTemp].Name << " is in "
+         << F.Params[*P.Buffers[bufferOf(P, *S.CopiesHomedTemp)].Home].Name;
     OS << "\n";
     printNest(P, S.Nest, OS, 2);
     if (!S.Otherwise.empty()) {
@@ -197,6 +206,34 @@ void pk::loop::print(const Program &P, llvm::raw_ostream &OS) {
     }
   }
   OS << "}\n";
+}
+
+unsigned pk::loop::bufferOf(const Program &P, unsigned Param) {
+  for (unsigned I = 0; I < P.Buffers.size(); ++I)
+    if (P.Buffers[I].Param == Param)
+      return I;
+  return P.Buffers.size();
+}
+
+void pk::loop::removeStep(Program &P, unsigned Step) {
+  std::set<unsigned> Gone(P.Steps[Step].Otherwise.begin(),
+                          P.Steps[Step].Otherwise.end());
+  Gone.insert(P.Steps[Step].Nest);
+  std::vector<unsigned> NewIndex(P.Nests.size(), 0);
+  std::vector<Nest> Kept;
+  for (unsigned N = 0; N < P.Nests.size(); ++N) {
+    if (Gone.count(N))
+      continue;
+    NewIndex[N] = Kept.size();
+    Kept.push_back(std::move(P.Nests[N]));
+  }
+  P.Nests = std::move(Kept);
+  P.Steps.erase(P.Steps.begin() + Step);
+  for (unsigned I = 0; I < P.Steps.size(); ++I) {
+    P.Steps[I].Nest = I;
+    for (unsigned &N : P.Steps[I].Otherwise)
+      N = NewIndex[N];
+  }
 }
 
 static std::string verifyNest(const Program &P, const Nest &N) {
@@ -274,12 +311,27 @@ std::string pk::loop::verify(const Program &P) {
   for (unsigned N = 0; N < P.Nests.size(); ++N)
     if (Uses[N] != 1)
       return fmt::format("nest {} is run by {} steps", N, Uses[N]);
-  for (const Buffer &B : P.Buffers)
-    if (P.F->Params[B.Param].isTemp() &&
+  for (const Buffer &B : P.Buffers) {
+    // Only a temporary always in its home ref has no slot.
+    const bool Always = B.Home && B.HomeWhen.empty();
+    if (P.F->Params[B.Param].isTemp() && !Always &&
         (B.Slot < 0 || static_cast<unsigned>(B.Slot) >= P.NumSlots ||
          B.FirstStep > B.LastStep))
       return fmt::format("temporary {} has no slot or lifetime",
                          P.F->Params[B.Param].Name);
+    if (B.Home &&
+        (!P.F->Params[B.Param].isTemp() || !P.F->Params[*B.Home].isArgument()))
+      return fmt::format("buffer {} is homed in {}, not a temporary in a ref",
+                         P.F->Params[B.Param].Name, P.F->Params[*B.Home].Name);
+  }
+  for (const Step &S : P.Steps)
+    if (S.CopiesHomedTemp) {
+      unsigned B = bufferOf(P, *S.CopiesHomedTemp);
+      if (B == P.Buffers.size() || !P.Buffers[B].Home ||
+          P.Buffers[B].HomeWhen.empty())
+        return fmt::format("a step copies {}, which has no run-time home",
+                           P.F->Params[*S.CopiesHomedTemp].Name);
+    }
   for (const Nest &N : P.Nests)
     if (std::string E = verifyNest(P, N); !E.empty())
       return E;

@@ -194,6 +194,18 @@ struct Buffer {
   /// lifetimes do not overlap (planBuffers). -1 for refs.
   unsigned FirstStep = 0, LastStep = 0;
   int Slot = -1;
+  /// A temporary whose elements end up copied whole into ref `Home`, which
+  /// nothing else writes or reads (`q[_] = concat(...)`, a reshaped
+  /// product stored): it is computed in the ref's memory instead whenever
+  /// each pair of extents in `HomeWhen` is equal at run time (the two then
+  /// have one row-major layout), and the copy is skipped. With `HomeWhen`
+  /// empty it always is: the copy's step is gone and the temporary has no
+  /// slot.
+  std::optional<unsigned> Home;
+  std::vector<std::pair<ExtentId, ExtentId>> HomeWhen;
+  /// The buffer the copy reads: the temporary or an alias of it (whose
+  /// extents are the ones compared with the ref's).
+  unsigned HomeVia = 0;
 };
 
 /// One step of the program: run nest `Nest` when every pair of extents in
@@ -207,6 +219,9 @@ struct Step {
   std::vector<std::pair<ExtentId, ExtentId>> When;
   std::vector<unsigned> Otherwise;
   std::string OtherwiseError;
+  /// The temporary (a param) this step copies into its home ref: the step
+  /// is skipped when the temporary was computed there (Buffer::Home).
+  std::optional<unsigned> CopiesHomedTemp;
   bool isConditional() const { return !When.empty(); }
   /// True when the step has no alternative: the call raises when `When`
   /// fails.
@@ -239,6 +254,14 @@ void walkArgs(const Nest &N, llvm::ArrayRef<unsigned> Roots,
 /// earlier loop) is in the set but not walked through: it is read back.
 std::set<unsigned> innerCone(const Nest &N, llvm::ArrayRef<unsigned> Roots,
                              llvm::function_ref<bool(unsigned)> Kept = nullptr);
+
+/// The index in P.Buffers of param `Param`'s buffer (P.Buffers.size() when
+/// it has none).
+unsigned bufferOf(const Program &P, unsigned Param);
+
+/// Removes step `Step`, its nest and its alternatives' nests; the other
+/// nests keep their order (Nests[I] stays step I's).
+void removeStep(Program &P, unsigned Step);
 
 void print(const Program &P, llvm::raw_ostream &OS);
 /// One statement as `print` shows it: `t_2 = mul x_v, x_v : f32`.

@@ -204,29 +204,6 @@ std::optional<Nest> merge(const loop::Program &Prog, unsigned PNest,
   return M;
 }
 
-/// Removes step `Step`, its nest and its alternatives' nests; the other
-/// nests keep their order (Nests[I] stays step I's).
-void removeStep(loop::Program &P, unsigned Step) {
-  std::set<unsigned> Gone(P.Steps[Step].Otherwise.begin(),
-                          P.Steps[Step].Otherwise.end());
-  Gone.insert(P.Steps[Step].Nest);
-  std::vector<unsigned> NewIndex(P.Nests.size(), 0);
-  std::vector<Nest> Kept;
-  for (unsigned N = 0; N < P.Nests.size(); ++N) {
-    if (Gone.count(N))
-      continue;
-    NewIndex[N] = Kept.size();
-    Kept.push_back(std::move(P.Nests[N]));
-  }
-  P.Nests = std::move(Kept);
-  P.Steps.erase(P.Steps.begin() + Step);
-  for (unsigned I = 0; I < P.Steps.size(); ++I) {
-    P.Steps[I].Nest = I;
-    for (unsigned &N : P.Steps[I].Otherwise)
-      N = NewIndex[N];
-  }
-}
-
 /// The unconditional step before `Before` whose nest stores the temporary
 /// nest S loads (the first temporary it loads), if any.
 std::optional<unsigned> producerOf(const loop::Program &P, const Nest &S,
@@ -297,7 +274,7 @@ unsigned mergeAlternatives(loop::Program &P, unsigned Step) {
   }
   for (auto &[Prod, M] : Merged)
     P.Nests[P.Steps[Prod].Nest] = std::move(M);
-  removeStep(P, Step);
+  loop::removeStep(P, Step);
   return Merged.size();
 }
 
@@ -400,7 +377,7 @@ unsigned mergeTwoSums(loop::Program &P, unsigned Step) {
     return 0;
   P.Nests[P.Steps[P1].Nest] = std::move(*M1);
   P.Nests[P.Steps[P2].Nest] = std::move(*M2);
-  removeStep(P, Step);
+  loop::removeStep(P, Step);
   return 2;
 }
 
@@ -417,7 +394,7 @@ unsigned pk::fuseGroupedSums(loop::Program &P) {
     if (!M)
       continue;
     P.Nests[Step] = std::move(*M);
-    removeStep(P, Step + 1);
+    loop::removeStep(P, Step + 1);
     ++Merged;
   }
   // Sums fused under a condition (their alternatives merge one by one),

@@ -6,6 +6,13 @@
 // whose lifetimes do not overlap share a slot, first fit in the order they
 // are first written. A 7-matmul layer holds its live buffers, not 7.
 //
+// First, a temporary whose one job is to be copied whole into an output ref
+// (`q[_] = concat(...)`, a reshaped product stored) gets that ref as its
+// home: it is computed in the ref's memory and the copy is skipped whenever
+// the two have the same extents at run time (a store may broadcast, so the
+// extents are only known to fit). The ref must be written by that copy alone
+// and read by nothing: then no step sees it change early.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Passes.h"
@@ -16,9 +23,119 @@
 using namespace pk;
 using namespace pk::ir;
 
+namespace {
+
+/// The temporary a step copies whole into its home ref, and when the two
+/// share a layout.
+struct HomeChoice {
+  unsigned Temp = 0, Ref = 0, Via = 0;
+  std::vector<std::pair<ExtentId, ExtentId>> When;
+};
+
+/// How often each root buffer is loaded and stored over all nests, and the
+/// last step that stores it.
+struct BufferUses {
+  std::map<unsigned, unsigned> Loads, Stores, LastStore;
+};
+
+BufferUses countUses(const loop::Program &P) {
+  const Function &F = *P.F;
+  BufferUses U;
+  for (unsigned I = 0; I < P.Steps.size(); ++I) {
+    std::vector<unsigned> Nests = {P.Steps[I].Nest};
+    Nests.insert(Nests.end(), P.Steps[I].Otherwise.begin(),
+                 P.Steps[I].Otherwise.end());
+    for (unsigned N : Nests)
+      for (const loop::Stmt &S : P.Nests[N].Body) {
+        if (S.K == loop::Stmt::Load)
+          ++U.Loads[rootOf(F, S.Param)];
+        if (S.K == loop::Stmt::Store) {
+          ++U.Stores[rootOf(F, S.Param)];
+          U.LastStore[rootOf(F, S.Param)] = I;
+        }
+      }
+  }
+  return U;
+}
+
+/// Step `I` when it only copies a temporary (or a reshape of it) whole into
+/// a ref that can be the temporary's home.
+std::optional<HomeChoice> homeCopy(const loop::Program &P, unsigned I,
+                                   const BufferUses &U) {
+  const Function &F = *P.F;
+  const loop::Step &St = P.Steps[I];
+  if (St.isConditional())
+    return std::nullopt;
+  const loop::Nest &N = P.Nests[St.Nest];
+  if (N.isReduction() || N.Attention || N.Grouped || N.Body.size() != 2)
+    return std::nullopt;
+  const loop::Stmt &L = N.Body[0], &S = N.Body[1];
+  if (L.K != loop::Stmt::Load || S.K != loop::Stmt::Store ||
+      S.Args != std::vector<unsigned>{0})
+    return std::nullopt;
+  // The load reads the temporary itself or an alias of it (its memory in
+  // the same order), never a window.
+  unsigned T = L.Param;
+  while (F.Params[T].isAlias())
+    T = F.Params[T].Parent;
+  const Param &TP = F.Params[T], &RP = F.Params[S.Param];
+  if (!TP.isTemp() || !RP.isArgument() || !RP.isWritable() ||
+      TP.Type != RP.Type)
+    return std::nullopt;
+  // Element k of the domain is element k of both: the identity, no
+  // gathered or index-0 axes.
+  const unsigned Rank = RP.Rank;
+  if (F.Params[L.Param].Rank != Rank || N.Domain.size() != Rank)
+    return std::nullopt;
+  for (unsigned K = 0; K < Rank; ++K)
+    for (const loop::AxisAccess &A : {L.Map.Axes[K], S.Map.Axes[K]})
+      if (A.Axis != static_cast<int>(K) || A.Gathered)
+        return std::nullopt;
+  // The ref: this copy is its only write and nothing reads it. The
+  // temporary: written before this step only.
+  auto Count = [](const std::map<unsigned, unsigned> &M, unsigned Key) {
+    auto It = M.find(Key);
+    return It == M.end() ? 0u : It->second;
+  };
+  if (Count(U.Loads, S.Param) != 0 || Count(U.Stores, S.Param) != 1 ||
+      Count(U.LastStore, T) >= I)
+    return std::nullopt;
+  HomeChoice H;
+  H.Temp = T;
+  H.Ref = S.Param;
+  H.Via = L.Param;
+  for (unsigned K = 0; K < Rank; ++K) {
+    ExtentId A = refExtent(F, L.Param, K), B = refExtent(F, S.Param, K);
+    if (A != B)
+      H.When.push_back({A, B});
+  }
+  return H;
+}
+
+} // namespace
+
 void pk::planBuffers(loop::Program &P) {
   const Function &F = *P.F;
+  // Homes first: a copy that is never needed leaves the program before the
+  // lifetimes are measured.
+  std::map<unsigned, HomeChoice> Homes;
+  const BufferUses Uses = countUses(P);
+  for (unsigned I = P.Steps.size(); I-- > 0;) {
+    std::optional<HomeChoice> H = homeCopy(P, I, Uses);
+    if (!H || Homes.count(H->Temp))
+      continue;
+    if (H->When.empty())
+      loop::removeStep(P, I);
+    else
+      P.Steps[I].CopiesHomedTemp = H->Temp;
+    Homes[H->Temp] = *H;
+  }
+
   std::map<unsigned, std::pair<unsigned, unsigned>> Life;
+  auto AlwaysHome = [&](unsigned Temp) {
+    auto It = Homes.find(Temp);
+    return It != Homes.end() && It->second.When.empty();
+  };
   auto Visit = [&](const loop::Nest &N, unsigned Step) {
     for (const loop::Stmt &S : N.Body)
       if ((S.K == loop::Stmt::Load || S.K == loop::Stmt::Store) &&
@@ -46,13 +163,20 @@ void pk::planBuffers(loop::Program &P) {
     B.Param = I;
     if (Pr.isTemp())
       std::tie(B.FirstStep, B.LastStep) = Life[I];
+    if (auto It = Homes.find(I); It != Homes.end()) {
+      B.Home = It->second.Ref;
+      B.HomeWhen = It->second.When;
+      B.HomeVia = It->second.Via;
+    }
     P.Buffers.push_back(B);
   }
 
-  // First fit, in the order the temporaries are first written.
+  // First fit, in the order the temporaries are first written; one always
+  // in its home needs no slot.
   std::vector<std::pair<unsigned, unsigned>> Starts;
   for (auto &[Param, L] : Life)
-    Starts.push_back({L.first, Param});
+    if (!AlwaysHome(Param))
+      Starts.push_back({L.first, Param});
   std::sort(Starts.begin(), Starts.end());
   std::vector<unsigned> SlotEnd;
   for (auto [Start, Param] : Starts) {

@@ -14,6 +14,7 @@
 
 #include "ShimDevice.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -206,6 +207,34 @@ TEST(ReshapesShim, AliasesTemporariesAndConcat) {
                            {DY.get(), {M + N, D}});
       expectSame(E, DY.host(), "stack_rows " + dims({M, N}));
     }
+  // concat's buffer is y itself when y has the value's extents (no
+  // workspace); a row broadcast into y's four needs one, and the copy.
+  for (int64_t N : {3, 0}) {
+    const int64_t D = 7;
+    auto A = grid(D, 37), B = grid(N * D, 38);
+    std::vector<float> E(4 * D);
+    reshapes::stack_rows({A.data(), {1, D}}, {B.data(), {N, D}},
+                         {E.data(), {4, D}});
+    Dev<float> DA(A), DB(B), DY(4 * D, std::nanf(""));
+    pk::In<float, 2> RA(DA.get(), {1, D}), RB(DB.get(), {N, D});
+    pk::Out<float, 2> RY(DY.get(), {4, D});
+    const int64_t Bytes = pk::cuda::stack_rows_workspace_bytes(RA, RB, RY);
+    EXPECT_EQ(Bytes, N == 3 ? 0 : 64) << "stack_rows " << dims({1, N, D});
+    pk::cuda::stack_rows(RA, RB, RY);
+    expectSame(E, DY.host(), "stack_rows into " + dims({1, N, D}));
+  }
+  for (auto [T, K, N] : {std::array<int64_t, 3>{1, 1, 1}, {17, 33, 65}}) {
+    auto X = grid(T * K, 39), W = grid(K * N, 40);
+    std::vector<float> E(T * N);
+    reshapes::product_in_place({X.data(), {T, K}}, {W.data(), {K, N}},
+                               {E.data(), {N, T}});
+    Dev<float> DX(X), DW(W), DY(T * N, std::nanf(""));
+    pk::In<float, 2> RX(DX.get(), {T, K}), RW(DW.get(), {K, N});
+    pk::Out<float, 2> RY(DY.get(), {N, T});
+    EXPECT_EQ(pk::cuda::product_in_place_workspace_bytes(RX, RW, RY), 0);
+    pk::cuda::product_in_place(RX, RW, RY);
+    expectSame(E, DY.host(), "product_in_place " + dims({T, K, N}));
+  }
   for (int64_t H : {1, 4})
     for (int64_t T : {3, 17}) {
       const int64_t D = 8, N = 5;

@@ -15,9 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace eager {
@@ -29,6 +31,8 @@ void head_sums(pk::In<float, 2> x, pk::Out<float, 2> s, int64_t heads);
 void pair_mix(pk::In<float, 2> x, pk::Out<float, 2> y);
 void merge_project(pk::In<float, 3> o, pk::In<float, 2> w, pk::Out<float, 2> y);
 void stack_rows(pk::In<float, 2> a, pk::In<float, 2> b, pk::Out<float, 2> y);
+void product_in_place(pk::In<float, 2> x, pk::In<float, 2> w,
+                      pk::Out<float, 2> y);
 void flatten(pk::In<float, 3> x, pk::Out<float> y);
 void window_of_sum(pk::In<float, 2> x, pk::Out<float, 2> y, int64_t n);
 void last_logits(pk::In<float, 2> x, pk::In<float> g, pk::In<float, 2> w,
@@ -98,6 +102,69 @@ TEST(CompiledReshapes, SlicesAndConcatOfComputedValues) {
                    {O.data(), {M + N, D}});
         expectSame(E, O, "stack_rows " + dims({M, N, D}));
       }
+}
+
+/// The bytes the calling thread's workspace arena holds after `Call` runs
+/// on a thread of its own (which starts with an empty arena).
+template <typename CallT> size_t arenaAfter(CallT Call) {
+  size_t Bytes = 0;
+  std::thread([&] {
+    Call();
+    Bytes = pk::rt::Workspace::arena_capacity();
+  }).join();
+  return Bytes;
+}
+
+TEST(CompiledReshapes, AValueStoredWholeIsComputedInItsOutput) {
+  // concat's buffer is y itself when y has the value's extents: no
+  // workspace. When the value's one row broadcasts into y's four, it has a
+  // buffer of its own and is copied (PlanBuffers.cpp): both as eager.
+  for (int64_t D : {1, 7, 33}) {
+    auto A = grid(D, 5), B = grid(3 * D, 6);
+    std::vector<float> E(4 * D), O = poisoned(4 * D);
+    eager::stack_rows({A.data(), {1, D}}, {B.data(), {3, D}},
+                      {E.data(), {4, D}});
+    EXPECT_EQ(arenaAfter([&] {
+                stack_rows({A.data(), {1, D}}, {B.data(), {3, D}},
+                           {O.data(), {4, D}});
+              }),
+              0u);
+    expectSame(E, O, "stack_rows in place " + dims({1, 3, D}));
+    std::vector<float> EB(4 * D), OB = poisoned(4 * D);
+    eager::stack_rows({A.data(), {1, D}}, {B.data(), {0, D}},
+                      {EB.data(), {4, D}});
+    EXPECT_GE(arenaAfter([&] {
+                stack_rows({A.data(), {1, D}}, {B.data(), {0, D}},
+                           {OB.data(), {4, D}});
+              }),
+              static_cast<size_t>(D * 4));
+    expectSame(EB, OB, "stack_rows broadcast " + dims({1, 0, D}));
+  }
+  // The product read with y's own extents is always computed in y, also
+  // when they are the product's transposed ([N, T] for [T, N]): y holds the
+  // product's elements in its order, as eager's reshape.
+  for (auto [T, K, N] :
+       {std::array<int64_t, 3>{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {0, 4, 3}}) {
+    auto X = grid(T * K, 7), W = grid(K * N, 8);
+    for (auto [R, C] : {std::pair{T, N}, std::pair{N, T}}) {
+      std::vector<float> E(T * N), O = poisoned(T * N);
+      eager::product_in_place({X.data(), {T, K}}, {W.data(), {K, N}},
+                              {E.data(), {R, C}});
+      // (The product's packing takes its own bytes from the arena: the
+      // missing temporary is checked in lit, frontend/reshapes.test.)
+      product_in_place({X.data(), {T, K}}, {W.data(), {K, N}},
+                       {O.data(), {R, C}});
+      expectSame(E, O, "product_in_place " + dims({T, K, N, R, C}));
+    }
+  }
+  // A y of another size fails the reshape's check before any write.
+  auto X = grid(6, 9), W = grid(6, 10);
+  std::vector<float> O = poisoned(8);
+  EXPECT_THROW(product_in_place({X.data(), {2, 3}}, {W.data(), {3, 2}},
+                                {O.data(), {2, 4}}),
+               pk::ShapeError);
+  for (float V : O)
+    ASSERT_TRUE(std::isnan(V));
 }
 
 TEST(CompiledReshapes, ReshapeOfAPermutedValueFeedsAMatmul) {

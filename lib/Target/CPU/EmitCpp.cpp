@@ -75,7 +75,12 @@ private:
                        "{}.\n",
                        N.Group, N.Lines.size() > 1 ? "s" : "",
                        N.Lines.size() > 1 ? "s" : "", fmt::join(N.Lines, ", "));
-    Out += "  {\n";
+    if (St.CopiesHomedTemp)
+      Out +=
+          fmt::format("  if (!{}) {{ // the copy, unless computed in place\n",
+                      homeFlag(P, *St.CopiesHomedTemp));
+    else
+      Out += "  {\n";
     // A step without alternatives was checked at entry (emitStepChecks).
     if (St.Otherwise.empty()) {
       emitNest(N, Sched.Nests[St.Nest], "    ");

@@ -386,10 +386,17 @@ public:
     };
     if (CallerWorkspace) {
       std::string Body;
-      emitExtents(F, Body, "  ", Unaddressed);
+      // Nor does one always in its home ref (no slot): only the slots are
+      // sized here.
+      emitExtents(F, Body, "  ", [&](unsigned Param) {
+        unsigned B = loop::bufferOf(*P.Loops, Param);
+        return Unaddressed(Param) ||
+               (B < P.Loops->Buffers.size() && P.Loops->Buffers[B].Home &&
+                P.Loops->Buffers[B].HomeWhen.empty());
+      });
       emitGuards(F, Body, "  ");
       const std::string Total = emitWorkspaceSlots(*P.Loops, Body, "  ");
-      Body += "  return " + Total + ";\n}\n\n";
+      Body += "  return " + (Total.empty() ? "0" : Total) + ";\n}\n\n";
       L += workspaceBytesSignature(F, llvm::StringRef(Body)) + " {\n" + Body;
       L += signature(F, false) + " {\n";
       L += fmt::format("  const int64_t pk_bytes = {}_workspace_bytes({});\n",
@@ -425,6 +432,14 @@ public:
       L += fmt::format("  // Group {}: the store{} at line{} {}.\n", N.Group,
                        N.Lines.size() > 1 ? "s" : "",
                        N.Lines.size() > 1 ? "s" : "", fmt::join(N.Lines, ", "));
+      if (St.CopiesHomedTemp) {
+        // A copy into a temporary's home: nothing to do when it is there.
+        L += fmt::format("  if (!{}) {{\n",
+                         homeFlag(*P.Loops, *St.CopiesHomedTemp));
+        launch(P.Nests[St.Nest].Launch, L, "    ");
+        L += "  }\n";
+        continue;
+      }
       // A step without alternatives was checked at entry (emitStepChecks).
       if (St.Otherwise.empty()) {
         launch(P.Nests[St.Nest].Launch, L, "  ");

@@ -327,10 +327,33 @@ temporariesByStart(const loop::Program &Prog) {
 
 static std::string slotName(size_t S) { return fmt::format("pk_slot{}", S); }
 
+std::string target::homeFlag(const loop::Program &P, unsigned Temp) {
+  const loop::Buffer &B = P.Buffers[loop::bufferOf(P, Temp)];
+  return fmt::format("pk_{}_in_{}", P.F->Params[Temp].Name,
+                     P.F->Params[*B.Home].Name);
+}
+
 std::string target::emitWorkspaceSlots(const loop::Program &Prog,
                                        std::string &Out,
                                        llvm::StringRef Indent) {
   const Function &F = *Prog.F;
+  for (const loop::Buffer *B : temporariesByStart(Prog)) {
+    if (!B->Home || B->HomeWhen.empty())
+      continue;
+    // The axes whose extents are other symbols (HomeWhen), by the names
+    // of the extents the copy compares.
+    std::vector<std::string> Conds;
+    for (unsigned K = 0; K < F.Params[*B->Home].Rank; ++K)
+      if (refExtent(F, B->HomeVia, K) != refExtent(F, *B->Home, K))
+        Conds.push_back(fmt::format("{} == {}", extentVar(F, B->HomeVia, K),
+                                    extentVar(F, *B->Home, K)));
+    Out +=
+        fmt::format("{}// {} is computed in {}'s memory when they have "
+                    "the same extents.\n",
+                    Indent, F.Params[B->Param].Name, F.Params[*B->Home].Name);
+    Out += fmt::format("{}const bool {} = {};\n", Indent,
+                       homeFlag(Prog, B->Param), fmt::join(Conds, " && "));
+  }
   std::vector<std::string> Names;
   for (unsigned S = 0; S < Prog.NumSlots; ++S) {
     std::vector<std::string> Sizes;
@@ -341,8 +364,13 @@ std::string target::emitWorkspaceSlots(const loop::Program &Prog,
       std::vector<std::string> Ext;
       for (unsigned A = 0; A < Pr.Rank; ++A)
         Ext.push_back(extentVar(F, B->Param, A));
-      Sizes.push_back(fmt::format("pk::rt::buffer_bytes(sizeof({}), {{{}}})",
-                                  dtypeCppName(Pr.Type), fmt::join(Ext, ", ")));
+      std::string Bytes =
+          fmt::format("pk::rt::buffer_bytes(sizeof({}), {{{}}})",
+                      dtypeCppName(Pr.Type), fmt::join(Ext, ", "));
+      if (B->Home)
+        Bytes = fmt::format("({} ? int64_t(0) : {})", homeFlag(Prog, B->Param),
+                            Bytes);
+      Sizes.push_back(Bytes);
     }
     Out +=
         fmt::format("{}const int64_t {} = {};\n", Indent, slotName(S),
@@ -368,45 +396,64 @@ void target::emitTemporaries(const loop::Program &Prog, WorkspaceFrom From,
   std::string Base;
   switch (From) {
   case WorkspaceFrom::CpuArena:
-    Out +=
-        fmt::format("{}pk::rt::Workspace pk_workspace({});\n", Indent, Total);
+    if (!Total.empty())
+      Out +=
+          fmt::format("{}pk::rt::Workspace pk_workspace({});\n", Indent, Total);
     Base = "pk_workspace.data()";
     break;
   case WorkspaceFrom::CudaScratch:
-    Out += fmt::format("{}pk::cuda::detail::DeviceScratch<unsigned char> "
-                       "pk_workspace({}, pk_stream, {});\n",
-                       Indent, Total, stringLiteral(F.Name));
+    if (!Total.empty())
+      Out += fmt::format("{}pk::cuda::detail::DeviceScratch<unsigned char> "
+                         "pk_workspace({}, pk_stream, {});\n",
+                         Indent, Total, stringLiteral(F.Name));
     Base = "pk_workspace.get()";
     break;
   case WorkspaceFrom::CudaCaller:
-    Out += fmt::format(
-        "{}if (pk_workspace_bytes < {} || (pk_workspace == nullptr && {} > "
-        "0))\n"
-        "{}  pk::cuda::detail::workspace_fail({}, pk_workspace_bytes, {});\n",
-        Indent, Total, Total, Indent, stringLiteral(F.Name), Total);
+    // Every temporary always in its home ref: no workspace to check.
+    if (Total.empty())
+      Out += fmt::format(
+          "{0}(void)pk_workspace;\n{0}(void)pk_workspace_bytes;\n", Indent);
+    else
+      Out += fmt::format(
+          "{}if (pk_workspace_bytes < {} || (pk_workspace == nullptr && {} > "
+          "0))\n"
+          "{}  pk::cuda::detail::workspace_fail({}, pk_workspace_bytes, {});\n",
+          Indent, Total, Total, Indent, stringLiteral(F.Name), Total);
     Base = "static_cast<unsigned char *>(pk_workspace)";
     break;
   }
   for (const loop::Buffer *B : Temps) {
     unsigned P = B->Param;
     const Param &Pr = F.Params[P];
-    size_t S = B->Slot;
-    std::vector<std::string> Before;
-    for (size_t K = 0; K < S; ++K)
-      Before.push_back(slotName(K));
-    std::string Offset =
-        Before.empty() ? "" : fmt::format(" + {}", fmt::join(Before, " + "));
     std::vector<std::string> Ext;
     for (unsigned A = 0; A < Pr.Rank; ++A)
       Ext.push_back(extentVar(F, P, A));
-    Out +=
-        fmt::format("{}// {}: {}{} ({})\n", Indent, Pr.Name, dtypeName(Pr.Type),
-                    shapeToString(F, Pr.TempShape), Pr.Why);
+    std::string Data;
+    if (B->Slot >= 0) {
+      std::vector<std::string> Before;
+      for (int K = 0; K < B->Slot; ++K)
+        Before.push_back(slotName(K));
+      std::string Offset =
+          Before.empty() ? "" : fmt::format(" + {}", fmt::join(Before, " + "));
+      Data = fmt::format("reinterpret_cast<{} *>({}{})", dtypeCppName(Pr.Type),
+                         Base, Offset);
+    }
+    if (B->Home) {
+      const std::string Home = dataExpr(F, *B->Home);
+      Data = B->HomeWhen.empty()
+                 ? Home
+                 : fmt::format("{} ? {} : {}", homeFlag(Prog, P), Home, Data);
+    }
     Out += fmt::format(
-        "{}const pk::InOut<{}, {}> {}(reinterpret_cast<{} *>({}{}), "
-        "{{{}}});\n",
-        Indent, dtypeCppName(Pr.Type), Pr.Rank, Pr.Name, dtypeCppName(Pr.Type),
-        Base, Offset, fmt::join(Ext, ", "));
+        "{}// {}: {}{} ({}{})\n", Indent, Pr.Name, dtypeName(Pr.Type),
+        shapeToString(F, Pr.TempShape), Pr.Why,
+        !B->Home ? ""
+        : B->HomeWhen.empty()
+            ? fmt::format("; in {}", F.Params[*B->Home].Name)
+            : fmt::format("; in {} when it fits", F.Params[*B->Home].Name));
+    Out += fmt::format("{}const pk::InOut<{}, {}> {}({}, {{{}}});\n", Indent,
+                       dtypeCppName(Pr.Type), Pr.Rank, Pr.Name, Data,
+                       fmt::join(Ext, ", "));
   }
 }
 

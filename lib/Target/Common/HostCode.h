@@ -80,15 +80,16 @@ enum class WorkspaceFrom {
   CudaCaller,  ///< the launcher's pk_workspace / pk_workspace_bytes
 };
 
-/// Declares `pk_slot<N>`, the bytes of each slot of the workspace, and
-/// returns their sum as an expression ("" when there are no temporaries).
-/// Needs emitExtents() first.
+/// Declares `pk_<temp>_in_<ref>` for every temporary homed in a ref at run
+/// time (loop::Buffer::Home), then `pk_slot<N>`, the bytes of each slot of
+/// the workspace (none for a temporary in its home), and returns their sum
+/// as an expression ("" when there are no slots). Needs emitExtents() first.
 std::string emitWorkspaceSlots(const loop::Program &P, std::string &Out,
                                llvm::StringRef Indent);
 /// Declares the workspace of the call and a ref over it for every
 /// temporary (ir::ParamKind::Temp) the nests read or write, at the offset
-/// of its slot (planBuffers). Needs emitExtents() first;
-/// nothing when there are no temporaries.
+/// of its slot (planBuffers), or over its home ref's memory. Needs
+/// emitExtents() first; nothing when there are no temporaries.
 void emitTemporaries(const loop::Program &P, WorkspaceFrom From,
                      std::string &Out, llvm::StringRef Indent);
 /// Checks every entry guard, throwing pk::ShapeError with a message naming
@@ -112,6 +113,9 @@ void emitStrides(const ir::Function &F, const loop::Nest &N, std::string &Out,
 /// `pk_a_0 == pk_o_0 && ...` for the Runtime axes of every load: when true,
 /// one flat loop is valid. "" when the nest has no Runtime axis.
 std::string flatCondition(const ir::Function &F, const loop::Nest &N);
+/// `pk_concat_buf_in_q`: whether temporary `Temp` is in its home ref this
+/// call (declared by emitWorkspaceSlots; the copy step then does nothing).
+std::string homeFlag(const loop::Program &P, unsigned Temp);
 /// The conjunction of the step's When conditions ("" when none).
 std::string fuseCondition(const ir::Function &F, const loop::Step &S);
 /// Raises the error of every step that has no alternative when its

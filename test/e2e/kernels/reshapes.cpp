@@ -37,6 +37,14 @@ PK_KERNEL void stack_rows(In<float, 2> a, In<float, 2> b, Out<float, 2> y) {
   y[_] = concat({a[_], b[_] * 2.0f}, 0);
 }
 
+/// The product x w [T, N] read as y's own extents (as many elements: the
+/// reshape checks that): the product is computed in y's memory, always,
+/// with no temporary and no copy (lib/Transforms/PlanBuffers.cpp).
+PK_KERNEL void product_in_place(In<float, 2> x, In<float, 2> w,
+                                Out<float, 2> y) {
+  y[_] = reshape(matmul(x[_], w[_]), {y.extent(0), y.extent(1)});
+}
+
 /// The columns [n, 2n) of x twice, plus x's: the slice of a computed value
 /// whose bounds the caller gives, once stored and once never used. Both
 /// are checked as eager code checks them (fuzz finding
