@@ -1465,14 +1465,16 @@ private:
         } else {
           TransposeByElement(C);
         }
-        // Each row's scores from its sums over d (in Sums, from pk_qk64),
-        // in place in pk_s.
-        auto RowScores = [&](const std::string &H, const std::string &Sums) {
+        // Each row's scores from its sums over d, in place in pk_s: the
+        // sums are pk_s itself, or (`FromPairs`) the row's half of the two
+        // rows' pk_qka / pk_qkb, named pk_qk64.
+        auto RowScores = [&](const std::string &H, bool FromPairs) {
+          const std::string Sums = FromPairs ? "pk_qk64" : "pk_s";
           RowVars(H);
           Print(ScoreRow, -1, H);
           Out +=
               fmt::format("{}{} *pk_s = pk_scores + pk_r * pk_kb_n;\n", H, Ty);
-          if (Sums == "pk_qk64")
+          if (FromPairs)
             Out += fmt::format(
                 "{}const {} *pk_qk64 = pk_r == pk_r0 ? pk_qka : pk_qkb;\n", H,
                 Ty);
@@ -1497,7 +1499,7 @@ private:
                            C, D);
         Out += fmt::format(
             "{}  for (int64_t pk_r = 0; pk_r < pk_rows; ++pk_r) {{\n", C);
-        RowScores(C + "    ", "pk_s");
+        RowScores(C + "    ", /*FromPairs=*/false);
         Out += C + "  }\n" + C + "} else {\n";
         // Else two rows at a time: eight independent vectors of 16 (one
         // row's four, a fused multiply-add each per d, would wait on their
@@ -1545,7 +1547,7 @@ private:
         Out += fmt::format("{}for (int64_t pk_r = pk_r0; pk_r < pk_r0 + pk_rn; "
                            "++pk_r) {{\n",
                            G);
-        RowScores(G + "  ", "pk_qk64");
+        RowScores(G + "  ", /*FromPairs=*/true);
         Out += G + "}\n" + C2 + "}\n" + C + "}\n";
         Out += B + "} else {\n";
         LaneScores(B + "  ");

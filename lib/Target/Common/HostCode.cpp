@@ -388,10 +388,17 @@ void target::emitTemporaries(const loop::Program &Prog, WorkspaceFrom From,
   std::vector<const loop::Buffer *> Temps = temporariesByStart(Prog);
   if (Temps.empty())
     return;
-  Out += fmt::format("{}// Temporaries (pkc keeps these values in memory "
-                     "between groups): one\n{}// workspace per call; "
-                     "buffers whose lifetimes do not overlap share a slot.\n",
-                     Indent, Indent);
+  if (Prog.NumSlots == 0)
+    Out += fmt::format("{}// Temporaries (pkc keeps these values in memory "
+                       "between groups), each\n{}// in the output ref it is "
+                       "stored into whole: no workspace.\n",
+                       Indent, Indent);
+  else
+    Out += fmt::format("{}// Temporaries (pkc keeps these values in memory "
+                       "between groups): one\n{}// workspace per call; "
+                       "buffers whose lifetimes do not overlap share a "
+                       "slot.\n",
+                       Indent, Indent);
   const std::string Total = emitWorkspaceSlots(Prog, Out, Indent);
   std::string Base;
   switch (From) {
