@@ -119,11 +119,15 @@ template <class... Ptrs> bool aligned(unsigned Bytes, const Ptrs *...P) {
 }
 
 /// Device scratch memory for one launcher call, allocated and freed on the
-/// launch stream (stream-ordered, so no synchronisation).
+/// launch stream (stream-ordered, so no synchronisation). None for a count
+/// of 0 (every temporary in its output ref, or empty extents): get() is
+/// then null and the CUDA runtime is not asked for 0 bytes.
 template <class T> class DeviceScratch {
 public:
   DeviceScratch(int64_t Count, cudaStream_t Stream, const char *Kernel)
       : Stream(Stream) {
+    if (Count <= 0)
+      return;
     cudaError_t Err = cudaMallocAsync(reinterpret_cast<void **>(&Ptr),
                                       sizeof(T) * Count, Stream);
     if (Err != cudaSuccess)
@@ -133,7 +137,10 @@ public:
   }
   DeviceScratch(const DeviceScratch &) = delete;
   DeviceScratch &operator=(const DeviceScratch &) = delete;
-  ~DeviceScratch() { cudaFreeAsync(Ptr, Stream); }
+  ~DeviceScratch() {
+    if (Ptr)
+      cudaFreeAsync(Ptr, Stream);
+  }
   T *get() const { return Ptr; }
 
 private:
