@@ -220,7 +220,7 @@ void driver::explain(const Function &F, const FusionPlan &Plan,
                            : fmt::format("workspace slot {}", B->Slot);
     if (B != Loops.Buffers.end() && B->Home)
       Slot =
-          B->HomeWhen.empty()
+          B->alwaysHome()
               ? fmt::format("in {}'s memory (no copy)", F.Params[*B->Home].Name)
               : fmt::format("in {}'s memory when their extents are "
                             "equal (no copy), else {}",

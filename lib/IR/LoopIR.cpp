@@ -313,8 +313,7 @@ std::string pk::loop::verify(const Program &P) {
       return fmt::format("nest {} is run by {} steps", N, Uses[N]);
   for (const Buffer &B : P.Buffers) {
     // Only a temporary always in its home ref has no slot.
-    const bool Always = B.Home && B.HomeWhen.empty();
-    if (P.F->Params[B.Param].isTemp() && !Always &&
+    if (P.F->Params[B.Param].isTemp() && !B.alwaysHome() &&
         (B.Slot < 0 || static_cast<unsigned>(B.Slot) >= P.NumSlots ||
          B.FirstStep > B.LastStep))
       return fmt::format("temporary {} has no slot or lifetime",
@@ -327,8 +326,7 @@ std::string pk::loop::verify(const Program &P) {
   for (const Step &S : P.Steps)
     if (S.CopiesHomedTemp) {
       unsigned B = bufferOf(P, *S.CopiesHomedTemp);
-      if (B == P.Buffers.size() || !P.Buffers[B].Home ||
-          P.Buffers[B].HomeWhen.empty())
+      if (B == P.Buffers.size() || !P.Buffers[B].homeWhenFits())
         return fmt::format("a step copies {}, which has no run-time home",
                            P.F->Params[*S.CopiesHomedTemp].Name);
     }

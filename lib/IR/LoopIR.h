@@ -206,6 +206,11 @@ struct Buffer {
   /// The buffer the copy reads: the temporary or an alias of it (whose
   /// extents are the ones compared with the ref's).
   unsigned HomeVia = 0;
+
+  /// Always computed in its home ref: no slot, no copy, no run-time test.
+  bool alwaysHome() const { return Home && HomeWhen.empty(); }
+  /// In its home ref only when the extents in HomeWhen agree at run time.
+  bool homeWhenFits() const { return Home && !HomeWhen.empty(); }
 };
 
 /// One step of the program: run nest `Nest` when every pair of extents in

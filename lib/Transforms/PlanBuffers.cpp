@@ -132,10 +132,6 @@ void pk::planBuffers(loop::Program &P) {
   }
 
   std::map<unsigned, std::pair<unsigned, unsigned>> Life;
-  auto AlwaysHome = [&](unsigned Temp) {
-    auto It = Homes.find(Temp);
-    return It != Homes.end() && It->second.When.empty();
-  };
   auto Visit = [&](const loop::Nest &N, unsigned Step) {
     for (const loop::Stmt &S : N.Body)
       if ((S.K == loop::Stmt::Load || S.K == loop::Stmt::Store) &&
@@ -175,7 +171,7 @@ void pk::planBuffers(loop::Program &P) {
   // in its home needs no slot.
   std::vector<std::pair<unsigned, unsigned>> Starts;
   for (auto &[Param, L] : Life)
-    if (!AlwaysHome(Param))
+    if (!P.Buffers[BufferOf.at(Param)].alwaysHome())
       Starts.push_back({L.first, Param});
   std::sort(Starts.begin(), Starts.end());
   std::vector<unsigned> SlotEnd;

@@ -390,9 +390,8 @@ public:
       // sized here.
       emitExtents(F, Body, "  ", [&](unsigned Param) {
         unsigned B = loop::bufferOf(*P.Loops, Param);
-        return Unaddressed(Param) ||
-               (B < P.Loops->Buffers.size() && P.Loops->Buffers[B].Home &&
-                P.Loops->Buffers[B].HomeWhen.empty());
+        return Unaddressed(Param) || (B < P.Loops->Buffers.size() &&
+                                      P.Loops->Buffers[B].alwaysHome());
       });
       emitGuards(F, Body, "  ");
       const std::string Total = emitWorkspaceSlots(*P.Loops, Body, "  ");

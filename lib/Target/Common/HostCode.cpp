@@ -338,7 +338,7 @@ std::string target::emitWorkspaceSlots(const loop::Program &Prog,
                                        llvm::StringRef Indent) {
   const Function &F = *Prog.F;
   for (const loop::Buffer *B : temporariesByStart(Prog)) {
-    if (!B->Home || B->HomeWhen.empty())
+    if (!B->homeWhenFits())
       continue;
     // The axes whose extents are other symbols (HomeWhen), by the names
     // of the extents the copy compares.
@@ -447,7 +447,7 @@ void target::emitTemporaries(const loop::Program &Prog, WorkspaceFrom From,
     }
     if (B->Home) {
       const std::string Home = dataExpr(F, *B->Home);
-      Data = B->HomeWhen.empty()
+      Data = B->alwaysHome()
                  ? Home
                  : fmt::format("{} ? {} : {}", homeFlag(Prog, P), Home, Data);
     }
@@ -455,7 +455,7 @@ void target::emitTemporaries(const loop::Program &Prog, WorkspaceFrom From,
         "{}// {}: {}{} ({}{})\n", Indent, Pr.Name, dtypeName(Pr.Type),
         shapeToString(F, Pr.TempShape), Pr.Why,
         !B->Home ? ""
-        : B->HomeWhen.empty()
+        : B->alwaysHome()
             ? fmt::format("; in {}", F.Params[*B->Home].Name)
             : fmt::format("; in {} when it fits", F.Params[*B->Home].Name));
     Out += fmt::format("{}const pk::InOut<{}, {}> {}({}, {{{}}});\n", Indent,
