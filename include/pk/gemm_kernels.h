@@ -675,6 +675,15 @@ gemvInt8TileAvx512(int64_t K, const float *__restrict A,
   finishInt8Tile<Rows, Cols>(Sums, Kk, K, A, W, LdW, Out, LdOut, Gs);
 }
 
+/// The 8 int8 values at P as floats. (A function of its own with the
+/// level's target: clang does not compile a lambda for the target of the
+/// function around it.)
+__attribute__((target("avx2"), always_inline)) inline __m256
+widenInt8Avx2(const int8_t *P) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i *>(P))));
+}
+
 /// One row of A (a decode step's token) against Cols int8 columns on AVX2:
 /// each group's products are summed unscaled, in two chains of alternate
 /// vectors, and that sum times the group's scale is added once per group
@@ -701,10 +710,6 @@ gemvInt8RowAvx2(int64_t K, const float *__restrict A,
 #pragma GCC unroll 8
   for (int C = 0; C < Cols; ++C)
     Ahead[C] = prefetchBase(W, LdW, Cols, C, Pf);
-  auto Widen = [&](int C, int64_t At) __attribute__((always_inline)) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
-        reinterpret_cast<const __m128i *>(W + C * LdW + At))));
-  };
   for (int64_t GroupAt = 0; Kk < VectorEnd; GroupAt += Gs.KStride) {
     const int64_t End = Gs.Group < VectorEnd - Kk ? Kk + Gs.Group : VectorEnd;
 #pragma GCC unroll 8
@@ -719,15 +724,15 @@ gemvInt8RowAvx2(int64_t K, const float *__restrict A,
       const __m256 A0 = _mm256_loadu_ps(A + Kk), A1 = _mm256_loadu_ps(A + Kk + L);
 #pragma GCC unroll 8
       for (int C = 0; C < Cols; ++C) {
-        Even[C] = _mm256_fmadd_ps(A0, Widen(C, Kk), Even[C]);
-        Odd[C] = _mm256_fmadd_ps(A1, Widen(C, Kk + L), Odd[C]);
+        Even[C] = _mm256_fmadd_ps(A0, widenInt8Avx2(W + C * LdW + Kk), Even[C]);
+        Odd[C] = _mm256_fmadd_ps(A1, widenInt8Avx2(W + C * LdW + Kk + L), Odd[C]);
       }
     }
     if (Kk < End) {
       const __m256 A0 = _mm256_loadu_ps(A + Kk);
 #pragma GCC unroll 8
       for (int C = 0; C < Cols; ++C)
-        Even[C] = _mm256_fmadd_ps(A0, Widen(C, Kk), Even[C]);
+        Even[C] = _mm256_fmadd_ps(A0, widenInt8Avx2(W + C * LdW + Kk), Even[C]);
       Kk += L;
     }
 #pragma GCC unroll 8
