@@ -17,7 +17,8 @@
 //
 // When: step s runs an int8 product (loop::matchInt8Product) whose only
 // store is its term into a temporary, at [g, m, n]; step s + 1 loads that
-// temporary once, at [g, m, n], sums it over axis 0 and nothing else varies
+// temporary once, at [g, m, n] (or at index 0 along an axis where its
+// extent is the constant 1), sums it over axis 0 and nothing else varies
 // along axis 0; no other nest addresses the temporary; neither step is
 // conditional; and the product reads no ref the sum's nest writes (the
 // merged nest writes outputs while later blocks still compute terms).
@@ -64,12 +65,19 @@ void refsOf(const Function &F, const Nest &N, std::set<unsigned> &Loaded,
   }
 }
 
-bool addressesExactly(const loop::AccessMap &M) {
+/// Whether map M addresses a [g, m, n] temporary at [g, m, n]; with
+/// UnitAxes, an axis may also be index 0 where the temporary's extent is
+/// the constant 1 (Axis -1): the same element, as the sum of head_q8's one
+/// row (samples/llama/heads.cpp) loads it.
+bool addressesExactly(const loop::AccessMap &M, bool UnitAxes = false) {
   if (M.rank() != 3)
     return false;
-  for (unsigned K = 0; K < 3; ++K)
-    if (M.Axes[K].Axis != static_cast<int>(K) || M.Axes[K].Gathered)
+  for (unsigned K = 0; K < 3; ++K) {
+    const loop::AxisAccess &A = M.Axes[K];
+    if (A.Gathered ||
+        (A.Axis != static_cast<int>(K) && !(UnitAxes && A.Axis == -1)))
       return false;
+  }
   return true;
 }
 
@@ -107,7 +115,7 @@ std::optional<Nest> merge(const loop::Program &Prog, unsigned PNest,
   for (unsigned I = 0; I < S.Body.size(); ++I) {
     const Stmt &X = S.Body[I];
     if (X.K == Stmt::Load && rootOf(F, X.Param) == Temp) {
-      if (Load || X.Param != Temp || !addressesExactly(X.Map))
+      if (Load || X.Param != Temp || !addressesExactly(X.Map, true))
         return std::nullopt;
       Load = I;
     }

@@ -81,3 +81,12 @@ PK_KERNEL void runq_swiglu(In<float, 2> x, In<int8_t, 2> w1, In<float, 2> s1,
   auto g = runq(x[_], w1[_], s1[_]), u = runq(x[_], w3[_], s3[_]);
   y[_] = runq(g * sigmoid(g) * u, w2[_], s2[_]);
 }
+
+// The last row only (a classifier head, samples/llama/heads.cpp): the terms'
+// temporary has extent 1 along m and the sum loads it at index 0 there; it
+// merges all the same.
+PK_KERNEL void runq_last_row(In<float, 2> x, In<int8_t, 2> w,
+                             In<float, 2> scale, Out<float> y) {
+  auto T = x.extent(0);
+  y[_] = reshape(runq(x.slice(0, T - 1, T)[_], w[_], scale[_]), {-1});
+}
