@@ -48,8 +48,8 @@
 // default), each group's dot product is exact in int32, and the terms
 // float(dot) * w_scale * x_scale are summed over the groups. pk's column is
 // pk::rt::int8_product (<pk/int8_product.h>) called directly, with the
-// quantisation in its A lambda: the runtime routine on its own, until pkc
-// compiles linear_q8 (samples/llama/common.h) into a call of it. Peer: naive
+// quantisation before it and the term described (Int8TermScales) as pkc
+// describes linear_q8's (samples/llama/common.h). Peer: naive
 // (runq.c's quantize and matmul: per output, per group, an int32 dot
 // product, columns in parallel).
 //
@@ -398,7 +398,10 @@ struct Int8ProductDecode {
         },
         [&](int64_t i, int64_t j0, int64_t len, const float *sum) {
           std::memcpy(py + i * N + j0, sum, len * sizeof(float));
-        });
+        },
+        // What the term computes, as pkc passes it for linear_q8.
+        pk::rt::Int8TermScales{
+            true, 2, {{S, 1, G, false}, {xs.data(), 1, G, /*PerRow=*/true}}});
   }
   void naive() {
     auto [W, S] = next();

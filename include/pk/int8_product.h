@@ -32,7 +32,12 @@
 //   avx512vnni   gemm_isa() is avx512 and the CPU has       1 vpdpbusd
 //                AVX512-BW and -VNNI; every a fits int8
 //   avx2         gemm_isa() is avx2 or better; every a      4 vpmaddwd
-//                fits int16
+//                fits int16                                 (2 vpmaddubsw
+//                                                           + 2 vpmaddwd
+//                                                           with the term
+//                                                           known, groups
+//                                                           of 32k and a in
+//                                                           [-127, 127])
 //   portable     otherwise (and when b's groups are not     scalar loops
 //                contiguous along kk)
 //
@@ -278,6 +283,20 @@ dotsVnniPair(const int8_t *A, const int32_t *ASum128, const int8_t *const *Rows,
                       _mm512_sub_epi32(Half[1], _mm512_set1_epi32(ASum128[1])));
 }
 
+/// Eight vectors of 8 int32 partial sums -> one vector whose lane l is the
+/// total of Acc[l] (a vphaddd tree, then the 128-bit halves added).
+__attribute__((target("avx2"), always_inline)) inline __m256i
+reduce8Avx2(const __m256i Acc[8]) {
+  const __m256i H01 = _mm256_hadd_epi32(Acc[0], Acc[1]);
+  const __m256i H23 = _mm256_hadd_epi32(Acc[2], Acc[3]);
+  const __m256i H45 = _mm256_hadd_epi32(Acc[4], Acc[5]);
+  const __m256i H67 = _mm256_hadd_epi32(Acc[6], Acc[7]);
+  const __m256i H0123 = _mm256_hadd_epi32(H01, H23);
+  const __m256i H4567 = _mm256_hadd_epi32(H45, H67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(H0123, H4567, 0x20),
+                          _mm256_permute2x128_si256(H0123, H4567, 0x31));
+}
+
 /// dotsPortable for 8 rows with AVX2: A is the group's values as int16;
 /// the last GroupSize % 16 run as scalar code.
 __attribute__((target("avx2"))) inline void dotsAvx2(const int16_t *A,
@@ -299,17 +318,7 @@ __attribute__((target("avx2"))) inline void dotsAvx2(const int16_t *A,
       Acc[L] = _mm256_add_epi32(Acc[L], _mm256_madd_epi16(Av, Bv));
     }
   }
-  // Lane l of the result: the total of Acc[l].
-  const __m256i H01 = _mm256_hadd_epi32(Acc[0], Acc[1]);
-  const __m256i H23 = _mm256_hadd_epi32(Acc[2], Acc[3]);
-  const __m256i H45 = _mm256_hadd_epi32(Acc[4], Acc[5]);
-  const __m256i H67 = _mm256_hadd_epi32(Acc[6], Acc[7]);
-  const __m256i H0123 = _mm256_hadd_epi32(H01, H23);
-  const __m256i H4567 = _mm256_hadd_epi32(H45, H67);
-  const __m256i S =
-      _mm256_add_epi32(_mm256_permute2x128_si256(H0123, H4567, 0x20),
-                       _mm256_permute2x128_si256(H0123, H4567, 0x31));
-  _mm256_storeu_si256(reinterpret_cast<__m256i *>(Dot), S);
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(Dot), reduce8Avx2(Acc));
   if (Whole < GroupSize)
     for (int L = 0; L < 8; ++L) {
       uint32_t T = uint32_t(Dot[L]);
@@ -317,6 +326,189 @@ __attribute__((target("avx2"))) inline void dotsAvx2(const int16_t *A,
         T += uint32_t(int32_t(A[K]) * int32_t(Rows[L][K]));
       Dot[L] = int32_t(T);
     }
+}
+
+/// The dots of 8 rows with AVX2, as dotsAvx2 for a group of a multiple of
+/// 16, left in a vector: lane l is the dot of A with Rows[l]'s group.
+__attribute__((target("avx2"), always_inline)) inline __m256i
+dots8Avx2(const int16_t *A, const int8_t *const *Rows, int64_t GroupSize) {
+  __m256i Acc[8];
+#pragma GCC unroll 8
+  for (int L = 0; L < 8; ++L)
+    Acc[L] = _mm256_setzero_si256();
+  for (int64_t K = 0; K < GroupSize; K += 16) {
+    const __m256i Av =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(A + K));
+#pragma GCC unroll 8
+    for (int L = 0; L < 8; ++L) {
+      const __m256i Bv = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(Rows[L] + K)));
+      Acc[L] = _mm256_add_epi32(Acc[L], _mm256_madd_epi16(Av, Bv));
+    }
+  }
+  return reduce8Avx2(Acc);
+}
+
+/// dots8Avx2 for a whose values are all in [-127, 127] (A as int8) and a
+/// group of a multiple of 32: vpmaddubsw multiplies |b| (unsigned, 128 for
+/// -128) by a with b's sign, exact, and adds pairs into int16 without
+/// saturating (2 x 128 x 127 < 2^15); vpmaddwd by ones widens the pairs.
+/// Per 32 weights of a row, one multiply of bytes and one of words where
+/// widening took two of words and two conversions.
+__attribute__((target("avx2"), always_inline)) inline __m256i
+dots8Avx2Bytes(const int8_t *A, const int8_t *const *Rows, int64_t GroupSize) {
+  __m256i Acc[8];
+#pragma GCC unroll 8
+  for (int L = 0; L < 8; ++L)
+    Acc[L] = _mm256_setzero_si256();
+  const __m256i Ones = _mm256_set1_epi16(1);
+  for (int64_t K = 0; K < GroupSize; K += 32) {
+    const __m256i Av =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(A + K));
+#pragma GCC unroll 8
+    for (int L = 0; L < 8; ++L) {
+      const __m256i Bv =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(Rows[L] + K));
+      const __m256i P =
+          _mm256_maddubs_epi16(_mm256_abs_epi8(Bv), _mm256_sign_epi8(Av, Bv));
+      Acc[L] = _mm256_add_epi32(Acc[L], _mm256_madd_epi16(P, Ones));
+    }
+  }
+  return reduce8Avx2(Acc);
+}
+
+/// Out[g * 16 + l] = the factor of column N0 + l (the last, Len - 1, for
+/// l past it) and group g: the block's per-column factors, one vector of 8
+/// per group and half block. A factor laid out along the groups
+/// (GroupStride 1, llama2.c's scales [N, G]) is read 8 groups of 8 columns
+/// at a time and transposed in registers; a scalar gather cost a quarter
+/// of a decode product's time.
+__attribute__((target("avx2"))) inline void
+columnFactorsAvx2(const Int8TermFactor &Fa, int64_t Groups, int64_t N0, int Len,
+                  float *Out) {
+  int64_t G0 = 0;
+  if (Fa.GroupStride == 1 && Len == kBlockColumns) {
+    for (; G0 + 8 <= Groups; G0 += 8)
+      for (int H = 0; H < kBlockColumns; H += 8) {
+        __m256 R[8], T[8];
+        // R[j]: column H + j's factors of groups G0 .. G0 + 7; transposed,
+        // group G0 + l's factors of the 8 columns.
+#pragma GCC unroll 8
+        for (int L = 0; L < 8; ++L)
+          R[L] = _mm256_loadu_ps(Fa.Data + G0 + (N0 + H + L) * Fa.Stride);
+#pragma GCC unroll 4
+        for (int I = 0; I < 4; ++I) {
+          T[2 * I] = _mm256_unpacklo_ps(R[2 * I], R[2 * I + 1]);
+          T[2 * I + 1] = _mm256_unpackhi_ps(R[2 * I], R[2 * I + 1]);
+        }
+#pragma GCC unroll 2
+        for (int I = 0; I < 2; ++I) {
+          R[4 * I] = _mm256_shuffle_ps(T[4 * I], T[4 * I + 2], 0x44);
+          R[4 * I + 1] = _mm256_shuffle_ps(T[4 * I], T[4 * I + 2], 0xEE);
+          R[4 * I + 2] = _mm256_shuffle_ps(T[4 * I + 1], T[4 * I + 3], 0x44);
+          R[4 * I + 3] = _mm256_shuffle_ps(T[4 * I + 1], T[4 * I + 3], 0xEE);
+        }
+#pragma GCC unroll 4
+        for (int I = 0; I < 4; ++I) {
+          _mm256_storeu_ps(Out + (G0 + I) * kBlockColumns + H,
+                           _mm256_permute2f128_ps(R[I], R[I + 4], 0x20));
+          _mm256_storeu_ps(Out + (G0 + I + 4) * kBlockColumns + H,
+                           _mm256_permute2f128_ps(R[I], R[I + 4], 0x31));
+        }
+      }
+  }
+  for (int L = 0; L < kBlockColumns; ++L) {
+    const float *Col = Fa.Data + (N0 + std::min(L, Len - 1)) * Fa.Stride;
+    for (int64_t G = G0; G < Groups; ++G)
+      Out[G * kBlockColumns + L] = Col[G * Fa.GroupStride];
+  }
+}
+
+/// int8Blocks on AVX2 when the term is known (Int8TermScales) and the
+/// groups are a multiple of 16 long: 8 columns at a time over all the
+/// groups, each group's 8 dots of a row left in a vector, converted,
+/// scaled and added to the row's sums there: no call to the Term lambda, no
+/// store of the dots. A8, when not null, is a as int8 in [-127, 127] (then
+/// the groups are a multiple of 32: dots8Avx2Bytes), else A16 is a as int16.
+///
+/// The term is float(dot) * X0 * X1, Xf being factor f's value for the
+/// column (from a buffer of the block's, ColF) times its value for the row
+/// (RowF): one of the two is 1.0f, and so is the absent factor's, so the
+/// products are exact and the term is the same operations as the lambda's;
+/// it is rounded before the add (as in amxInt8Terms), and the sum over the
+/// groups runs in order: the same bits as int8Blocks.
+///
+/// The next 8 columns' weights are prefetched, once per cache line, when
+/// they take at most half of a 32 KiB L1: on a Zen 3 (one thread, weights
+/// from DRAM, rows of 768 and 2048 bytes) 5.5-7.3 GB/s without, 8.6-9.7
+/// with; with rows of 4096 bytes, 32 KiB ahead, 8.4-8.8 without and 6.3-7.9
+/// with (the prefetch hints all fill L1 there, and evict the lines in use).
+__attribute__((target("avx2"))) inline void
+int8BlocksAvx2Scaled(const Int8ProductShape &S, const int16_t *A16,
+                     const int8_t *A8, const Int8Rows &B,
+                     const Int8TermScales &Sc, const StoreFn &Store,
+                     int64_t Begin, int64_t End) {
+  const int64_t K = S.Groups * S.GroupSize;
+  const int64_t Gc = S.Groups * kBlockColumns;
+  std::vector<float> ColF(size_t(2 * Gc), 1.0f),
+      RowF(size_t(2 * S.Groups * S.M), 1.0f);
+  for (int F = 0; F < Sc.Count; ++F) {
+    const Int8TermFactor &Fa = Sc.Factors[F];
+    if (Fa.PerRow)
+      for (int64_t G = 0; G < S.Groups; ++G)
+        for (int64_t M = 0; M < S.M; ++M)
+          RowF[size_t((F * S.Groups + G) * S.M + M)] =
+              Fa.Data[G * Fa.GroupStride + M * Fa.Stride];
+  }
+  std::vector<float> Sums(size_t(S.M * kBlockColumns));
+  const bool Prefetch = 8 * B.RowStride <= 16384;
+  const int64_t PrefetchEvery =
+      B.GroupStride > 0 && B.GroupStride < 64 ? 64 / B.GroupStride : 1;
+  for (int64_t Bl = Begin; Bl < End; ++Bl) {
+    const int64_t N0 = Bl * kBlockColumns;
+    const int Len = int(std::min<int64_t>(kBlockColumns, S.N - N0));
+    for (int F = 0; F < Sc.Count; ++F)
+      if (!Sc.Factors[F].PerRow)
+        columnFactorsAvx2(Sc.Factors[F], S.Groups, N0, Len,
+                          ColF.data() + F * Gc);
+    std::fill(Sums.begin(), Sums.end(), 0.0f);
+    for (int H = 0; H < kBlockColumns; H += 8) {
+      // Rows past the last column repeat it: read, computed, not used.
+      const int8_t *Rows[8];
+      for (int L = 0; L < 8; ++L)
+        Rows[L] = B.Data + (N0 + std::min(H + L, Len - 1)) * B.RowStride;
+      for (int64_t G = 0; G < S.Groups; ++G) {
+        if (Prefetch && G % PrefetchEvery == 0) {
+#pragma GCC unroll 8
+          for (int L = 0; L < 8; ++L)
+            _mm_prefetch(reinterpret_cast<const char *>(Rows[L]) +
+                             8 * B.RowStride,
+                         _MM_HINT_T0);
+        }
+        const __m256 Col0 =
+            _mm256_loadu_ps(ColF.data() + G * kBlockColumns + H);
+        const __m256 Col1 =
+            _mm256_loadu_ps(ColF.data() + Gc + G * kBlockColumns + H);
+        const float *Row0 = RowF.data() + G * S.M;
+        const float *Row1 = RowF.data() + (S.Groups + G) * S.M;
+        for (int64_t M = 0; M < S.M; ++M) {
+          const int64_t At = M * K + G * S.GroupSize;
+          __m256 V =
+              _mm256_cvtepi32_ps(A8 ? dots8Avx2Bytes(A8 + At, Rows, S.GroupSize)
+                                    : dots8Avx2(A16 + At, Rows, S.GroupSize));
+          V = _mm256_mul_ps(V, _mm256_mul_ps(Col0, _mm256_set1_ps(Row0[M])));
+          V = _mm256_mul_ps(V, _mm256_mul_ps(Col1, _mm256_set1_ps(Row1[M])));
+          __asm__("" : "+x"(V));
+          float *Sum = Sums.data() + M * kBlockColumns + H;
+          _mm256_storeu_ps(Sum, _mm256_add_ps(_mm256_loadu_ps(Sum), V));
+        }
+        for (const int8_t *&R : Rows)
+          R += B.GroupStride;
+      }
+    }
+    for (int64_t M = 0; M < S.M; ++M)
+      Store.Fn(Store.Ctx, M, N0, Len, Sums.data() + M * kBlockColumns);
+  }
 }
 #endif
 
@@ -655,12 +847,25 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
   } else if (Isa == Int8Isa::Avx2) {
     A16.assign(A32.begin(), A32.end());
   }
-  (void)Scales;
+  const bool Bytes = Isa == Int8Isa::Avx2 && Scales.Set &&
+                     S.GroupSize % 32 == 0 && Lo >= -127 && Hi <= 127;
+  if (Bytes)
+    A8.assign(A32.begin(), A32.end());
   const int64_t Blocks = (S.N + kBlockColumns - 1) / kBlockColumns;
+  // AVX2 with the term known and groups of whole vectors: the terms in
+  // registers (int8BlocksAvx2Scaled).
+  const bool Avx2Scaled =
+      Isa == Int8Isa::Avx2 && Scales.Set && S.GroupSize % 16 == 0;
   auto Run = [&](int64_t Begin, int64_t End) {
+#if PK_GEMM_X86
+    if (Avx2Scaled)
+      return int8BlocksAvx2Scaled(S, A16.data(), Bytes ? A8.data() : nullptr, B,
+                                  Scales, Store, Begin, End);
+#endif
     int8Blocks(S, Isa, A32.data(), A8.data(), A16.data(), ASum128.data(), B,
                Term, Store, Begin, End);
   };
+  (void)Avx2Scaled;
   if (Threads && Blocks > 1) {
 #pragma omp parallel
     {

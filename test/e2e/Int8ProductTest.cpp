@@ -223,6 +223,37 @@ TEST_P(Int8Level, WideActivationsFallBack) {
     }
 }
 
+// The term described to the runtime (Int8TermScales, as pkc passes it for
+// runq's product): at the avx2 level, groups of a multiple of 16 compute the
+// terms in registers (int8BlocksAvx2Scaled), and with every a in [-127, 127]
+// and groups of a multiple of 32 multiply bytes (dots8Avx2Bytes); the other
+// levels and shapes ignore it. The same bits in every case, for every order
+// and count of the factors.
+TEST_P(Int8Level, KnownTermsSameBits) {
+  uint32_t Seed = 100;
+  for (int32_t ALimit : {127, 128, 1000})
+    for (int64_t Gs : {16, 32, 48, 64, 17})
+      for (int64_t G : {1, 3, 9, 24})
+        for (int64_t M : {1, 2, 5})
+          for (int64_t N : {1, 7, 8, 9, 16, 17, 40})
+            for (int Order = 0; Order < 4; ++Order) {
+              if ((G + M + N + Order) % 3 != 0 && Gs != 32)
+                continue; // a third of the grid off Q8_0's group size
+              Problem P =
+                  makeProblem(G, M, N, Gs, ALimit, Layout::RowMajor, Seed++);
+              P.Order = Order;
+              EXPECT_TRUE(sameBits(run(P, false, true), reference(P)))
+                  << "a limit " << ALimit << " gs " << Gs << " G " << G << " M "
+                  << M << " N " << N << " order " << Order;
+            }
+  for (Layout L : {Layout::GroupMajor, Layout::StridedK})
+    for (int64_t Gs : {16, 32, 64}) {
+      const Problem P = makeProblem(4, 3, 40, Gs, 127, L, uint32_t(Gs));
+      EXPECT_TRUE(sameBits(run(P, false, true), reference(P)))
+          << "layout " << int(L) << " gs " << Gs;
+    }
+}
+
 TEST_P(Int8Level, ThreadCountDoesNotChangeBits) {
 #ifdef _OPENMP
   const int Saved = omp_get_max_threads();
@@ -230,6 +261,7 @@ TEST_P(Int8Level, ThreadCountDoesNotChangeBits) {
   const Problem P = makeProblem(8, 3, 1000, 64, 128, Layout::RowMajor, 7);
   EXPECT_TRUE(sameBits(run(P, true), reference(P)));
   EXPECT_TRUE(sameBits(run(P, true), run(P, false)));
+  EXPECT_TRUE(sameBits(run(P, true, true), reference(P)));
   omp_set_num_threads(Saved);
 #else
   GTEST_SKIP() << "built without OpenMP";
@@ -251,6 +283,7 @@ TEST(Int8Product, OneWrongWeightIsSeen) {
   const std::vector<float> Want = reference(P);
   P.W[5] = int8_t(P.W[5] == 127 ? 126 : P.W[5] + 1);
   EXPECT_FALSE(sameBits(run(P, false), Want));
+  EXPECT_FALSE(sameBits(run(P, false, true), Want));
 }
 
 /// The AMX level: on for one test where the CPU has AMX-INT8 (skipped
