@@ -297,39 +297,9 @@ reduce8Avx2(const __m256i Acc[8]) {
                           _mm256_permute2x128_si256(H0123, H4567, 0x31));
 }
 
-/// dotsPortable for 8 rows with AVX2: A is the group's values as int16;
-/// the last GroupSize % 16 run as scalar code.
-__attribute__((target("avx2"))) inline void dotsAvx2(const int16_t *A,
-                                                     const int8_t *const *Rows,
-                                                     int64_t GroupSize,
-                                                     int32_t *Dot) {
-  __m256i Acc[8];
-#pragma GCC unroll 8
-  for (int L = 0; L < 8; ++L)
-    Acc[L] = _mm256_setzero_si256();
-  const int64_t Whole = GroupSize / 16 * 16;
-  for (int64_t K = 0; K < Whole; K += 16) {
-    const __m256i Av =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(A + K));
-#pragma GCC unroll 8
-    for (int L = 0; L < 8; ++L) {
-      const __m256i Bv = _mm256_cvtepi8_epi16(
-          _mm_loadu_si128(reinterpret_cast<const __m128i *>(Rows[L] + K)));
-      Acc[L] = _mm256_add_epi32(Acc[L], _mm256_madd_epi16(Av, Bv));
-    }
-  }
-  _mm256_storeu_si256(reinterpret_cast<__m256i *>(Dot), reduce8Avx2(Acc));
-  if (Whole < GroupSize)
-    for (int L = 0; L < 8; ++L) {
-      uint32_t T = uint32_t(Dot[L]);
-      for (int64_t K = Whole; K < GroupSize; ++K)
-        T += uint32_t(int32_t(A[K]) * int32_t(Rows[L][K]));
-      Dot[L] = int32_t(T);
-    }
-}
-
-/// The dots of 8 rows with AVX2, as dotsAvx2 for a group of a multiple of
-/// 16, left in a vector: lane l is the dot of A with Rows[l]'s group.
+/// The dots of 8 rows with AVX2 for a group of a multiple of 16 (a as
+/// int16, b sign-extended, vpmaddwd), left in a vector: lane l is the dot
+/// of A with Rows[l]'s group.
 __attribute__((target("avx2"), always_inline)) inline __m256i
 dots8Avx2(const int16_t *A, const int8_t *const *Rows, int64_t GroupSize) {
   __m256i Acc[8];
@@ -347,6 +317,24 @@ dots8Avx2(const int16_t *A, const int8_t *const *Rows, int64_t GroupSize) {
     }
   }
   return reduce8Avx2(Acc);
+}
+
+/// dotsPortable for 8 rows with AVX2: A is the group's values as int16;
+/// the last GroupSize % 16 run as scalar code.
+__attribute__((target("avx2"))) inline void dotsAvx2(const int16_t *A,
+                                                     const int8_t *const *Rows,
+                                                     int64_t GroupSize,
+                                                     int32_t *Dot) {
+  const int64_t Whole = GroupSize / 16 * 16;
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(Dot),
+                      dots8Avx2(A, Rows, Whole));
+  if (Whole < GroupSize)
+    for (int L = 0; L < 8; ++L) {
+      uint32_t T = uint32_t(Dot[L]);
+      for (int64_t K = Whole; K < GroupSize; ++K)
+        T += uint32_t(int32_t(A[K]) * int32_t(Rows[L][K]));
+      Dot[L] = int32_t(T);
+    }
 }
 
 /// dots8Avx2 for a whose values are all in [-127, 127] (A as int8) and a
