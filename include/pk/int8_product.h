@@ -365,6 +365,33 @@ dots8Avx2Bytes(const int8_t *A, const int8_t *const *Rows, int64_t GroupSize) {
   return reduce8Avx2(Acc);
 }
 
+/// An 8 x 8 matrix of floats, R[i] its row i, transposed in registers: R[j]
+/// becomes its column j.
+__attribute__((target("avx2"), always_inline)) inline void
+transpose8Avx2(__m256 R[8]) {
+  __m256 T[8];
+#pragma GCC unroll 4
+  for (int I = 0; I < 4; ++I) {
+    T[2 * I] = _mm256_unpacklo_ps(R[2 * I], R[2 * I + 1]);
+    T[2 * I + 1] = _mm256_unpackhi_ps(R[2 * I], R[2 * I + 1]);
+  }
+#pragma GCC unroll 2
+  for (int I = 0; I < 2; ++I) {
+    R[4 * I] = _mm256_shuffle_ps(T[4 * I], T[4 * I + 2], 0x44);
+    R[4 * I + 1] = _mm256_shuffle_ps(T[4 * I], T[4 * I + 2], 0xEE);
+    R[4 * I + 2] = _mm256_shuffle_ps(T[4 * I + 1], T[4 * I + 3], 0x44);
+    R[4 * I + 3] = _mm256_shuffle_ps(T[4 * I + 1], T[4 * I + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int I = 0; I < 4; ++I) {
+    T[I] = _mm256_permute2f128_ps(R[I], R[I + 4], 0x20);
+    T[I + 4] = _mm256_permute2f128_ps(R[I], R[I + 4], 0x31);
+  }
+#pragma GCC unroll 8
+  for (int I = 0; I < 8; ++I)
+    R[I] = T[I];
+}
+
 /// Out[g * 16 + l] = the factor of column N0 + l (the last, Len - 1, for
 /// l past it) and group g: the block's per-column factors, one vector of 8
 /// per group and half block. A factor laid out along the groups
@@ -378,31 +405,16 @@ columnFactorsAvx2(const Int8TermFactor &Fa, int64_t Groups, int64_t N0, int Len,
   if (Fa.GroupStride == 1 && Len == kBlockColumns) {
     for (; G0 + 8 <= Groups; G0 += 8)
       for (int H = 0; H < kBlockColumns; H += 8) {
-        __m256 R[8], T[8];
+        __m256 R[8];
         // R[j]: column H + j's factors of groups G0 .. G0 + 7; transposed,
         // group G0 + l's factors of the 8 columns.
 #pragma GCC unroll 8
         for (int L = 0; L < 8; ++L)
           R[L] = _mm256_loadu_ps(Fa.Data + G0 + (N0 + H + L) * Fa.Stride);
-#pragma GCC unroll 4
-        for (int I = 0; I < 4; ++I) {
-          T[2 * I] = _mm256_unpacklo_ps(R[2 * I], R[2 * I + 1]);
-          T[2 * I + 1] = _mm256_unpackhi_ps(R[2 * I], R[2 * I + 1]);
-        }
-#pragma GCC unroll 2
-        for (int I = 0; I < 2; ++I) {
-          R[4 * I] = _mm256_shuffle_ps(T[4 * I], T[4 * I + 2], 0x44);
-          R[4 * I + 1] = _mm256_shuffle_ps(T[4 * I], T[4 * I + 2], 0xEE);
-          R[4 * I + 2] = _mm256_shuffle_ps(T[4 * I + 1], T[4 * I + 3], 0x44);
-          R[4 * I + 3] = _mm256_shuffle_ps(T[4 * I + 1], T[4 * I + 3], 0xEE);
-        }
-#pragma GCC unroll 4
-        for (int I = 0; I < 4; ++I) {
-          _mm256_storeu_ps(Out + (G0 + I) * kBlockColumns + H,
-                           _mm256_permute2f128_ps(R[I], R[I + 4], 0x20));
-          _mm256_storeu_ps(Out + (G0 + I + 4) * kBlockColumns + H,
-                           _mm256_permute2f128_ps(R[I], R[I + 4], 0x31));
-        }
+        transpose8Avx2(R);
+#pragma GCC unroll 8
+        for (int I = 0; I < 8; ++I)
+          _mm256_storeu_ps(Out + (G0 + I) * kBlockColumns + H, R[I]);
       }
   }
   for (int L = 0; L < kBlockColumns; ++L) {
@@ -492,6 +504,216 @@ int8BlocksAvx2Scaled(const Int8ProductShape &S, const int16_t *A16,
         }
         for (const int8_t *&R : Rows)
           R += B.GroupStride;
+      }
+    }
+    for (int64_t M = 0; M < S.M; ++M)
+      Store.Fn(Store.Ctx, M, N0, Len, Sums.data() + M * kBlockColumns);
+  }
+}
+
+/// Lane j = the dot of a's and Row's group j, for the Count (at most 8)
+/// groups from A and Row on (GroupStride apart in Row, GroupSize in A), a
+/// in [-127, 127] as int8 and groups of a multiple of 32 (dots8Avx2Bytes's
+/// arithmetic); 0 past them. Whole: Count is 8. Fixed, when not 0, is
+/// both GroupSize and GroupStride (Q8_0's groups of 32, 64 or 128, one
+/// after the other: the 16 addresses are then two registers and constant
+/// offsets, where the general form spills).
+template <bool Whole, int Fixed>
+__attribute__((target("avx2"), always_inline)) inline __m256i
+groupDotsAvx2Bytes(const int8_t *A, const int8_t *Row, int64_t GroupStride,
+                   int64_t GroupSize, int64_t Count) {
+  if (Fixed)
+    GroupStride = GroupSize = Fixed;
+  const __m256i Ones = _mm256_set1_epi16(1);
+  __m256i Acc[8];
+#pragma GCC unroll 8
+  for (int J = 0; J < 8; ++J)
+    Acc[J] = _mm256_setzero_si256();
+  for (int64_t K = 0; K < GroupSize; K += 32)
+#pragma GCC unroll 8
+    for (int J = 0; J < 8; ++J) {
+      if (!Whole && J >= Count)
+        break;
+      const __m256i Av = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i *>(A + J * GroupSize + K));
+      const __m256i Bv = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i *>(Row + J * GroupStride + K));
+      Acc[J] = _mm256_add_epi32(
+          Acc[J],
+          _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(Bv),
+                                                 _mm256_sign_epi8(Av, Bv)),
+                            Ones));
+    }
+  if (!Whole && Count <= 4) {
+    // Half the tree: lane j < 4 of the low half is group j's dot.
+    const __m256i H = _mm256_hadd_epi32(_mm256_hadd_epi32(Acc[0], Acc[1]),
+                                        _mm256_hadd_epi32(Acc[2], Acc[3]));
+    return _mm256_castsi128_si256(_mm_add_epi32(
+        _mm256_castsi256_si128(H), _mm256_extracti128_si256(H, 1)));
+  }
+  return reduce8Avx2(Acc);
+}
+
+/// How far ahead int8RowByRowAvx2 prefetches b, in bytes, where its rows
+/// follow one another (Q8_0): measured on a Zen 3 (one thread, weights from
+/// DRAM, groups of 64, paired A/B against the groups-outermost loop), with
+/// none 0.86-1.29x, 1024 0.96-1.06x, 2048 1.0-1.14x, 3072 0.98-1.34x; the
+/// hardware's prefetcher alone does not keep enough lines in flight for
+/// one stream of rows of 2048 bytes and more.
+inline constexpr int64_t kInt8RowByRowAhead = 2048;
+
+/// The terms of groups [G0, G0 + Count) of a row of a (A) and one of b
+/// (Row), the factors F[0][g] and F[1][g] (1.0f where the term has fewer):
+/// stored at T + G0. float(dot) * F0 * F1, as in int8BlocksAvx2Scaled. With
+/// Fixed, the bytes kInt8RowByRowAhead past the groups' are prefetched.
+template <bool Whole, int Fixed>
+__attribute__((target("avx2"), always_inline)) inline void
+groupTermsAvx2(const int8_t *A, const int8_t *Row, int64_t GroupStride,
+               int64_t GroupSize, const float *const F[2], int64_t G0,
+               int64_t Count, float *T) {
+  if (Fixed)
+    for (int64_t L = 0; L < 8 * Fixed; L += 64)
+      _mm_prefetch(reinterpret_cast<const char *>(Row + G0 * Fixed) +
+                       kInt8RowByRowAhead + L,
+                   _MM_HINT_T0);
+  __m256 V = _mm256_cvtepi32_ps(groupDotsAvx2Bytes<Whole, Fixed>(
+      A + G0 * GroupSize, Row + G0 * GroupStride, GroupStride, GroupSize,
+      Count));
+  // The lanes of the groups (a masked load reads nothing past them).
+  const __m256i In = _mm256_cmpgt_epi32(
+      _mm256_set1_epi32(int(Count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 2
+  for (int I = 0; I < 2; ++I)
+    V = _mm256_mul_ps(
+        V, Whole ? _mm256_loadu_ps(F[I] + G0)
+                 : _mm256_blendv_ps(_mm256_set1_ps(1.0f),
+                                    _mm256_maskload_ps(F[I] + G0, In),
+                                    _mm256_castsi256_ps(In)));
+  _mm256_storeu_ps(T + G0, V);
+}
+
+/// groupTermsAvx2 over all the groups of a row of a and one of b: T[g] is
+/// the term of group g.
+template <int Fixed>
+__attribute__((target("avx2"))) inline void
+rowTermsAvx2(const int8_t *A, const int8_t *Row, int64_t GroupStride,
+             int64_t GroupSize, int64_t Groups, const float *const F[2],
+             float *T) {
+  int64_t G0 = 0;
+  for (; G0 + 8 <= Groups; G0 += 8)
+    groupTermsAvx2<true, Fixed>(A, Row, GroupStride, GroupSize, F, G0, 8, T);
+  if (G0 < Groups)
+    groupTermsAvx2<false, Fixed>(A, Row, GroupStride, GroupSize, F, G0,
+                                 Groups - G0, T);
+}
+
+/// int8BlocksAvx2Scaled for a few rows of a (a decode step) in int8: each
+/// of b's rows is read start to end, one after the other, so that memory
+/// sees one stream where the groups-outermost loop reads 8 rows side by
+/// side, 32 or 64 bytes of each at a time (short interleaved streams, which
+/// the hardware prefetcher does not follow as it follows one). The dots of
+/// 8 groups of a row of b are reduced into one vector, whose factors are 8
+/// consecutive floats of llama2.c's scales [N, G] (no transposition); the
+/// terms of 8 columns are kept, transposed, and added group after group:
+/// the same operations in the same order as int8BlocksAvx2Scaled, so the
+/// same bits. On a Zen 3 (one thread, M = 1, runq's term, weights from
+/// DRAM) 1.26-1.50x the groups-outermost loop with groups of 32, 1.0-1.56x
+/// with groups of 64 (docs/design.md).
+__attribute__((target("avx2"))) inline void
+int8RowByRowAvx2(const Int8ProductShape &S, const int8_t *A8, const Int8Rows &B,
+                 const Int8TermScales &Sc, const StoreFn &Store, int64_t Begin,
+                 int64_t End) {
+  const int64_t K = S.Groups * S.GroupSize;
+  const int64_t Gp = (S.Groups + 7) / 8 * 8;
+  // Terms[(m * 8 + c) * Gp + g]: the term of group g, row m and column c
+  // of the 8 in turn.
+  std::vector<float> Terms(size_t(S.M * 8 * Gp));
+  std::vector<float> Sums(size_t(S.M * kBlockColumns));
+  // The factors contiguous along the groups: a factor of b's rows laid out
+  // so (llama2.c's [N, G]) read where it is, a factor of a's rows
+  // (RowF[(f * M + m) * Gp + g]) or of b's rows laid out otherwise (ColF)
+  // copied, and 1.0f for an absent one.
+  std::vector<float> RowF(size_t(2 * S.M * Gp), 1.0f),
+      ColF(size_t(2 * Gp), 1.0f);
+  for (int F = 0; F < Sc.Count; ++F) {
+    const Int8TermFactor &Fa = Sc.Factors[F];
+    if (Fa.PerRow)
+      for (int64_t M = 0; M < S.M; ++M)
+        for (int64_t G = 0; G < S.Groups; ++G)
+          RowF[size_t((F * S.M + M) * Gp + G)] =
+              Fa.Data[G * Fa.GroupStride + M * Fa.Stride];
+  }
+  // Q8_0's groups (llama.cpp's 32, llama2.c's 64), one after the other.
+  const int64_t Fixed =
+      B.GroupStride == S.GroupSize &&
+              (S.GroupSize == 32 || S.GroupSize == 64 || S.GroupSize == 128)
+          ? S.GroupSize
+          : 0;
+  for (int64_t Bl = Begin; Bl < End; ++Bl) {
+    const int64_t N0 = Bl * kBlockColumns;
+    const int Len = int(std::min<int64_t>(kBlockColumns, S.N - N0));
+    for (int H = 0; H < Len; H += 8) {
+      for (int C = 0; C < 8; ++C) {
+        // Columns past the last repeat it: computed, not stored.
+        const int64_t N = N0 + std::min(H + C, Len - 1);
+        const int8_t *Row = B.Data + N * B.RowStride;
+        const float *ColFp[2] = {ColF.data(), ColF.data() + Gp};
+        for (int F = 0; F < Sc.Count; ++F) {
+          const Int8TermFactor &Fa = Sc.Factors[F];
+          if (Fa.PerRow)
+            continue;
+          if (Fa.GroupStride == 1) {
+            ColFp[F] = Fa.Data + N * Fa.Stride;
+          } else {
+            for (int64_t G = 0; G < S.Groups; ++G)
+              ColF[size_t(F * Gp + G)] =
+                  Fa.Data[G * Fa.GroupStride + N * Fa.Stride];
+          }
+        }
+        for (int64_t M = 0; M < S.M; ++M) {
+          const float *Fp[2];
+          for (int F = 0; F < 2; ++F)
+            Fp[F] = F < Sc.Count && Sc.Factors[F].PerRow
+                        ? RowF.data() + (F * S.M + M) * Gp
+                        : ColFp[F];
+          const int8_t *Am = A8 + M * K;
+          float *T = Terms.data() + (M * 8 + C) * Gp;
+          switch (Fixed) {
+          case 32:
+            rowTermsAvx2<32>(Am, Row, 32, 32, S.Groups, Fp, T);
+            break;
+          case 64:
+            rowTermsAvx2<64>(Am, Row, 64, 64, S.Groups, Fp, T);
+            break;
+          case 128:
+            rowTermsAvx2<128>(Am, Row, 128, 128, S.Groups, Fp, T);
+            break;
+          default:
+            rowTermsAvx2<0>(Am, Row, B.GroupStride, S.GroupSize, S.Groups, Fp,
+                            T);
+          }
+        }
+      }
+      for (int64_t M = 0; M < S.M; ++M) {
+        __m256 Sum = _mm256_setzero_ps();
+        for (int64_t G0 = 0; G0 < S.Groups; G0 += 8) {
+          __m256 R[8];
+#pragma GCC unroll 8
+          for (int C = 0; C < 8; ++C)
+            R[C] = _mm256_loadu_ps(Terms.data() + (M * 8 + C) * Gp + G0);
+          transpose8Avx2(R);
+          const int64_t Count = std::min<int64_t>(8, S.Groups - G0);
+#pragma GCC unroll 8
+          for (int J = 0; J < 8; ++J) {
+            if (J >= Count)
+              break;
+            // Rounded before the add, as in int8BlocksAvx2Scaled.
+            __m256 X = R[J];
+            __asm__("" : "+x"(X));
+            Sum = _mm256_add_ps(Sum, X);
+          }
+        }
+        _mm256_storeu_ps(Sums.data() + M * kBlockColumns + H, Sum);
       }
     }
     for (int64_t M = 0; M < S.M; ++M)
@@ -764,6 +986,14 @@ inline bool int8UsesAmx(const Int8ProductShape &S, Int8Isa Isa,
 /// then narrowed for the level when every one fits (else the portable
 /// loops run); column blocks are split between the threads in contiguous
 /// ranges.
+/// Up to this many rows of a, int8RowByRowAvx2 (measured on a Zen 3, see
+/// there): with groups of 32 up to 8 rows; with longer groups the
+/// groups-outermost loop reduces half as often and is the faster one from 2
+/// rows on.
+inline int64_t int8RowByRowRows(int64_t GroupSize) {
+  return GroupSize == 32 ? 8 : 1;
+}
+
 inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
                             const AFill &A, const Int8Rows &B,
                             const TermFn &Term, const StoreFn &Store,
@@ -846,6 +1076,8 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
       Isa == Int8Isa::Avx2 && Scales.Set && S.GroupSize % 16 == 0;
   auto Run = [&](int64_t Begin, int64_t End) {
 #if PK_GEMM_X86
+    if (Avx2Scaled && Bytes && S.M <= int8RowByRowRows(S.GroupSize))
+      return int8RowByRowAvx2(S, A8.data(), B, Scales, Store, Begin, End);
     if (Avx2Scaled)
       return int8BlocksAvx2Scaled(S, A16.data(), Bytes ? A8.data() : nullptr, B,
                                   Scales, Store, Begin, End);

@@ -43,6 +43,9 @@ struct Problem {
   std::vector<float> Ws, Xs;
   /// The term's factors: 0: ws then xs, 1: xs then ws, 2: xs only, 3: none.
   int Order = 0;
+  /// Scales laid out group by group, ws [G, N] and xs [G, M], where
+  /// llama2.c's are [N, G] and [M, G].
+  bool ScalesByGroup = false;
 
   int32_t a(int64_t Gi, int64_t Mi, int64_t K) const {
     return A[Mi * G * Gs + Gi * Gs + K];
@@ -51,7 +54,8 @@ struct Problem {
     return W[Gi * GroupStride + Ni * RowStride + K * KStride];
   }
   float term(int64_t Gi, int64_t Mi, int64_t Ni, int32_t Dot) const {
-    const float W = Ws[Ni * G + Gi], X = Xs[Mi * G + Gi];
+    const float W = ScalesByGroup ? Ws[Gi * N + Ni] : Ws[Ni * G + Gi],
+                X = ScalesByGroup ? Xs[Gi * M + Mi] : Xs[Mi * G + Gi];
     switch (Order) {
     case 1:
       return float(Dot) * X * W;
@@ -65,8 +69,10 @@ struct Problem {
   }
   /// What term computes, for the runtime (as pkc writes it).
   pk::rt::Int8TermScales scales() const {
-    const pk::rt::Int8TermFactor W{Ws.data(), 1, G, false},
-        X{Xs.data(), 1, G, /*PerRow=*/true};
+    const pk::rt::Int8TermFactor W{Ws.data(), ScalesByGroup ? N : 1,
+                                   ScalesByGroup ? 1 : G, false},
+        X{Xs.data(), ScalesByGroup ? M : 1, ScalesByGroup ? 1 : G,
+          /*PerRow=*/true};
     switch (Order) {
     case 1:
       return {true, 2, {X, W}};
@@ -252,6 +258,23 @@ TEST_P(Int8Level, KnownTermsSameBits) {
       EXPECT_TRUE(sameBits(run(P, false, true), reference(P)))
           << "layout " << int(L) << " gs " << Gs;
     }
+  // Scales read in place ([N, G], [M, G]) and gathered ([G, N], [G, M]);
+  // up to 8 rows of a in int8 (a decode step, b read row by row on AVX2
+  // with groups of 32, one row with longer groups)
+  // and more (the groups outermost), past a whole 8 groups and a whole 16
+  // columns, with a last 8 groups of 1 and of 6.
+  for (bool ByGroup : {false, true})
+    for (int64_t M : {1, 8, 9})
+      for (int64_t Gs : {32, 64})
+        for (int Order = 0; Order < 4; Order += 3) {
+          const int64_t G = Order == 0 ? 9 : 14;
+          Problem P = makeProblem(G, M, 41, Gs, 127, Layout::RowMajor, Seed++);
+          P.ScalesByGroup = ByGroup;
+          P.Order = Order;
+          EXPECT_TRUE(sameBits(run(P, false, true), reference(P)))
+              << "by group " << ByGroup << " G " << G << " M " << M << " gs "
+              << Gs << " order " << Order;
+        }
 }
 
 TEST_P(Int8Level, ThreadCountDoesNotChangeBits) {
@@ -262,6 +285,9 @@ TEST_P(Int8Level, ThreadCountDoesNotChangeBits) {
   EXPECT_TRUE(sameBits(run(P, true), reference(P)));
   EXPECT_TRUE(sameBits(run(P, true), run(P, false)));
   EXPECT_TRUE(sameBits(run(P, true, true), reference(P)));
+  // a in int8, one row: the decode path's columns split too.
+  const Problem One = makeProblem(8, 1, 1000, 32, 127, Layout::RowMajor, 8);
+  EXPECT_TRUE(sameBits(run(One, true, true), reference(One)));
   omp_set_num_threads(Saved);
 #else
   GTEST_SKIP() << "built without OpenMP";
