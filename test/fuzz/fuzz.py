@@ -409,8 +409,37 @@ class Fuzzer:
         rc, out = self.tc.run(cmd, timeout=a.timeout)
         if self.numpy and only is None and os.path.isdir(dump):
             self.run_numpy(seed, kernels, d, name, dump)
+        if only is None and rc in (0, 1):
+            self.take_output(seed, kernels, out)
+        if rc not in (0, 1) and only is None:
+            # died or hung: find the kernel. Each kernel's own run is
+            # checked as the batch's would have been (its counts and its
+            # FZ-FAIL blocks): a wrong answer next to a hang is still one.
+            log('batch %s: the driver exit %s; its kernels run one by one'
+                % (seed, rc))
+            for k in kernels:
+                rc1, out1 = self.tc.run([exe, '--cases', str(a.cases),
+                                         '--kernel', k.name],
+                                        timeout=a.timeout)
+                self.take_output(seed, kernels, out1)
+                if rc1 not in (0, 1):
+                    case = None
+                    for c in range(a.cases):
+                        rc2, _ = self.tc.run([exe, '--kernel', k.name,
+                                              '--case', str(c)],
+                                             timeout=a.timeout)
+                        if rc2 not in (0, 1):
+                            case = c
+                            break
+                    self.report(seed, k, 'timeout' if rc1 == 'timeout'
+                                else 'crash', 'driver exit %s' % rc1,
+                                out1[-3000:], case=case)
+
+    def take_output(self, seed, kernels, out):
+        """Counts a driver run's FZ-SUMMARY and reports its FZ-FAIL
+        blocks."""
         summary = re.search(r'^FZ-SUMMARY .*$', out, re.M)
-        if summary and only is None:
+        if summary:
             kv = dict(x.split('=') for x in summary.group(0).split()[1:])
             self.stats['kernels_run'] += int(kv['kernels'])
             self.stats['cases'] += int(kv['cases'])
@@ -436,24 +465,6 @@ class Fuzzer:
                         if len(blk.group(2).strip().splitlines()) > 1 else '',
                         blk.group(0), case=int(kv['case']),
                         backend=kv['backend'])
-        if rc not in (0, 1) and only is None:
-            # died or hung: find the kernel
-            for k in kernels:
-                rc1, out1 = self.tc.run([exe, '--cases', str(a.cases),
-                                         '--kernel', k.name],
-                                        timeout=a.timeout)
-                if rc1 not in (0, 1):
-                    case = None
-                    for c in range(a.cases):
-                        rc2, _ = self.tc.run([exe, '--kernel', k.name,
-                                              '--case', str(c)],
-                                             timeout=a.timeout)
-                        if rc2 not in (0, 1):
-                            case = c
-                            break
-                    self.report(seed, k, 'timeout' if rc1 == 'timeout'
-                                else 'crash', 'driver exit %s' % rc1,
-                                out1[-3000:], case=case)
 
     def run_numpy(self, seed, kernels, d, name, dump):
         """The batch's NumPy twins against what the driver dumped."""
