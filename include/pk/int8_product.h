@@ -337,30 +337,36 @@ __attribute__((target("avx2"))) inline void dotsAvx2(const int16_t *A,
     }
 }
 
-/// dots8Avx2 for a whose values are all in [-127, 127] (A as int8) and a
-/// group of a multiple of 32: vpmaddubsw multiplies |b| (unsigned, 128 for
+/// The products of 32 bytes of a, all in [-127, 127], and of b, added in
+/// fours into int32 lanes: vpmaddubsw multiplies |b| (unsigned, 128 for
 /// -128) by a with b's sign, exact, and adds pairs into int16 without
 /// saturating (2 x 128 x 127 < 2^15); vpmaddwd by ones widens the pairs.
 /// Per 32 weights of a row, one multiply of bytes and one of words where
 /// widening took two of words and two conversions.
+__attribute__((target("avx2"), always_inline)) inline __m256i
+bytesDotAvx2(__m256i Av, __m256i Bv) {
+  return _mm256_madd_epi16(
+      _mm256_maddubs_epi16(_mm256_abs_epi8(Bv), _mm256_sign_epi8(Av, Bv)),
+      _mm256_set1_epi16(1));
+}
+
+/// dots8Avx2 for a whose values are all in [-127, 127] (A as int8) and a
+/// group of a multiple of 32 (bytesDotAvx2).
 __attribute__((target("avx2"), always_inline)) inline __m256i
 dots8Avx2Bytes(const int8_t *A, const int8_t *const *Rows, int64_t GroupSize) {
   __m256i Acc[8];
 #pragma GCC unroll 8
   for (int L = 0; L < 8; ++L)
     Acc[L] = _mm256_setzero_si256();
-  const __m256i Ones = _mm256_set1_epi16(1);
   for (int64_t K = 0; K < GroupSize; K += 32) {
     const __m256i Av =
         _mm256_loadu_si256(reinterpret_cast<const __m256i *>(A + K));
 #pragma GCC unroll 8
-    for (int L = 0; L < 8; ++L) {
-      const __m256i Bv =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(Rows[L] + K));
-      const __m256i P =
-          _mm256_maddubs_epi16(_mm256_abs_epi8(Bv), _mm256_sign_epi8(Av, Bv));
-      Acc[L] = _mm256_add_epi32(Acc[L], _mm256_madd_epi16(P, Ones));
-    }
+    for (int L = 0; L < 8; ++L)
+      Acc[L] = _mm256_add_epi32(
+          Acc[L],
+          bytesDotAvx2(Av, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
+                               Rows[L] + K))));
   }
   return reduce8Avx2(Acc);
 }
@@ -513,8 +519,8 @@ int8BlocksAvx2Scaled(const Int8ProductShape &S, const int16_t *A16,
 
 /// Lane j = the dot of a's and Row's group j, for the Count (at most 8)
 /// groups from A and Row on (GroupStride apart in Row, GroupSize in A), a
-/// in [-127, 127] as int8 and groups of a multiple of 32 (dots8Avx2Bytes's
-/// arithmetic); 0 past them. Whole: Count is 8. Fixed, when not 0, is
+/// in [-127, 127] as int8 and groups of a multiple of 32 (bytesDotAvx2); 0
+/// past them. Whole: Count is 8. Fixed, when not 0, is
 /// both GroupSize and GroupStride (Q8_0's groups of 32, 64 or 128, one
 /// after the other: the 16 addresses are then two registers and constant
 /// offsets, where the general form spills).
@@ -524,7 +530,6 @@ groupDotsAvx2Bytes(const int8_t *A, const int8_t *Row, int64_t GroupStride,
                    int64_t GroupSize, int64_t Count) {
   if (Fixed)
     GroupStride = GroupSize = Fixed;
-  const __m256i Ones = _mm256_set1_epi16(1);
   __m256i Acc[8];
 #pragma GCC unroll 8
   for (int J = 0; J < 8; ++J)
@@ -538,11 +543,7 @@ groupDotsAvx2Bytes(const int8_t *A, const int8_t *Row, int64_t GroupStride,
           reinterpret_cast<const __m256i *>(A + J * GroupSize + K));
       const __m256i Bv = _mm256_loadu_si256(
           reinterpret_cast<const __m256i *>(Row + J * GroupStride + K));
-      Acc[J] = _mm256_add_epi32(
-          Acc[J],
-          _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(Bv),
-                                                 _mm256_sign_epi8(Av, Bv)),
-                            Ones));
+      Acc[J] = _mm256_add_epi32(Acc[J], bytesDotAvx2(Av, Bv));
     }
   if (!Whole && Count <= 4) {
     // Half the tree: lane j < 4 of the low half is group j's dot.
