@@ -398,20 +398,18 @@ class Fuzzer:
                 drop.add(n)
         return drop
 
-    def run_exe(self, seed, kernels, desc, d, name, exe, only=None):
+    def run_exe(self, seed, kernels, desc, d, name, exe):
         a = self.a
         cmd = [exe, '--cases', str(a.cases)]
-        if only:
-            cmd += ['--kernel', only]
         dump = os.path.join(d, 'numpy')
-        if self.numpy and only is None:
+        if self.numpy:
             cmd += ['--dump', dump]
         rc, out = self.tc.run(cmd, timeout=a.timeout)
-        if self.numpy and only is None and os.path.isdir(dump):
+        if self.numpy and os.path.isdir(dump):
             self.run_numpy(seed, kernels, d, name, dump)
-        if only is None and rc in (0, 1):
+        if rc in (0, 1):
             self.take_output(seed, kernels, out)
-        if rc not in (0, 1) and only is None:
+        else:
             # died or hung: find the kernel. Each kernel's own run is
             # checked as the batch's would have been (its counts and its
             # FZ-FAIL blocks): a wrong answer next to a hang is still one.
