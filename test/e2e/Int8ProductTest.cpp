@@ -259,10 +259,9 @@ TEST_P(Int8Level, KnownTermsSameBits) {
           << "layout " << int(L) << " gs " << Gs;
     }
   // Scales read in place ([N, G], [M, G]) and gathered ([G, N], [G, M]);
-  // up to 8 rows of a in int8 (a decode step, b read row by row on AVX2
-  // with groups of 32, one row with longer groups)
-  // and more (the groups outermost), past a whole 8 groups and a whole 16
-  // columns, with a last 8 groups of 1 and of 6.
+  // a in int8 at 1 and 8 rows (b read row by row on AVX2: up to 8 rows with
+  // groups of 32, one with longer groups) and at 9 (the groups outermost);
+  // past a whole 8 groups and 16 columns, with a last 8 groups of 1 and 6.
   for (bool ByGroup : {false, true})
     for (int64_t M : {1, 8, 9})
       for (int64_t Gs : {32, 64})
