@@ -1,10 +1,11 @@
 //===- pk/vmath.h - Branch-free, vectorisable elementary functions -------===//
 //
 // pk::vm::{exp, exp_nonpos, exp2, expm1, log, log2, log1p, tanh, erf, sin,
-// cos, sigmoid, pow, rsqrt} for float and double. The generated CPU code
-// calls these instead of <cmath> inside `#pragma omp simd` loops: libm calls
-// do not vectorise without -ffast-math, these do (g++ >= 12 and clang++ >= 19,
-// -O2 -fopenmp-simd, SSE2 or AVX2/FMA, no fast-math flag needed).
+// cos, sigmoid, pow, rsqrt, floor, ceil, select} for float and double. The
+// generated CPU code calls these instead of <cmath> inside `#pragma omp simd`
+// loops: libm calls do not vectorise without -ffast-math, these do (g++ >= 12
+// and clang++ >= 19, -O2 -fopenmp-simd, SSE2 or AVX2/FMA, no fast-math flag
+// needed).
 //
 // How the code stays vectorisable:
 //  * Straight-line code only: no branches, no early returns, no tables. Every
@@ -54,6 +55,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__FAST_MATH__) && !defined(PK_VM_ALLOW_FAST_MATH)
 // Reassociation folds (x + 0x1.8p23f) - 0x1.8p23f to x and cancels the error
@@ -951,6 +953,65 @@ PK_VM_INLINE double sqrt(double X) {
   S = S * sel(Sub, 0x1p-27, sel(Big, 0x1p27, 1.0));
   const double Special = sel(ge(X, 0.0), X, DNaN);
   return sel(gt(X, 0.0) & ~isinf_(X), S, Special);
+}
+
+// --- floor, ceil and where
+// ------------------------------------------------------ Exact (the same bits
+// as std::floor, std::ceil and `c ? a : b`, -0 and NaN included), but
+// vectorisable: g++ vectorises std::floor only with SSE4.1 and
+// -fno-trapping-math, and a float `c ? a : b` not at all once it has sunk the
+// arms' arithmetic into branches ("control flow in loop"), so a kernel with
+// either ran scalar in every clone.
+
+namespace detail {
+/// |x| rounded to the nearest integer with x's sign, for |x| < 2^23 (float)
+/// or 2^52 (double): adding and subtracting 2^23 rounds a value in [0, 2^23)
+/// to an integer (round to nearest even, no -ffast-math).
+PK_VM_INLINE float nearestSigned(float X) {
+  return orsign((fabs_(X) + 0x1p23f) - 0x1p23f, X);
+}
+PK_VM_INLINE double nearestSigned(double X) {
+  return orsign((fabs_(X) + 0x1p52) - 0x1p52, X);
+}
+PK_VM_INLINE uint32_t wholeOrNaN(float X) { return ~lt(fabs_(X), 0x1p23f); }
+PK_VM_INLINE uint64_t wholeOrNaN(double X) { return ~lt(fabs_(X), 0x1p52); }
+} // namespace detail
+
+/// std::floor: the nearest integer, less one where it is above x; the
+/// result has x's sign (floor(-0.5) = -1, floor(-0) = -0). |x| >= 2^23
+/// (2^52), infinities and NaN are their own floor.
+template <class T> PK_VM_INLINE T floor(T X) {
+  if constexpr (std::is_floating_point_v<T>) {
+    using namespace detail;
+    const T N = nearestSigned(X);
+    const T F = N - sel(gt(N, X), T(1), T(0));
+    return sel(wholeOrNaN(X), X, orsign(fabs_(F), X));
+  } else {
+    return X;
+  }
+}
+
+/// std::ceil, the same way (ceil(-0.5) = -0).
+template <class T> PK_VM_INLINE T ceil(T X) {
+  if constexpr (std::is_floating_point_v<T>) {
+    using namespace detail;
+    const T N = nearestSigned(X);
+    const T C = N + sel(lt(N, X), T(1), T(0));
+    return sel(wholeOrNaN(X), X, orsign(fabs_(C), X));
+  } else {
+    return X;
+  }
+}
+
+/// `where`: C ? A : B, for floats as a bitwise select on a mask (see above);
+/// integers and bools keep the conditional operator, which g++ vectorises.
+template <class T> PK_VM_INLINE T select(bool C, T A, T B) {
+  if constexpr (std::is_same_v<T, float>)
+    return detail::sel(0u - uint32_t(C), A, B);
+  else if constexpr (std::is_same_v<T, double>)
+    return detail::sel(uint64_t(0) - uint64_t(C), A, B);
+  else
+    return C ? A : B;
 }
 
 // =============================================================================

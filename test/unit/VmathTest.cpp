@@ -780,3 +780,105 @@ TEST(Vmath, FusedExpNonposScaleEndsAt71) {
 }
 
 } // namespace
+
+// floor, ceil and select are exact: the bits of std::floor, std::ceil and
+// `c ? a : b` (NaN: a NaN), computed in vectorised loops as pkc writes them.
+template <class T>
+__attribute__((noinline)) void roundingLoops(const T *X, T *Floor, T *Ceil,
+                                             T *Picked, int64_t N) {
+#pragma omp simd
+  for (int64_t I = 0; I < N; ++I) {
+    Floor[I] = pk::vm::floor(X[I]);
+    Ceil[I] = pk::vm::ceil(X[I]);
+    // X where it is below 0.5, else -X: both arms computed, as pkc's are.
+    const T Neg = -X[I];
+    Picked[I] = pk::vm::select(X[I] < T(0.5), X[I], Neg);
+  }
+}
+
+template <class T> bool sameBits(T A, T B) {
+  return std::memcmp(&A, &B, sizeof A) == 0 || (A != A && B != B);
+}
+
+template <class T> void expectRoundingExact(const std::vector<T> &X) {
+  std::vector<T> F(X.size()), C(X.size()), P(X.size());
+  roundingLoops(X.data(), F.data(), C.data(), P.data(), int64_t(X.size()));
+  int Failures = 0;
+  for (size_t I = 0; I < X.size() && Failures < 5; ++I) {
+    const T Want = X[I] < T(0.5) ? X[I] : -X[I];
+    if (!sameBits(F[I], std::floor(X[I])) || !sameBits(C[I], std::ceil(X[I])) ||
+        !sameBits(P[I], Want)) {
+      ++Failures;
+      ADD_FAILURE() << "x = " << X[I] << " (" << std::hexfloat << X[I]
+                    << std::defaultfloat << "): floor " << F[I] << " vs "
+                    << std::floor(X[I]) << ", ceil " << C[I] << " vs "
+                    << std::ceil(X[I]) << ", select " << P[I] << " vs " << Want;
+    }
+  }
+}
+
+TEST(Vmath, FloorCeilSelectFloat) {
+  std::vector<float> X = {
+      0.0f,           -0.0f,           0.5f,           -0.5f,
+      1.5f,           -1.5f,           2.5f,           -2.5f,
+      0.99999994f,    -0.99999994f,    0x1p-149f,      -0x1p-149f,
+      0x1p22f + 0.5f, -0x1p22f - 0.5f, 0x1p23f - 0.5f, -0x1p23f + 0.5f,
+      0x1p23f,        -0x1p23f,        0x1p23f + 1,    3e9f,
+      -3e9f,          FLT_MAX,         -FLT_MAX};
+  X.push_back(std::numeric_limits<float>::infinity());
+  X.push_back(-std::numeric_limits<float>::infinity());
+  X.push_back(std::numeric_limits<float>::quiet_NaN());
+  // Every float with PK_VMATH_EXHAUSTIVE=1, else a prime stride.
+  const uint64_t Stride = exhaustive() ? 1 : 2053;
+  for (uint64_t Start = 0; Start < (uint64_t(1) << 32);
+       Start += Stride * 65536) {
+    for (uint64_t U = Start;
+         U < std::min(Start + Stride * 65536, uint64_t(1) << 32); U += Stride) {
+      float V;
+      const uint32_t B = uint32_t(U);
+      std::memcpy(&V, &B, sizeof V);
+      X.push_back(V);
+    }
+    expectRoundingExact(X);
+    X.clear();
+  }
+}
+
+TEST(Vmath, FloorCeilSelectDouble) {
+  std::vector<double> X = {0.0,
+                           -0.0,
+                           0.5,
+                           -0.5,
+                           1.5,
+                           -1.5,
+                           2.5,
+                           -2.5,
+                           0x1p-1074,
+                           -0x1p-1074,
+                           0x1p51 + 0.5,
+                           -0x1p51 - 0.5,
+                           0x1p52 - 0.5,
+                           -0x1p52 + 0.5,
+                           0x1p52,
+                           -0x1p52,
+                           0x1p52 + 1,
+                           1e300,
+                           -1e300,
+                           0.9999999999999999,
+                           -0.9999999999999999};
+  X.push_back(std::numeric_limits<double>::infinity());
+  X.push_back(-std::numeric_limits<double>::infinity());
+  X.push_back(std::numeric_limits<double>::quiet_NaN());
+  // Random bit patterns, and values of every magnitude up to 2^60 with
+  // fractions.
+  std::mt19937_64 Rng(11);
+  std::uniform_real_distribution<double> Exp(-10, 60), Unit(-1, 1);
+  for (int I = 0; I < (exhaustive() ? 10000000 : 300000); ++I) {
+    const uint64_t U = Rng();
+    double V;
+    std::memcpy(&V, &U, sizeof V);
+    X.push_back(V);
+    X.push_back(Unit(Rng) * std::exp2(Exp(Rng)));
+  }
+  expectRoundingExact(X);
+}
