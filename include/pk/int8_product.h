@@ -53,6 +53,7 @@
 #ifndef PK_INT8_PRODUCT_H
 #define PK_INT8_PRODUCT_H
 
+#include <pk/dispatch.h>
 #include <pk/gemm_amx.h>
 #include <pk/gemm_kernels.h>
 
@@ -141,9 +142,10 @@ namespace int8_detail {
 /// product itself is compiled once (PK_RUNTIME_LIBRARY) and only these
 /// adapters per call.
 struct AFill {
-  /// Row[g * GroupSize + kk] = A(g, m, kk) for every g and kk.
-  void (*Fn)(const void *Ctx, int64_t M, int64_t Groups, int64_t GroupSize,
-             int32_t *Row);
+  /// A32[(m * Groups + g) * GroupSize + kk] = A(g, m, kk) for the rows m in
+  /// [M0, M1) and every g and kk; Lo and Hi widened to the values' range.
+  void (*Fn)(const void *Ctx, int64_t M0, int64_t M1, int64_t Groups,
+             int64_t GroupSize, int32_t *A32, int32_t &Lo, int32_t &Hi);
   const void *Ctx;
 };
 struct TermFn {
@@ -983,10 +985,6 @@ inline bool int8UsesAmx(const Int8ProductShape &S, Int8Isa Isa,
 #endif
 }
 
-/// The product, through the adapters: a's values are computed once (A32),
-/// then narrowed for the level when every one fits (else the portable
-/// loops run); column blocks are split between the threads in contiguous
-/// ranges.
 /// Up to this many rows of a, int8RowByRowAvx2 (measured on a Zen 3, see
 /// there): with groups of 32 up to 8 rows; with longer groups the
 /// groups-outermost loop reduces half as often and is the faster one from 2
@@ -995,6 +993,39 @@ inline int64_t int8RowByRowRows(int64_t GroupSize) {
   return GroupSize == 32 ? 8 : 1;
 }
 
+/// The A lambda's adapter (AFill): compiled once per CPU level
+/// (PK_CPU_DISPATCH, <pk/dispatch.h>) and flattened, as gemm's fillFrom, so
+/// that the lambda is inlined into each clone's `#pragma omp simd` loop.
+/// pkc's A is the activations' quantisation (a division, round() and a
+/// saturating cast per element), ~10% of an int8 decode step: compiled for
+/// the file's flags it ran with a mispredicted branch on each value's sign.
+/// (The loop is still scalar while the lambda captures by reference: g++
+/// does not hoist the captured pointers out of it; docs/design.md.)
+template <class LoadA>
+PK_CPU_DISPATCH __attribute__((flatten)) void
+int8FillFrom(const void *Ctx, int64_t M0, int64_t M1, int64_t Groups,
+             int64_t GroupSize, int32_t *A32, int32_t &Lo, int32_t &Hi) {
+  const LoadA &A = *static_cast<const LoadA *>(Ctx);
+  int32_t L = Lo, H = Hi;
+  for (int64_t M = M0; M < M1; ++M)
+    for (int64_t G = 0; G < Groups; ++G) {
+      int32_t *Out = A32 + (M * Groups + G) * GroupSize;
+#pragma omp simd reduction(min : L) reduction(max : H)
+      for (int64_t K = 0; K < GroupSize; ++K) {
+        const int32_t V = A(G, M, K);
+        Out[K] = V;
+        L = std::min(L, V);
+        H = std::max(H, V);
+      }
+    }
+  Lo = L;
+  Hi = H;
+}
+
+/// The product, through the adapters: a's values are computed once (A32),
+/// then narrowed for the level when every one fits (else the portable
+/// loops run); column blocks are split between the threads in contiguous
+/// ranges.
 inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
                             const AFill &A, const Int8Rows &B,
                             const TermFn &Term, const StoreFn &Store,
@@ -1004,28 +1035,18 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
   const int64_t K = S.Groups * S.GroupSize;
   std::vector<int32_t> A32(size_t(S.M * K));
   int32_t Lo = 0, Hi = 0;
-  // Rows [R0, R1) of a and their range. The A lambda only reads (pkc's
-  // computes a value from loads), so threads may fill rows side by side:
-  // at prefill rows the quantisation is a large share of the call (at a few
-  // rows, entering a parallel region would cost more than it saves).
-  auto Fill = [&](int64_t R0, int64_t R1, int32_t &L, int32_t &H) {
-    for (int64_t M = R0; M < R1; ++M) {
-      int32_t *Row = A32.data() + M * K;
-      A.Fn(A.Ctx, M, S.Groups, S.GroupSize, Row);
-#pragma omp simd reduction(min : L) reduction(max : H)
-      for (int64_t I = 0; I < K; ++I) {
-        L = std::min(L, Row[I]);
-        H = std::max(H, Row[I]);
-      }
-    }
-  };
+  // The rows of a and their range. The A lambda only reads (pkc's computes
+  // a value from loads), so threads may fill rows side by side: at prefill
+  // rows the quantisation is a large share of the call (at a few rows,
+  // entering a parallel region would cost more than it saves).
 #ifdef _OPENMP
   if (Threads && S.M >= kInt8AmxMinRows) {
 #pragma omp parallel
     {
       const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
       int32_t L = 0, H = 0;
-      Fill(S.M * T0 / Tn, S.M * (T0 + 1) / Tn, L, H);
+      A.Fn(A.Ctx, S.M * T0 / Tn, S.M * (T0 + 1) / Tn, S.Groups, S.GroupSize,
+           A32.data(), L, H);
 #pragma omp critical(pk_int8_range)
       {
         Lo = std::min(Lo, L);
@@ -1033,10 +1054,10 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
       }
     }
   } else {
-    Fill(0, S.M, Lo, Hi);
+    A.Fn(A.Ctx, 0, S.M, S.Groups, S.GroupSize, A32.data(), Lo, Hi);
   }
 #else
-  Fill(0, S.M, Lo, Hi);
+  A.Fn(A.Ctx, 0, S.M, S.Groups, S.GroupSize, A32.data(), Lo, Hi);
 #endif
   Int8Isa Isa =
       B.KStride == 1 && S.GroupSize > 0 ? int8_isa() : Int8Isa::Portable;
@@ -1119,14 +1140,7 @@ void int8_product(const Int8ProductShape &S, bool Threads, const LoadA &A,
                   const Int8Rows &B, const Term &T, const Store &St,
                   const Int8TermScales &Scales = {}) {
   using namespace int8_detail;
-  const AFill Fill{[](const void *Ctx, int64_t M, int64_t Groups,
-                      int64_t GroupSize, int32_t *Row) {
-                     const LoadA &F = *static_cast<const LoadA *>(Ctx);
-                     for (int64_t G = 0; G < Groups; ++G)
-                       for (int64_t K = 0; K < GroupSize; ++K)
-                         Row[G * GroupSize + K] = F(G, M, K);
-                   },
-                   &A};
+  const AFill Fill{&int8FillFrom<LoadA>, &A};
   const TermFn Terms{[](const void *Ctx, int64_t G, int64_t M, int64_t N0,
                         int64_t Len, const int32_t *Dot, float *Out) {
                        (*static_cast<const Term *>(Ctx))(G, M, N0, Len, Dot,
