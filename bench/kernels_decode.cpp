@@ -386,8 +386,9 @@ struct Int8ProductDecode {
     float *py = y.data();
     pk::rt::int8_product(
         {G, M, N, kRunqGroup}, true,
-        [&](int64_t g, int64_t i, int64_t l) -> int32_t {
-          return xq[i * K + g * kRunqGroup + l];
+        [&](int64_t g, int64_t i, int64_t len, int32_t *a) {
+          for (int64_t l = 0; l < len; ++l)
+            a[l] = xq[i * K + g * kRunqGroup + l];
         },
         pk::rt::Int8Rows{W, kRunqGroup, K, 1},
         [&](int64_t g, int64_t i, int64_t j0, int64_t len, const int32_t *dot,

@@ -8,13 +8,16 @@
 //
 // with the dot products exact in int32 (wrapping as an int32 sum does) and
 // the sum over the groups in float, one term after the other (runq's order).
-// a is any int32 value the caller computes (its lambda is called once per
-// element, so quantising the activations costs once per call, not once per
-// weight); b is int8 values in memory, read in place (the weights are never
-// copied); term and the final store are the caller's lambdas, given a block
-// of columns at a time:
+// a is any int32 value the caller computes (its lambda fills one group of a
+// row at a time, once per call, so quantising the activations costs once per
+// call, not once per weight); b is int8 values in memory, read in place (the
+// weights are never copied); term and the final store are the caller's
+// lambdas, given a block of columns at a time:
 //
-//   A(g, m, kk) -> int32_t
+//   A(g, m, len, int32_t *out)
+//       out[kk] = a(g, m, kk) for kk < len (len is GroupSize); a loop of
+//       the caller's, so that it vectorises where the caller's code is
+//       known (a lambda called once per element kept the loop scalar)
 //   Term(g, m, n0, len, const int32_t *dot, float *term)
 //       term[l] for the columns n0 + l, l < len, from their dots
 //   Store(m, n0, len, const float *sum)
@@ -142,7 +145,7 @@ namespace int8_detail {
 /// product itself is compiled once (PK_RUNTIME_LIBRARY) and only these
 /// adapters per call.
 struct AFill {
-  /// A32[(m * Groups + g) * GroupSize + kk] = A(g, m, kk) for the rows m in
+  /// A32[(m * Groups + g) * GroupSize + kk] = a(g, m, kk) for the rows m in
   /// [M0, M1) and every g and kk; Lo and Hi widened to the values' range.
   void (*Fn)(const void *Ctx, int64_t M0, int64_t M1, int64_t Groups,
              int64_t GroupSize, int32_t *A32, int32_t &Lo, int32_t &Hi);
@@ -995,29 +998,29 @@ inline int64_t int8RowByRowRows(int64_t GroupSize) {
 
 /// The A lambda's adapter (AFill): compiled once per CPU level
 /// (PK_CPU_DISPATCH, <pk/dispatch.h>) and flattened, as gemm's fillFrom, so
-/// that the lambda is inlined into each clone's `#pragma omp simd` loop.
-/// pkc's A is the activations' quantisation (a division, round() and a
-/// saturating cast per element), ~10% of an int8 decode step: compiled for
-/// the file's flags it ran with a mispredicted branch on each value's sign.
-/// (The loop is still scalar while the lambda captures by reference: g++
-/// does not hoist the captured pointers out of it; docs/design.md.)
-template <class LoadA>
+/// that the lambda's loop is inlined into each clone and vectorised for its
+/// level. pkc's A is the activations' quantisation (a division, round() and
+/// a saturating cast per element), ~10% of an int8 decode step while its
+/// lambda was called once per element: g++ then kept the loop scalar (the
+/// captured pointers and strides were reloaded on every element, which the
+/// vectoriser takes for gathers; docs/design.md). The values' range is one
+/// more pass over the rows just written, still in L1 at decode.
+template <class FillA>
 PK_CPU_DISPATCH __attribute__((flatten)) void
 int8FillFrom(const void *Ctx, int64_t M0, int64_t M1, int64_t Groups,
              int64_t GroupSize, int32_t *A32, int32_t &Lo, int32_t &Hi) {
-  const LoadA &A = *static_cast<const LoadA *>(Ctx);
-  int32_t L = Lo, H = Hi;
+  const FillA &A = *static_cast<const FillA *>(Ctx);
   for (int64_t M = M0; M < M1; ++M)
-    for (int64_t G = 0; G < Groups; ++G) {
-      int32_t *Out = A32 + (M * Groups + G) * GroupSize;
+    for (int64_t G = 0; G < Groups; ++G)
+      A(G, M, GroupSize, A32 + (M * Groups + G) * GroupSize);
+  const int32_t *Rows = A32 + M0 * Groups * GroupSize;
+  const int64_t Count = (M1 - M0) * Groups * GroupSize;
+  int32_t L = Lo, H = Hi;
 #pragma omp simd reduction(min : L) reduction(max : H)
-      for (int64_t K = 0; K < GroupSize; ++K) {
-        const int32_t V = A(G, M, K);
-        Out[K] = V;
-        L = std::min(L, V);
-        H = std::max(H, V);
-      }
-    }
+  for (int64_t I = 0; I < Count; ++I) {
+    L = std::min(L, Rows[I]);
+    H = std::max(H, Rows[I]);
+  }
   Lo = L;
   Hi = H;
 }
@@ -1135,12 +1138,12 @@ inline int64_t int8_amx_products() {
 /// b(g, n, .)), as described at the top of this file. `Threads`: split the
 /// columns between OpenMP threads. `Scales`, when set, says what T computes
 /// (Int8TermScales).
-template <class LoadA, class Term, class Store>
-void int8_product(const Int8ProductShape &S, bool Threads, const LoadA &A,
+template <class FillA, class Term, class Store>
+void int8_product(const Int8ProductShape &S, bool Threads, const FillA &A,
                   const Int8Rows &B, const Term &T, const Store &St,
                   const Int8TermScales &Scales = {}) {
   using namespace int8_detail;
-  const AFill Fill{&int8FillFrom<LoadA>, &A};
+  const AFill Fill{&int8FillFrom<FillA>, &A};
   const TermFn Terms{[](const void *Ctx, int64_t G, int64_t M, int64_t N0,
                         int64_t Len, const int32_t *Dot, float *Out) {
                        (*static_cast<const Term *>(Ctx))(G, M, N0, Len, Dot,

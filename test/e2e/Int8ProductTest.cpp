@@ -151,7 +151,10 @@ std::vector<float> run(const Problem &P, bool Threads, bool Scaled = false) {
   std::vector<float> Y(size_t(P.M * P.N), -1.0f);
   pk::rt::int8_product(
       {P.G, P.M, P.N, P.Gs}, Threads,
-      [&](int64_t G, int64_t M, int64_t K) { return P.a(G, M, K); },
+      [&](int64_t G, int64_t M, int64_t Len, int32_t *A) {
+        for (int64_t K = 0; K < Len; ++K)
+          A[K] = P.a(G, M, K);
+      },
       pk::rt::Int8Rows{P.W.data(), P.GroupStride, P.RowStride, P.KStride},
       [&](int64_t G, int64_t M, int64_t N0, int64_t Len, const int32_t *Dot,
           float *Term) {

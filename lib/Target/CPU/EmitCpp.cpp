@@ -716,12 +716,13 @@ private:
 
   /// An integer product of int8 values in groups (loop::matchInt8Product)
   /// as one call of pk::rt::int8_product: a's statements as its A lambda
-  /// (once per element), the weights in place (their pointer and strides
-  /// along the groups, n and k), and the product's epilogue as its Term
-  /// lambda on each block of columns. A grouped nest (fuseGroupedSums) gives
-  /// the runtime its terms to sum over the groups and its statements after
-  /// the sum as the Store lambda; otherwise the epilogue stores each group's
-  /// value itself (the sum is the next nest's) and gives the runtime zeros.
+  /// (a loop over one group of a row), the weights in place (their pointer
+  /// and strides along the groups, n and k), and the product's epilogue as
+  /// its Term lambda on each block of columns. A grouped nest (fuseGroupedSums)
+  /// gives the runtime its terms to sum over the groups and its statements
+  /// after the sum as the Store lambda; otherwise the epilogue stores each
+  /// group's value itself (the sum is the next nest's) and gives the runtime
+  /// zeros.
   void emitInt8Product(const Nest &N, const std::string &Indent) {
     std::optional<loop::Int8ProductPattern> P = loop::matchInt8Product(F, N);
     assert(P && "the schedule said int8 product");
@@ -749,21 +750,33 @@ private:
                        extentExpr(F, N.Domain[G.MAxis]),
                        extentExpr(F, N.Domain[G.NAxis]), extentExpr(F, G.K),
                        Cur->MinWorkForThreads);
-    Out += fmt::format("{}  // a(g, i, k)\n", Indent);
-    Out += fmt::format("{}  [&]({}, {}, {}) -> int32_t {{\n", Indent,
-                       indexParam(0, G.AAxes), indexParam(G.MAxis, G.AAxes),
-                       indexParam(G.KAxis, G.AAxes));
+    // a's values a group at a time, in a loop of the lambda's own: the
+    // runtime inlines it into its clone for each CPU level, where it
+    // vectorises (pk_a is restrict, so the captured pointers and strides
+    // are loaded once, not once per element).
+    Out +=
+        fmt::format("{}  // a(g, i, k) for k in [0, pk_len): row i's group g "
+                    "into pk_a\n",
+                    Indent);
+    Out += fmt::format("{}  [&]({}, {}, int64_t pk_len, "
+                       "int32_t *__restrict pk_a) {{\n",
+                       Indent, indexParam(0, G.AAxes),
+                       indexParam(G.MAxis, G.AAxes));
     std::vector<unsigned> AStmts;
     walkArgs(N, {P->AValue}, [&](unsigned I, const Stmt &) {
       AStmts.push_back(I);
       return true;
     });
     std::sort(AStmts.begin(), AStmts.end());
+    Out += "#pragma omp simd\n";
+    Out += fmt::format("{}for (int64_t {} = 0; {} < pk_len; ++{}) {{\n", In,
+                       indexVar(G.KAxis), indexVar(G.KAxis), indexVar(G.KAxis));
     for (unsigned I : AStmts)
-      emitStmt(F, N, N.Body[I], Backend::Cpu, Index, Out, In);
-    Out += fmt::format("{}return {};\n", In,
+      emitStmt(F, N, N.Body[I], Backend::Cpu, Index, Out, In + "  ");
+    Out += fmt::format("{}  pk_a[{}] = {};\n", In, indexVar(G.KAxis),
                        convertValue(N.Body[P->AValue].Type, DType::I32,
                                     valueRef(N, P->AValue)));
+    Out += In + "}\n";
     Out += fmt::format("{}  }},\n", Indent);
     const Stmt &L = N.Body[P->BLoad];
     std::string Strides[3] = {"0", "0", "0"}; // groups, n, k

@@ -1,6 +1,10 @@
 """Checks that every loop pkc marks `#pragma omp simd` was vectorised.
 
-usage: simd_loops_vectorized.py <file.pk.cpp> <compiler remarks>
+usage: simd_loops_vectorized.py [--only TEXT] <file.pk.cpp> <compiler remarks>
+
+--only TEXT: check only the simd loops with TEXT on one of the three lines
+above their pragma (a comment pkc writes there), e.g. the A lambda of an int8
+product, where the rest of the file is not the test's subject.
 
 g++ (-fopt-info-vec-optimized) reports `<file>:<line>:<col>: optimized: loop
 vectorized` at the first line of the loop body, clang (-Rpass=loop-vectorize)
@@ -20,10 +24,16 @@ without any, or the wrong file, would otherwise pass with nothing checked).
 import re
 import sys
 
-source, remarks = sys.argv[1], sys.argv[2]
+args = sys.argv[1:]
+only = None
+if args[:1] == ['--only']:
+    only, args = args[1], args[2:]
+source, remarks = args[0], args[1]
 name = source.rsplit('/', 1)[-1]
 lines = open(source).read().splitlines()
 simd = [i + 1 for i, l in enumerate(lines) if l.strip().startswith('#pragma omp') and 'simd' in l]
+if only is not None:
+    simd = [n for n in simd if any(only in l for l in lines[max(0, n - 4):n - 1])]
 done = set()
 for l in open(remarks):
     m = re.search(re.escape(name) + r':(\d+):\d+: (optimized: loop vectorized|remark: vectorized loop)', l)
