@@ -33,6 +33,12 @@ keyword form), which holds the matrix product compiled once (it defines
 pkc reruns when the kernel file, any header it includes (via pkc's depfile,
 Ninja and Makefile generators) or pkc itself changes.
 
+pkc keeps a precompiled ``<pk/pk.h>`` in ``${CMAKE_BINARY_DIR}/pk-pch/`` (one
+per set of flags, about 16 MB each) and includes it in front of every kernel
+file whose first directive is ``#include <pk/pk.h>``: parsing that header is
+most of pkc's time on a file (``pkc --pch-dir``). ``PK_PKC_PCH=OFF`` (a cache
+or normal variable) turns it off.
+
 The target property ``PK_GENERATED_SOURCES`` lists every generated file of the
 target (``.pk.cpp``, ``.pk.cu``, ``.pk.h`` of each kernel file).
 
@@ -178,9 +184,13 @@ function(pk_add_kernels target)
         set(depfile_args DEPFILE "${out_DEPFILE}")
         set(depfile_flag "--depfile=${out_DEPFILE}")
       endif()
+      set(pch_flag "")
+      if(NOT DEFINED PK_PKC_PCH OR PK_PKC_PCH)
+        set(pch_flag "--pch-dir=${CMAKE_BINARY_DIR}/pk-pch")
+      endif()
       add_custom_command(
         OUTPUT "${out_CPP}" "${out_CU}" "${out_H}"
-        COMMAND "${pkc}" --target=cpu,cuda -o "${out_DIR}" ${depfile_flag} "${abs_src}"
+        COMMAND "${pkc}" --target=cpu,cuda -o "${out_DIR}" ${depfile_flag} ${pch_flag} "${abs_src}"
                 -- "${std_flag}" "${inc_flags}" "-I${pk_include}" "-I${src_dir}" "${def_flags}"
         DEPENDS "${abs_src}" ${pkc_dep}
         ${depfile_args}

@@ -145,6 +145,7 @@ ExitCode compileAll(const clang::tooling::CompilationDatabase &DB,
   std::map<std::string, std::vector<cuda::KernelText>> CudaOf;
   frontend::Options FO;
   FO.ExtraArgsBefore = Opts.ExtraArgsBefore;
+  FO.PchDir = Opts.PchDir;
   FO.FS = std::move(FS);
   std::vector<frontend::FileResult> Results;
   // The whole run: Clang's parse and Sema, the AST to Graph IR, every

@@ -27,6 +27,8 @@ struct DriverOptions {
   std::string DepFile;
   /// Put before every compile command (the resource dir fix).
   std::vector<std::string> ExtraArgsBefore;
+  /// `--pch-dir`: where a precompiled <pk/pk.h> is cached (empty: none).
+  std::string PchDir;
 };
 
 /// Exit codes of pkc.

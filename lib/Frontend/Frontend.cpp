@@ -13,6 +13,7 @@
 #include "Frontend/Diagnostics.h"
 #include "Frontend/GraphBuilder.h"
 #include "Frontend/KernelTemplates.h"
+#include "Frontend/Pch.h"
 #include "Frontend/StdMath.h"
 
 #include "clang/AST/ASTConsumer.h"
@@ -132,6 +133,15 @@ SourceLocation aboveLeadingComment(const FunctionDecl *FD,
 struct RunState {
   unsigned Runs = 0;
   bool Verify = false; ///< -verify: the diagnostics are the expected output
+  /// The files a precompiled <pk/pk.h> was built from, when one is used:
+  /// the parse does not enter them, the depfile must still list them.
+  std::vector<std::string> PchDependencies;
+  bool UsingPch = false;
+  /// Clang found errors in a parse with the precompiled header: its
+  /// diagnostics were dropped, and the file is parsed again without it, so
+  /// that they read exactly as without the cache (the header's paths and
+  /// include stacks differ).
+  bool RetryWithoutPch = false;
 };
 
 class KernelConsumer : public ASTConsumer {
@@ -182,8 +192,7 @@ private:
 std::string absolutePath(llvm::StringRef Name, const FileManager &FM) {
   llvm::SmallString<256> P(Name);
   FM.makeAbsolutePath(P);
-  llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true);
-  return std::string(P);
+  return dependencyPath(P);
 }
 
 void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
@@ -192,6 +201,11 @@ void KernelConsumer::HandleTranslationUnit(ASTContext &Ctx) {
   SourceManager &SM = Ctx.getSourceManager();
   DiagnosticsEngine &DE = CI.getDiagnostics();
   Reporter Rep(DE);
+  if (State.UsingPch && !State.Verify && DE.hasErrorOccurred()) {
+    Hold->discard();
+    State.RetryWithoutPch = true;
+    return;
+  }
   // Clang's diagnostics about `std::exp(x[_])` become one pk error each.
   if (Hold && Hold->holding())
     releaseWithStdMathCalls(*Hold, findStdMathCalls(Ctx), SM, Rep);
@@ -492,6 +506,9 @@ KernelConsumer::dependencies(const SourceManager &SM) const {
     if (P != Main)
       Others.push_back(std::move(P));
   }
+  for (const std::string &P : State.PchDependencies)
+    if (P != Main)
+      Others.push_back(P);
   std::sort(Others.begin(), Others.end());
   Others.erase(std::unique(Others.begin(), Others.end()), Others.end());
   std::vector<std::string> Deps;
@@ -512,6 +529,8 @@ protected:
                                                  llvm::StringRef) override {
     // Owned by the engine, in front of its client (-verify's too).
     DiagnosticHold *Hold = DiagnosticHold::install(CI.getDiagnostics());
+    if (State.UsingPch)
+      Hold->discardUnlessReleased(); // the parse stopped: redone without it
     return std::make_unique<KernelConsumer>(CI, Compile, Result, State, Hold);
   }
 
@@ -593,6 +612,42 @@ tooling::ArgumentsAdjuster stripUnknownArguments() {
   };
 }
 
+/// A precompiled <pk/pk.h> for `File` (Pch.h): when a cache directory is
+/// set and the file includes the header first.
+std::optional<PrecompiledPkHeader>
+precompiledHeaderFor(const tooling::CompilationDatabase &DB,
+                     const std::string &File, const Options &Opts,
+                     const std::vector<tooling::ArgumentsAdjuster> &Adjusters) {
+  if (Opts.PchDir.empty())
+    return std::nullopt;
+  llvm::vfs::FileSystem &FS =
+      Opts.FS ? *Opts.FS : *llvm::vfs::getRealFileSystem();
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> Source =
+      FS.getBufferForFile(File);
+  if (!Source || !includesPkHeaderFirst((*Source)->getBuffer()))
+    return std::nullopt;
+  std::vector<tooling::CompileCommand> Commands = DB.getCompileCommands(File);
+  if (Commands.empty())
+    return std::nullopt;
+  // The command as ClangTool runs it: its own adjusters, then pkc's.
+  tooling::ArgumentsAdjuster All = tooling::combineAdjusters(
+      tooling::combineAdjusters(tooling::getClangStripOutputAdjuster(),
+                                tooling::getClangSyntaxOnlyAdjuster()),
+      tooling::getClangStripDependencyFileAdjuster());
+  for (const tooling::ArgumentsAdjuster &A : Adjusters)
+    All = tooling::combineAdjusters(All, A);
+  tooling::CommandLineArguments Args =
+      All(Commands.front().CommandLine, Commands.front().Filename);
+  // The main file is the one argument that names it (the adjusters put
+  // pkc's flags after it).
+  auto Main = std::find(Args.rbegin(), Args.rend(), Commands.front().Filename);
+  if (Args.empty() || Main == Args.rend())
+    return std::nullopt;
+  Args.erase(std::next(Main).base());
+  return precompiledPkHeader(Opts.PchDir, Commands.front().Directory,
+                             Commands.front().Filename, Args);
+}
+
 } // namespace
 
 bool pk::frontend::compileFiles(const tooling::CompilationDatabase &DB,
@@ -603,25 +658,49 @@ bool pk::frontend::compileFiles(const tooling::CompilationDatabase &DB,
   using tooling::ArgumentInsertPosition;
   bool AllOK = true;
   for (const std::string &File : Files) {
-    FileResult Result;
-    Result.InputPath = File;
-    RunState State;
     FirstCommandDatabase First(DB);
-    tooling::ClangTool Tool(First, {File},
-                            std::make_shared<PCHContainerOperations>(),
-                            Opts.FS ? Opts.FS : llvm::vfs::getRealFileSystem());
-    Tool.appendArgumentsAdjuster(stripUnknownArguments());
+    std::vector<tooling::ArgumentsAdjuster> Adjusters = {
+        stripUnknownArguments()};
     if (!Opts.ExtraArgsBefore.empty())
-      Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      Adjusters.push_back(tooling::getInsertArgumentAdjuster(
           Opts.ExtraArgsBefore, ArgumentInsertPosition::BEGIN));
-    Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+    Adjusters.push_back(tooling::getInsertArgumentAdjuster(
         {"-D__PK_PKC__=1", "-Wno-unknown-warning-option"},
         ArgumentInsertPosition::END));
     if (!Opts.ExtraArgsAfter.empty())
-      Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+      Adjusters.push_back(tooling::getInsertArgumentAdjuster(
           Opts.ExtraArgsAfter, ArgumentInsertPosition::END));
-    KernelActionFactory Factory(Compile, Result, State);
-    int RC = Tool.run(&Factory);
+    std::optional<PrecompiledPkHeader> Pch =
+        precompiledHeaderFor(First, File, Opts, Adjusters);
+
+    FileResult Result;
+    RunState State;
+    int RC = 0;
+    for (bool WithPch : {true, false}) {
+      if (WithPch && !Pch)
+        continue;
+      Result = FileResult();
+      Result.InputPath = File;
+      State = RunState();
+      tooling::ClangTool Tool(
+          First, {File}, std::make_shared<PCHContainerOperations>(),
+          Opts.FS ? Opts.FS : llvm::vfs::getRealFileSystem());
+      for (const tooling::ArgumentsAdjuster &A : Adjusters)
+        Tool.appendArgumentsAdjuster(A);
+      if (WithPch) {
+        Tool.appendArgumentsAdjuster(tooling::getInsertArgumentAdjuster(
+            {"-include-pch", Pch->Path, "-Xclang", "-fno-validate-pch"},
+            ArgumentInsertPosition::END));
+        State.UsingPch = true;
+        State.PchDependencies = Pch->Dependencies;
+      }
+      KernelActionFactory Factory(Compile, Result, State);
+      RC = Tool.run(&Factory);
+      // Errors, or a parse that did not get as far as the kernels: again,
+      // without the header (its diagnostics were dropped).
+      if (!WithPch || !(State.RetryWithoutPch || State.Runs == 0))
+        break;
+    }
     // Under -verify the diagnostics are the expected output: the run fails
     // only when they differ from the expectations (RC). The file still
     // HadErrors, so nothing may be written for it.

@@ -66,6 +66,9 @@ struct Options {
   /// file system. The driver's in-memory entry point (the fuzzer's) lays a
   /// file held in memory over the real one.
   llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> FS;
+  /// Where a precompiled <pk/pk.h> is kept between runs (Pch.h); empty: the
+  /// header is parsed with every file.
+  std::string PchDir;
 };
 
 /// Parses `Files` with the commands of `DB`, reports diagnostics to stderr,

@@ -334,14 +334,18 @@ void DiagnosticHold::BeginSourceFile(const LangOptions &LO,
 }
 
 void DiagnosticHold::EndSourceFile() {
-  if (Holding)
+  if (Holding && DiscardAtEnd)
+    discard();
+  if (Holding && !Discarding)
     release([](Group) { return false; });
   Client->EndSourceFile();
   syncCounts();
 }
 
 void DiagnosticHold::finish() {
-  if (Holding)
+  if (Holding && DiscardAtEnd)
+    discard();
+  if (Holding && !Discarding)
     release([](Group) { return false; });
   Client->finish();
   syncCounts();
@@ -358,6 +362,8 @@ bool DiagnosticHold::IncludeInDiagnosticCounts() const {
 
 void DiagnosticHold::HandleDiagnostic(DiagnosticsEngine::Level Level,
                                       const Diagnostic &Info) {
+  if (Discarding)
+    return;
   if (Holding) {
     Held.emplace_back(Level, Info);
     return;

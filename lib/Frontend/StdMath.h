@@ -90,6 +90,15 @@ public:
   /// straight through) or replayed to the client unchanged.
   void release(llvm::function_ref<bool(Group)> Drop);
   bool holding() const { return Holding; }
+  /// Drops what is held and every diagnostic after it: this parse is thrown
+  /// away (a parse with a precompiled header that found errors is redone
+  /// without it, Pch.h). discardUnlessReleased(): the same from the end of
+  /// the parse, if release() was never called (the parse stopped early).
+  void discard() {
+    Discarding = true;
+    Held.clear();
+  }
+  void discardUnlessReleased() { DiscardAtEnd = true; }
 
   void BeginSourceFile(const clang::LangOptions &LO,
                        const clang::Preprocessor *PP) override;
@@ -111,6 +120,7 @@ private:
   std::unique_ptr<clang::DiagnosticConsumer> Owned;
   clang::DiagnosticConsumer *Client;
   bool Holding = true;
+  bool Discarding = false, DiscardAtEnd = false;
   std::vector<clang::StoredDiagnostic> Held;
 };
 

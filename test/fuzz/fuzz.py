@@ -139,7 +139,9 @@ class Toolchain:
 
     def pkc(self, d, name):
         c = self.cfg
-        return self.run([c['pkc'], '-o', d, os.path.join(d, name + '.cpp'),
+        # One precompiled <pk/pk.h> for every batch of the run.
+        pch = '--pch-dir=' + os.path.join(os.path.abspath(self.work), 'pk-pch')
+        return self.run([c['pkc'], pch, '-o', d, os.path.join(d, name + '.cpp'),
                          '--', c['std'], '-I' + c['pk_include'], '-I' + d],
                         timeout=300, step='pkc')
 

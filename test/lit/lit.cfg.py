@@ -5,7 +5,7 @@
 # (or `ctest -R lit`).
 #
 # Substitutions:
-#   %pkc        the pkc binary
+#   %pkc        the pkc binary, with a shared --pch-dir
 #   %pkflags    the flags after `--` for a kernel file: -std=c++20 -I<pk include>
 #   %cxx        the host C++ compiler;  %cxxflags: -std=c++20 -I<pk include> + OpenMP
 #   %clangxx    clang++ from llvm_tools_dir (tests that use it say
@@ -42,7 +42,12 @@ nvccflags = ('-std=c++17 -I%s %s' % (include, config.nvcc_flags)).strip()
 
 # Longer names first: lit applies the substitutions in order.
 config.substitutions.append(('%pkflags', pkflags))
-config.substitutions.append(('%pkc', config.pkc or 'pkc-not-built'))
+# Every run shares one cache of precompiled <pk/pk.h> headers (pkc --pch-dir):
+# most of a run's time is that header's parse.
+pkc = config.pkc or 'pkc-not-built'
+if config.pkc:
+    pkc += ' --pch-dir=' + os.path.join(config.test_exec_root, 'pk-pch')
+config.substitutions.append(('%pkc', pkc))
 config.substitutions.append(('%pk_include', include))
 config.substitutions.append(('%pk_src', config.pk_src_root))
 config.substitutions.append(('%pk_bin', config.pk_obj_root))

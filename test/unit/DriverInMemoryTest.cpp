@@ -3,6 +3,7 @@
 // come back as strings; nothing is read from or written to the disk but the
 // headers.
 #include "Driver/Driver.h"
+#include "Frontend/Pch.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -70,3 +71,21 @@ TEST(CompileInMemory, EmitPrintsToTheResult) {
 }
 
 } // namespace
+
+// Which files may take the precompiled <pk/pk.h> (lib/Frontend/Pch.h): the
+// header must be the first thing the preprocessor sees, or including it in
+// front of the file would change what the lines before it mean.
+TEST(PrecompiledHeader, OnlyWhenTheFileIncludesItFirst) {
+  using pk::frontend::includesPkHeaderFirst;
+  EXPECT_TRUE(includesPkHeaderFirst("#include <pk/pk.h>\n"));
+  EXPECT_TRUE(includesPkHeaderFirst("// kernels\n\n/* a\n * b */ #  include  "
+                                    "<pk/pk.h>\nint x;\n"));
+  EXPECT_TRUE(includesPkHeaderFirst("\t#include\t<pk/pk.h>"));
+  EXPECT_FALSE(includesPkHeaderFirst(""));
+  EXPECT_FALSE(includesPkHeaderFirst("#include \"pk/pk.h\"\n"));
+  EXPECT_FALSE(includesPkHeaderFirst("#include <cstdint>\n#include <pk/pk.h>"));
+  EXPECT_FALSE(includesPkHeaderFirst("#define PK_X 1\n#include <pk/pk.h>\n"));
+  EXPECT_FALSE(includesPkHeaderFirst("int x;\n#include <pk/pk.h>\n"));
+  EXPECT_FALSE(includesPkHeaderFirst("/* unterminated #include <pk/pk.h>"));
+  EXPECT_FALSE(includesPkHeaderFirst("#include <pk/pk.hpp>\n"));
+}

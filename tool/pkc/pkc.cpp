@@ -70,6 +70,13 @@ static cl::opt<std::string>
             cl::desc("Write a Make-style depfile of the outputs' inputs"),
             cl::value_desc("file"), cl::cat(PkcCategory));
 
+static cl::opt<std::string> PchDir(
+    "pch-dir",
+    cl::desc("Cache a precompiled <pk/pk.h> in <dir> (one per set of compiler "
+             "flags) and use it for the files whose first directive includes "
+             "it: parsing the header is most of a small file's time"),
+    cl::value_desc("dir"), cl::cat(PkcCategory));
+
 /// `pkc --version`: pk's own version first (what a bug report needs), then
 /// the Clang it was built against, whose parser decides what it accepts.
 static void printVersion(raw_ostream &OS) {
@@ -98,6 +105,7 @@ int main(int Argc, const char **Argv) {
   Opts.PrintAfterAll = PrintAfterAll;
   Opts.Verbose = Verbose;
   Opts.DepFile = DepFile;
+  Opts.PchDir = PchDir;
   Opts.ExtraArgsBefore = {"-resource-dir=" PK_CLANG_RESOURCE_DIR};
   return pk::driver::run(Parser->getCompilations(), Parser->getSourcePathList(),
                          Opts);
