@@ -153,26 +153,17 @@ std::optional<std::vector<std::string>> validDeps(const std::string &Deps) {
   return Files;
 }
 
-/// Writes `Text` to `Path` through a temporary and a rename.
+/// Writes `Text` to `Path` through a temporary and a rename (LLVM's
+/// writeToOutput).
 bool writeAtomically(const std::string &Path, llvm::StringRef Text) {
-  llvm::SmallString<256> Temp;
-  int FD;
-  if (fs::createUniqueFile(Path + "-%%%%%%.tmp", FD, Temp))
-    return false;
-  {
-    llvm::raw_fd_ostream OS(FD, /*shouldClose=*/true);
+  llvm::Error E = llvm::writeToOutput(Path, [&](llvm::raw_ostream &OS) {
     OS << Text;
-    OS.close();
-    if (OS.has_error()) {
-      fs::remove(Temp);
-      return false;
-    }
-  }
-  if (fs::rename(Temp, Path)) {
-    fs::remove(Temp);
-    return false;
-  }
-  return true;
+    return llvm::Error::success();
+  });
+  if (!E)
+    return true;
+  llvm::consumeError(std::move(E));
+  return false;
 }
 
 /// Clang's PCH action, writing to a given file and keeping the list of the
