@@ -20,12 +20,8 @@
 // It expands to nothing, and the kernel is compiled once for the file's
 // flags, when:
 //   - PK_NO_CPU_DISPATCH is defined (one version, smaller and faster to build);
-//   - PK_CPU_DISPATCH_NO_AVX512 is defined and the file is compiled for AVX2.
-//
-// PK_CPU_DISPATCH_NO_AVX512 leaves out the x86-64-v4 clone: for programs that
-// never run on AVX-512, or builds that only run where they are built (pk's
-// test build on a CPU without AVX-512 defines it: a clone the machine cannot
-// run costs a third of the kernels' compile time and is never tested there).
+//   - PK_CPU_DISPATCH_NO_AVX512 is defined and the file is compiled for AVX2
+//     (or PK_CPU_DISPATCH_NO_AVX2 is defined too);
 //   - the compiler is not g++ >= 11 (clang rejects a multiversioned function
 //     that was called before its definition in the same file);
 //   - the target is not x86-64 Linux with glibc (no ifunc);
@@ -33,6 +29,14 @@
 //     there is nothing better to pick;
 //   - ThreadSanitizer instruments the file: the resolver runs while the
 //     dynamic loader relocates, before TSan's runtime is up, and crashes.
+//
+// PK_CPU_DISPATCH_NO_AVX512 leaves out the x86-64-v4 clone: for programs that
+// never run on AVX-512, or builds that only run where they are built (pk's
+// test build on a CPU without AVX-512 defines it: a clone the machine cannot
+// run costs a third of the kernels' compile time and is never tested there).
+// PK_CPU_DISPATCH_NO_AVX2 leaves out the x86-64-v3 clone the same way (two
+// clones, v4 and the file's flags): pk's test build on an AVX-512 CPU, which
+// would never run the v3 clone, defines it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,7 +54,8 @@
     !defined(__clang__) && __GNUC__ >= 11 && defined(__x86_64__) &&            \
     defined(__linux__) && defined(__GLIBC__) && !defined(__AVX512F__) &&       \
     !defined(__CUDACC__) && !defined(__SANITIZE_THREAD__)
-#if defined(PK_CPU_DISPATCH_NO_AVX512) && defined(__AVX2__)
+#if defined(PK_CPU_DISPATCH_NO_AVX512) &&                                      \
+    (defined(__AVX2__) || defined(PK_CPU_DISPATCH_NO_AVX2))
 // Nothing better than the file's own flags is wanted: one version.
 #define PK_CPU_DISPATCH_CLONES 0
 #define PK_CPU_DISPATCH
@@ -59,7 +64,7 @@
 #define PK_CPU_DISPATCH                                                        \
   __attribute__((target_clones("arch=x86-64-v3", "default"),                   \
                  optimize("fp-contract=off")))
-#elif defined(__AVX2__)
+#elif defined(__AVX2__) || defined(PK_CPU_DISPATCH_NO_AVX2)
 #define PK_CPU_DISPATCH_CLONES 1
 #define PK_CPU_DISPATCH                                                        \
   __attribute__((target_clones("arch=x86-64-v4", "default"),                   \
@@ -107,10 +112,11 @@ inline bool cpu_has_avx512f() {
 template <class BodyFn> inline void run_cpu(BodyFn &&Body) {
 #if PK_CPU_DISPATCH_CLONES && !PK_VM_HAVE_FMA
   // The clones are v4 (unless PK_CPU_DISPATCH_NO_AVX512), v3 (when the file
-  // is not built for AVX2) and the file's flags: Fused only where one of the
-  // first two runs.
+  // is not built for AVX2 and PK_CPU_DISPATCH_NO_AVX2 is not defined) and the
+  // file's flags: Fused only where one of the first two runs.
   __builtin_cpu_init();
-#if defined(__AVX2__) && !defined(PK_CPU_DISPATCH_NO_AVX512)
+#if (defined(__AVX2__) || defined(PK_CPU_DISPATCH_NO_AVX2)) &&                 \
+    !defined(PK_CPU_DISPATCH_NO_AVX512)
   const bool Fma = __builtin_cpu_supports("x86-64-v4");
 #else
   const bool Fma = __builtin_cpu_supports("x86-64-v3");

@@ -93,6 +93,9 @@ class Toolchain:
         cmd += [c['std']] + c['openmp'].split()
         if not self.dispatch:
             cmd.append('-DPK_NO_CPU_DISPATCH')
+        # the clones this machine does not run are left out, as in the
+        # build's own batches (PK_TEST_ALL_CLONES in the top CMakeLists.txt)
+        cmd += c.get('cxx_defines', '').split()
         return cmd
 
     def incs(self, d, cuda):
