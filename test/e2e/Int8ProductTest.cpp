@@ -277,6 +277,17 @@ TEST_P(Int8Level, KnownTermsSameBits) {
               << "by group " << ByGroup << " G " << G << " M " << M << " gs "
               << Gs << " order " << Order;
         }
+  // Around the VNNI loop's sixteen columns and vector of 64 bytes: 16, 17,
+  // 33 and 5 groups of one and two vectors, a down to -128 (VNNI's int8
+  // range), at one and two rows of a.
+  for (int64_t G : {16, 17, 33, 5})
+    for (int64_t Gs : {64, 128})
+      for (int64_t M : {1, 2}) {
+        Problem P = makeProblem(G, M, 23, Gs, 128, Layout::RowMajor, Seed++);
+        P.Order = int(G % 4);
+        EXPECT_TRUE(sameBits(run(P, false, true), reference(P)))
+            << "G " << G << " gs " << Gs << " M " << M;
+      }
 }
 
 TEST_P(Int8Level, ThreadCountDoesNotChangeBits) {
