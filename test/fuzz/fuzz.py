@@ -42,10 +42,16 @@ import gen  # noqa: E402
 
 
 def numpy_python():
-    """A Python that imports numpy (numpy_oracle.py), or None."""
+    """A Python that imports numpy (numpy_oracle.py), or None. Asked from
+    this script's directory, where numpy_oracle.py looks for it: from the
+    working directory, a directory named numpy there (the CI batches' dumps
+    in build/test/fuzz) passed for the module, and the smoke test ran
+    without its NumPy oracle."""
+    here = os.path.dirname(os.path.abspath(__file__))
     for py in (sys.executable, '/usr/bin/python3'):
         if os.path.exists(py) and subprocess.run(
-                [py, '-c', 'import numpy'], stdout=subprocess.DEVNULL,
+                [py, '-c', 'import numpy.linalg'], cwd=here,
+                stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL).returncode == 0:
             return py
     return None
