@@ -63,6 +63,22 @@ def numpy_python():
     return None
 
 
+# Whether the batch this thread builds or runs has the kernels' per-level
+# clones (<pk/dispatch.h>), as a user's default build does, or the baseline
+# loops only (-DPK_NO_CPU_DISPATCH, as most CI batches): the clones take
+# 3.6x the compile time (--dispatch-every). Per thread: one batch builds
+# while another runs (and may minimise a finding, rebuilt as it was found).
+_batch = threading.local()
+
+
+def batch_dispatch():
+    return getattr(_batch, 'dispatch', True)
+
+
+def set_batch_dispatch(value):
+    _batch.dispatch = value
+
+
 def log(msg):
     sys.stdout.write('[%s] %s\n' % (time.strftime('%H:%M:%S'), msg))
     sys.stdout.flush()
@@ -86,21 +102,7 @@ class Toolchain:
         # wall seconds per build step (pkc, each translation unit, the
         # link), summed over the run: where the throughput goes
         self.seconds = {}
-        # build the kernels' per-level clones (<pk/dispatch.h>), as a
-        # user's default build does, or the baseline loops only
-        # (-DPK_NO_CPU_DISPATCH, as most CI batches): the clones take 3.6x
-        # the compile time (--dispatch-every). Per thread: one batch builds
-        # while another runs (and may minimise a finding).
-        self.per_thread = threading.local()
         self.timeout = 900  # seconds for one compile, link or run
-
-    @property
-    def dispatch(self):
-        return getattr(self.per_thread, 'dispatch', True)
-
-    @dispatch.setter
-    def dispatch(self, value):
-        self.per_thread.dispatch = value
 
     def cxx(self, opt=None):
         c = self.cfg
@@ -112,7 +114,7 @@ class Toolchain:
         if opt:
             cmd.append(opt)
         cmd += [c['std']] + c['openmp'].split()
-        if not self.dispatch:
+        if not batch_dispatch():
             cmd.append('-DPK_NO_CPU_DISPATCH')
         # the clones this machine does not run are left out, as in the
         # build's own batches (PK_TEST_ALL_CLONES in the top CMakeLists.txt)
@@ -247,24 +249,14 @@ class Findings:
         self.dir = os.path.join(work, 'findings')
         os.makedirs(self.dir, exist_ok=True)
         self.items = []
-        # how the current batch is built, per thread (Toolchain.dispatch)
-        self.per_thread = threading.local()
         self.lock = threading.Lock()
-
-    @property
-    def dispatch(self):
-        return getattr(self.per_thread, 'dispatch', True)
-
-    @dispatch.setter
-    def dispatch(self, value):
-        self.per_thread.dispatch = value
 
     def add(self, f):
         with self.lock:  # the building and the running batch both report
             return self.add_locked(f)
 
     def add_locked(self, f):
-        f.setdefault('dispatch', self.dispatch)
+        f.setdefault('dispatch', batch_dispatch())
         self.items.append(f)
         fid = '%s-%s-%s' % (f['kind'], f['seed'], f.get('kernel', 'batch'))
         if f.get('backend'):
@@ -316,8 +308,7 @@ class Fuzzer:
     def build_batch(self, seed, dispatch):
         """Generates and builds a batch; returns what run_batch needs, or
         None when nothing is left to run."""
-        self.tc.dispatch = dispatch
-        self.findings.dispatch = dispatch
+        set_batch_dispatch(dispatch)
         a = self.a
         name = 'b%s' % seed
         d = os.path.join(a.work, 'batches', name)
@@ -357,8 +348,7 @@ class Fuzzer:
                 'desc': desc, 'dir': d, 'name': name, 'exe': exe}
 
     def run_batch(self, b):
-        self.tc.dispatch = b['dispatch']  # for a minimisation
-        self.findings.dispatch = b['dispatch']
+        set_batch_dispatch(b['dispatch'])  # for its findings
         t0 = time.time()
         self.run_exe(b['seed'], b['kernels'], b['desc'], b['dir'], b['name'],
                      b['exe'])
@@ -702,7 +692,7 @@ class Minimiser:
             return rc == 1 and f['summary'].split(']')[0] in out
         if rc != 0:
             return False
-        self.fz.tc.dispatch = f.get('dispatch', True)  # as it was found
+        set_batch_dispatch(f.get('dispatch', True))  # as it was found
         exe, errors = self.fz.tc.compile(t, name)
         if kind.startswith('compile-error'):
             src = '.pk.cpp' if kind.endswith('cpu') else '.pk.cu'
