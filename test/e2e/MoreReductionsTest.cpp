@@ -42,6 +42,8 @@ void rank0_reductions(pk::In<float, 0> x, pk::In<int32_t, 0> k,
                       pk::Out<float, 0> s, pk::Out<float, 0> m,
                       pk::Out<int64_t, 0> ks);
 void softmax_rank3(pk::In<float, 3> x, pk::Out<float, 3> y);
+void broadcast_row_two_heights(pk::In<float, 2> t_row, pk::In<float, 2> x,
+                               pk::Out<float, 2> y, pk::Out<float, 2> z);
 
 namespace {
 
@@ -84,6 +86,32 @@ TEST(MoreReductions, ColumnReductionsOverDifferentHeights) {
     column_mins_of_two_heights({A.data(), {HA, W}}, {B.data(), {HB, W}},
                                {P.data(), {W}});
     expectClose(E, P, "column_mins_of_two_heights " + std::to_string(HA), 0);
+  }
+}
+
+TEST(MoreReductions, OneRowBufferedAcrossLoopsOfTwoHeights) {
+  // t has one row; x's, y's and z's heights differ (3 and 5 read rows of t
+  // the loop over 3 never stored before the fix; 1 and 4: a loop of one
+  // row stores it). Heights of 0 for x and z under a y of 1 or more are
+  // not handled yet (docs/design.md, fuzz regression mismatch_10018_k24).
+  struct Heights {
+    int64_t X, Y, Z;
+  };
+  for (Heights H : {Heights{3, 5, 3}, Heights{3, 1, 3}, Heights{1, 4, 1},
+                    Heights{7, 7, 2}, Heights{2, 9, 4}, Heights{0, 0, 0}}) {
+    const int64_t W = 37;
+    auto T = sample::random(W, 13), X = sample::random(H.X * W, 14);
+    std::vector<float> EY(H.Y * W), EZ(H.Z * W), PY(H.Y * W, -1.0f),
+        PZ(H.Z * W, -1.0f);
+    eager::broadcast_row_two_heights({T.data(), {1, W}}, {X.data(), {H.X, W}},
+                                     {EY.data(), {H.Y, W}},
+                                     {EZ.data(), {H.Z, W}});
+    broadcast_row_two_heights({T.data(), {1, W}}, {X.data(), {H.X, W}},
+                              {PY.data(), {H.Y, W}}, {PZ.data(), {H.Z, W}});
+    const std::string At = std::to_string(H.X) + "/" + std::to_string(H.Y) +
+                           "/" + std::to_string(H.Z);
+    expectClose(EY, PY, "broadcast_row_two_heights y " + At);
+    expectClose(EZ, PZ, "broadcast_row_two_heights z " + At);
   }
 }
 

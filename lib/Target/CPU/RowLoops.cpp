@@ -197,15 +197,24 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
               const Stmt &S = N.Body[I];
               std::string Axis = indexVar(N.ReduceAxes[0]);
               if (auto It = Materialised.find(I); It != Materialised.end()) {
-                // Stored by a loop over another extent: that one is 1 (stride
-                // 0). Not in the unit-stride copy: there every load along the
-                // axis has extent > 1, and so has the loop that stored it.
+                // Stored by a loop over another extent. Where the two
+                // differ at run time the value's own extent along the axis
+                // is 1 (it broadcasts to both loops, which the entry guards
+                // checked), so element 0 holds it: read there. (Reading
+                // element i whenever the storing loop was not 1 long read
+                // past what it stored, e.g. stored over 3 and read over 5;
+                // fuzz seed 10018 k24.) A storing loop of extent 0 under
+                // a reading loop that is not stores nothing to read: not
+                // handled yet (docs/design.md). Not in the unit-stride copy:
+                // there every load along the axis has extent > 1, and so
+                // has the loop that stored it.
                 std::string At =
                     It->second == Key[0] ||
                             UnitAxis == static_cast<int>(N.ReduceAxes[0])
                         ? Axis
-                        : fmt::format("{} * ({} == 1 ? 0 : 1)", Axis,
-                                      extentExpr(F, It->second));
+                        : fmt::format("{} * ({} == {} ? 1 : 0)", Axis,
+                                      extentExpr(F, It->second),
+                                      extentExpr(F, Key[0]));
                 Out += fmt::format("{}const {} {} = pk_buf_{}[{}];\n", Pad,
                                    dtypeCppName(S.Type), S.Name, S.Name, At);
                 continue;

@@ -55,3 +55,14 @@ PK_KERNEL void softmax_rank3(In<float, 3> x, Out<float, 3> y) {
   auto e = exp(x[_] - max(x[_], -1, keepdims));
   y[_] = e / sum(e, -1, keepdims);
 }
+// A value of one row (t [1, n]) kept per column in a buffer by one loop
+// over the rows and read by another of a different height: y's rows read
+// row 0 of it (the fuzz tests' seed 10018 k24 read rows the first loop never
+// stored: stored over 3, read over 5). The sum's loop stores t over x's
+// rows, y's loop reads it over y's.
+PK_KERNEL void broadcast_row_two_heights(In<float, 2> t_row, In<float, 2> x,
+                                         Out<float, 2> y, Out<float, 2> z) {
+  auto t = exp(t_row[_]);
+  z[_] = t;
+  y[_] = t + sum(t * x[_], 0, keepdims);
+}
