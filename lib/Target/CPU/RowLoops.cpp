@@ -155,10 +155,23 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
       for (unsigned R : Roots)
         if (N.Body[R].LoopExtents == Key)
           Mine.push_back(R);
-      // The inner statements these roots need, recomputed in this loop; a
-      // buffered value an earlier loop stored is loaded, not recomputed.
-      std::set<unsigned> Need = loop::innerCone(
-          N, Mine, [&](unsigned I) { return Materialised.count(I) > 0; });
+      // A buffered value an earlier loop stored is loaded here when that
+      // loop ran over this loop's extent. Stored over another extent, it
+      // broadcasts along the axis (the entry guards checked that one of
+      // the two is 1 where they differ), and the storing loop may have run
+      // no row at all (o0 [0, n] and o1 [1, n] from one row: fuzz seed
+      // 10018 k24), so this loop recomputes it from its inputs, whose
+      // strides broadcast the same way. The unit-stride copy runs only
+      // where every extent along the axis is equal, so it loads.
+      bool UnitStrideCopy = UnitAxis == static_cast<int>(N.ReduceAxes[0]);
+      auto LoadedHere = [&](unsigned I) {
+        auto It = Materialised.find(I);
+        return It != Materialised.end() &&
+               (It->second == Key[0] || UnitStrideCopy);
+      };
+      // The inner statements these roots need, recomputed in this loop
+      // unless loaded.
+      std::set<unsigned> Need = loop::innerCone(N, Mine, LoadedHere);
       // Float max/min use pk's NaN-propagating combiners and integer sums
       // pk's wrapping add (declared in <pk/runtime.h>); integer max/min use
       // OpenMP's own.
@@ -196,31 +209,13 @@ void cpu::emitRowBody(const Function &F, const Nest &N, std::string &Out,
             for (unsigned I : Need) {
               const Stmt &S = N.Body[I];
               std::string Axis = indexVar(N.ReduceAxes[0]);
-              if (auto It = Materialised.find(I); It != Materialised.end()) {
-                // Stored by a loop over another extent. Where the two
-                // differ at run time the value's own extent along the axis
-                // is 1 (it broadcasts to both loops, which the entry guards
-                // checked), so element 0 holds it: read there. (Reading
-                // element i whenever the storing loop was not 1 long read
-                // past what it stored, e.g. stored over 3 and read over 5;
-                // fuzz seed 10018 k24.) A storing loop of extent 0 under
-                // a reading loop that is not stores nothing to read: not
-                // handled yet (docs/design.md). Not in the unit-stride copy:
-                // there every load along the axis has extent > 1, and so
-                // has the loop that stored it.
-                std::string At =
-                    It->second == Key[0] ||
-                            UnitAxis == static_cast<int>(N.ReduceAxes[0])
-                        ? Axis
-                        : fmt::format("{} * ({} == {} ? 1 : 0)", Axis,
-                                      extentExpr(F, It->second),
-                                      extentExpr(F, Key[0]));
+              if (LoadedHere(I)) {
                 Out += fmt::format("{}const {} {} = pk_buf_{}[{}];\n", Pad,
-                                   dtypeCppName(S.Type), S.Name, S.Name, At);
+                                   dtypeCppName(S.Type), S.Name, S.Name, Axis);
                 continue;
               }
               emitStmt(F, N, S, Backend::Cpu, Index, Out, Pad);
-              if (Buffered.count(I)) {
+              if (Buffered.count(I) && !Materialised.count(I)) {
                 Out += fmt::format("{}pk_buf_{}[{}] = {};\n", Pad, S.Name, Axis,
                                    S.Name);
                 if (Record)
