@@ -465,7 +465,10 @@ void fillRandom(Buf &B, double Lo, double Hi, std::mt19937_64 &R,
 
 /// Out refs start with a value no kernel computes, different for the
 /// reference and the code under test, so an element the compiled code does
-/// not write shows up as a mismatch.
+/// not write shows up as a mismatch. Bools get a byte that is neither false
+/// nor true (0xAA, 0x55; compared as bytes, never loaded as bool): with
+/// false and true as the two sentinels, an unwritten element showed only
+/// where eager had written the other value.
 void fillSentinel(Buf &B, bool Reference) {
   for (int64_t I = 0; I < B.N; ++I) {
     switch (B.T) {
@@ -483,7 +486,7 @@ void fillSentinel(Buf &B, bool Reference) {
           Reference ? -77777777777ll : 88888888888ll;
       break;
     case DT::Bool:
-      reinterpret_cast<bool *>(B.data())[I] = !Reference;
+      static_cast<unsigned char *>(B.data())[I] = Reference ? 0xAA : 0x55;
       break;
     }
   }
@@ -499,8 +502,8 @@ double elemAt(const Buf &B, int64_t I) {
     return reinterpret_cast<const int32_t *>(B.data())[I];
   case DT::I64:
     return double(reinterpret_cast<const int64_t *>(B.data())[I]);
-  case DT::Bool:
-    return reinterpret_cast<const bool *>(B.data())[I];
+  case DT::Bool: // a byte: an unwritten sentinel is not a valid bool
+    return static_cast<const unsigned char *>(B.data())[I];
   case DT::F16:
     return float(reinterpret_cast<const pk::half *>(B.data())[I]);
   case DT::BF16:
@@ -533,8 +536,8 @@ bool sameElem(const Buf &A, const Buf &B, int64_t I) {
     return reinterpret_cast<const int64_t *>(A.data())[I] ==
            reinterpret_cast<const int64_t *>(B.data())[I];
   case DT::Bool:
-    return reinterpret_cast<const bool *>(A.data())[I] ==
-           reinterpret_cast<const bool *>(B.data())[I];
+    return static_cast<const unsigned char *>(A.data())[I] ==
+           static_cast<const unsigned char *>(B.data())[I];
   }
   return false;
 }
