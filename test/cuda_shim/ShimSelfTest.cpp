@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -1035,6 +1037,40 @@ TEST_F(Shim, DeviceMathMapsToLibm) {
     for (int K = 0; K < kDoubleFns; ++K)
       EXPECT_FALSE(std::isnan(d[K])) << "double fn " << K << " lane " << I;
   }
+}
+
+__global__ void float_to_int(const float *X, int *Rz, int *Rn, int N) {
+  const int I = blockIdx.x * blockDim.x + threadIdx.x;
+  if (I < N) {
+    Rz[I] = __float2int_rz(X[I]);
+    Rn[I] = __float2int_rn(X[I]);
+  }
+}
+
+TEST_F(Shim, FloatToIntConvertsAsTheDeviceDoes) {
+  // PTX cvt.rzi / cvt.rni .s32.f32: NaN gives 0, out of range saturates
+  // (a host static_cast is undefined there); rn rounds halves to even.
+  const float Inf = std::numeric_limits<float>::infinity();
+  const float NaN = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> X = {
+      NaN,           Inf,  -Inf,  3e9f, -3e9f, 2147483648.0f, -2147483648.0f,
+      2147483520.0f, 2.5f, -2.5f, 3.5f, -1.7f, 1.7f,          -0.0f,
+      0.49999997f};
+  const std::vector<int> WantRz = {0,         INT32_MAX, INT32_MIN, INT32_MAX,
+                                   INT32_MIN, INT32_MAX, INT32_MIN, 2147483520,
+                                   2,         -2,        3,         -1,
+                                   1,         0,         0};
+  const std::vector<int> WantRn = {0,         INT32_MAX, INT32_MIN, INT32_MAX,
+                                   INT32_MIN, INT32_MAX, INT32_MIN, 2147483520,
+                                   2,         -2,        4,         -2,
+                                   2,         0,         0};
+  const int N = static_cast<int>(X.size());
+  DeviceBuffer<float> DX(X);
+  DeviceBuffer<int> Rz(N), Rn(N);
+  PK_LAUNCH(float_to_int, 1, 32, 0, nullptr, DX.get(), Rz.get(), Rn.get(), N);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(Rz.host(), WantRz);
+  EXPECT_EQ(Rn.host(), WantRn);
 }
 
 /// Writes every thread's built-in variables; a template kernel launched

@@ -766,8 +766,25 @@ inline unsigned int __brev(unsigned int X) {
   return R;
 }
 inline float __int2float_rn(int X) { return static_cast<float>(X); }
-inline int __float2int_rz(float X) { return static_cast<int>(X); }
-inline int __float2int_rn(float X) { return static_cast<int>(nearbyintf(X)); }
+// The device's float -> int conversions (PTX cvt.rzi / cvt.rni .s32.f32)
+// give 0 for NaN and saturate out of range; a host static_cast is undefined
+// there (x86 gives INT_MIN), so the shim models the device, not the host.
+// Comparisons are with 2^31 (exact in float); `X` is rounded first.
+inline int pk_shim_float_to_int_sat(float X) {
+  if (X != X)
+    return 0;
+  if (X >= 2147483648.0f)
+    return 2147483647;
+  if (X < -2147483648.0f)
+    return -2147483647 - 1;
+  return static_cast<int>(X);
+}
+inline int __float2int_rz(float X) {
+  return pk_shim_float_to_int_sat(truncf(X));
+}
+inline int __float2int_rn(float X) {
+  return pk_shim_float_to_int_sat(nearbyintf(X));
+}
 
 // CUDA's global min/max overloads for device code.
 #define PK_SHIM_MINMAX(T)                                                      \
