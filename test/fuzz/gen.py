@@ -82,7 +82,8 @@ KNOWN_BUGS = {
     # and tested on both sides by test/e2e/AttentionMaskedTest.cpp (the
     # WILL_FAIL regression it replaces passed on a crash too); steered
     # around: the refs whose data reaches an attention's v operand get no
-    # NaN or inf (special_free_params); q, k and the rest do.
+    # NaN or inf, or only in key row 0 when nothing reaches the scores
+    # with any (special_params); q, k and the rest do.
     'attention-masked-key-inf': 'test/e2e/AttentionMaskedTest.cpp',
 
     # Fixed (the generator no longer steers around them; the reproducers
@@ -4141,7 +4142,8 @@ def err_text(n):
         return 'fzs::transpose_err(%s, %s)' % (vref(a), eref(a))
     if op == 'matmul':
         b = n.args[1]
-        return 'fzs::matmul_err(%s, %s, %s, %s, %s)' % (
+        return 'fzs::%smatmul_err(%s, %s, %s, %s, %s)' % (
+            'attn_' if n.attrs.get('attn') else '',
             vref(a), vref(b), eref(a), eref(b), u)
     if op in VIEWS or op == 'concat':
         # the operands' bounds, rearranged the same way
@@ -4485,14 +4487,15 @@ def sym_index(x):
 
 def table_entry(k, line, cuda):
     ps = []
-    special_free = special_free_params(k)
+    special_free, first_row = special_params(k)
     for p in k.params:
         dims = ', '.join(str(sym_index(x)) for x in p.shape)
         ps.append('      {"%s", fz::Kind::%s, fz::DT::%s, %d, {%s}, %r, %r, %s, '
-                  '%s}' % (
+                  '%s, %s}' % (
             p.name, KIND_ENUM[p.kind], DT_ENUM[p.elem], p.rank, dims,
             float(p.lo), float(p.hi), 'true' if p.bcast_ok else 'false',
-            'false' if p.name in special_free else 'true'))
+            'false' if p.name in special_free else 'true',
+            first_row.get(p.name, 0)))
     nsyms = len(k.universe) + len(k.extra_syms)
     return ('    {"%s", "%s", %d, %d,\n     {\n%s\n     },\n'
             '     fz_gen::eager_%s, fz_gen::cpu_%s, %s, fz_gen::shadow_%s}' % (
@@ -4500,29 +4503,76 @@ def table_entry(k, line, cuda):
                 k.name, 'FZ_CUDA(fz_gen::cuda_%s)' % k.name, k.name))
 
 
-def special_free_params(k):
-    """The refs whose data gets no NaN or infinity in the special cases:
-    while KNOWN_BUGS has 'attention-masked-key-inf', those whose data flows
-    into the v operand of a fused attention (it never reads the v rows of
-    masked keys, eager multiplies them by 0: an inf there is NaN in eager
-    only; docs/design.md, "Attention"). q and k may hold them: a masked
-    score is -inf in both whatever q k is."""
+def special_params(k):
+    """Where the `special` cases may put NaN and infinities: returns (the
+    refs that get none, the refs that get them at key 0 only). While KNOWN_BUGS has 'attention-masked-key-inf', a fused
+    attention must not see them in a v row of a masked key (it never reads
+    those rows; eager multiplies them by 0: an inf there is NaN in eager
+    only; docs/design.md, "Attention"). Each attention kernel takes one of
+    two sides, drawn from a stream of its own (the kernels stay as they
+    were):
+
+    - the score side (3 in 4): q, k, the scale, the bias and the rest get
+      specials (a masked score is -inf in both versions whatever q k is);
+      every ref that reaches v gets none;
+    - the v side (1 in 2): a ref that v is computed from element by element
+      (read in place or through transpose(), under an elementwise prologue
+      of its own shape) gets them in key 0 only, which no mask hides from
+      any query (the causal mask shows key 0 to every query, and with every
+      ref that reaches the scores free of specials no score is -inf; where
+      its weight underflows to 0 the CPU skips it too, and the shadow's
+      attn_matmul_err says "may be NaN" there); the
+      refs that reach the scores, and the other refs that reach v (a
+      normalisation's, a lower-rank operand broadcast over the keys) get
+      none. The second value maps such a ref to its key axis counted from
+      the end (2: axis -2, v's own; 1: axis -1, under a transpose)."""
     if 'attention-masked-key-inf' not in AVOID:
-        return set()
+        return set(), {}
     it = Interp(k)
     it.run(k.stmts)
-    free, seen = set(), set()
-    stack = [n.args[1] for n in it.nodes
-             if n.op == 'matmul' and n.attrs.get('attn')]
-    while stack:
-        n = stack.pop()
-        if n.id in seen:
-            continue
-        seen.add(n.id)
-        if n.op in ('load', 'refread'):
-            free.add(n.attrs['param'])
-        stack.extend(n.args)
-    return free
+    attns = [n for n in it.nodes if n.op == 'matmul' and n.attrs.get('attn')]
+    if not attns:
+        return set(), {}
+
+    def refs(roots):
+        out, seen, stack = set(), set(), list(roots)
+        while stack:
+            n = stack.pop()
+            if n.id in seen:
+                continue
+            seen.add(n.id)
+            if n.op in ('load', 'refread'):
+                out.add(n.attrs['param'])
+            stack.extend(n.args)
+        return out
+
+    v_reach = refs([n.args[1] for n in attns])
+    v_side = random.Random('pk-fuzz-vspecial:%s:%d' %
+                           (k.seed, k.index)).random() < 0.5
+    if not v_side:
+        return v_reach, {}
+    # Walk v's element-by-element cone: key axis per ref; what it leaves
+    # (other shapes, other ops) goes to `other`.
+    key_axis, other = {}, []
+
+    def walk(n, ax):
+        if n.op == 'load':
+            key_axis.setdefault(n.attrs['param'], set()).add(ax)
+        elif n.op == 'transpose' and len(n.shape) >= 2:
+            walk(n.args[0], 3 - ax)
+        elif n.op in ('add', 'sub', 'mul', 'abs', 'neg', 'tanh', 'sigmoid',
+                      'exp') and all(a.shape == n.shape for a in n.args):
+            for a in n.args:
+                walk(a, ax)
+        else:
+            other.append(n)
+
+    for n in attns:
+        walk(n.args[1], 2)
+    banned = refs(other) | refs([n.args[0] for n in attns])
+    first_row = {p: min(ax) for p, ax in key_axis.items()
+                 if len(ax) == 1 and p not in banned}
+    return (v_reach | banned) - set(first_row), first_row
 
 
 def emit_batch(kernels, out_dir, name, seed, argv=None):

@@ -42,8 +42,14 @@ struct Param {
   bool BcastOk;
   /// Whether the `special` cases may put NaN and infinities in its data
   /// (not where they would reach a fused attention's v operand:
-  /// gen.py:special_free_params).
+  /// gen.py:special_params).
   bool SpecialOk;
+  /// Non-zero: only where the index along axis -SpecialKeyAxis is 0 (a
+  /// ref an attention's v is computed from element by element: key 0,
+  /// which no mask hides; none where that axis has extent 1 at run time,
+  /// since it may then broadcast to every key). Absent in tables written
+  /// before 2026-12-07: 0.
+  int SpecialKeyAxis = 0;
 };
 
 /// The arguments of one call: per parameter a pointer (host or device

@@ -383,12 +383,24 @@ void setFloat(Buf &B, int64_t I, double V) {
   }
 }
 
-/// About 3% of the elements become NaN, +-inf, -0 or a denormal.
-void addSpecial(Buf &B, std::mt19937_64 &R) {
+/// NaN, infinities, -0.0 and subnormals in about 3% of the elements; with
+/// a `KeyAxis` (1 or 2: axis -1 or -2), in about 12% of those whose index
+/// along it is 0 and nowhere else (none when it has extent 1:
+/// gen.py:special_params).
+void addSpecial(Buf &B, std::mt19937_64 &R, int KeyAxis,
+                const std::vector<int64_t> &Ext) {
   if (!isFloat(B.T))
     return;
+  const int64_t Rank = static_cast<int64_t>(Ext.size());
+  if (KeyAxis && (Rank < KeyAxis || Ext[Rank - KeyAxis] <= 1))
+    return;
+  // Element I's index along the key axis is (I / Inner) % Ext[that axis].
+  int64_t Inner = 1;
+  for (int64_t D = Rank - KeyAxis + 1; KeyAxis && D < Rank; ++D)
+    Inner *= Ext[D];
   for (int64_t I = 0; I < B.N; ++I) {
-    if (R() % 100 >= 3)
+    if (R() % 100 >= (KeyAxis ? 12u : 3u) ||
+        (KeyAxis && (I / Inner) % Ext[Rank - KeyAxis] != 0))
       continue;
     double V;
     switch (R() % 5) {
@@ -869,7 +881,7 @@ void Driver::runCase(const fz::Kernel &K, int CI) {
     } else {
       fillRandom(Init[P], Pa.Lo, Pa.Hi, R, C.Grid);
       if (C.Special && K.Params[P].SpecialOk)
-        addSpecial(Init[P], R);
+        addSpecial(Init[P], R, K.Params[P].SpecialKeyAxis, C.Ext[P]);
     }
   }
   auto argsFor = [&](std::vector<Buf> &Bufs) {

@@ -30,6 +30,7 @@
 
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 namespace fzs {
@@ -380,6 +381,23 @@ E matmul_err(const A &X, const B &Y, const E &Ea, const E &Eb, double U) {
   if (Eb.rank() != 0 || (Eb.size() == 1 && Eb.data()[0] != 0.0))
     R = R + pk::matmul(Ma + pk::broadcast_to(Ea, X), pk::broadcast_to(Eb, Y));
   return R;
+}
+
+/// o = matmul(p, v) of a fused attention (p the softmax of the scores):
+/// matmul_err's bound, and NaN ("may be NaN") where a key of weight 0 meets
+/// an inf or NaN of v in the sum: eager computes 0 * inf = NaN there, while
+/// the fused attention skips a key of weight 0 (masked, or its exp
+/// underflowed; the CPU's block loop) and never reads its v row
+/// (docs/design.md, "Attention"). Elsewhere an inf or NaN of v is checked
+/// as any other value.
+template <class A, class B>
+E attn_matmul_err(const A &P, const B &V, const E &Ep, const E &Ev, double U) {
+  const E R = matmul_err(P, V, Ep, Ev, U);
+  const E Dp = val(P), Dv = val(V);
+  const E ZeroWeight = pk::where(Dp == 0.0, 1.0, 0.0);
+  const E NotFinite = pk::where(Dv - Dv == 0.0, 0.0, 1.0);
+  return pk::where(pk::matmul(ZeroWeight, NotFinite) > 0.0,
+                   std::numeric_limits<double>::quiet_NaN(), R);
 }
 
 } // namespace fzs
