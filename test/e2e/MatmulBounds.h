@@ -70,15 +70,17 @@ template <class T> double tolerance(int64_t K) {
 namespace attention_bound {
 
 /// One head's operands: q [T, D], k [S, D], v [S, J] row-major, an optional
-/// additive bias [T, S] (-inf masks a key), and the causal mask (k <= t).
+/// additive bias [T, S] (-inf masks a key), and the causal mask (k <= t +
+/// Offset: queries at positions Offset.. of a KV cache).
 template <class E> struct Head {
   const E *Q, *K, *V, *Bias;
   int64_t T, S, D, J;
   double Scale;
   bool Causal;
+  int64_t Offset = 0;
 
   bool visible(int64_t Row, int64_t Key) const {
-    if (Causal && Key > Row)
+    if (Causal && Key > Row + Offset)
       return false;
     return !Bias || double(Bias[Row * S + Key]) != -INFINITY;
   }

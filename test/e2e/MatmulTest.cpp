@@ -16,6 +16,7 @@
 // T = 130, d = 64), compiled against eager and each against a double
 // reference; the reference without the last visible key of each row must
 // fail it.
+#include "AttentionCheck.h"
 #include "MatmulBounds.h"
 #include "common/sample.h"
 
@@ -87,41 +88,6 @@ void expectClose(const std::vector<T> &E, const std::vector<T> &C, int64_t K,
     ADD_FAILURE() << What << " element " << I << " of " << E.size()
                   << ": eager " << double(E[I]) << " compiled "
                   << double(C[I]) << " (tolerance " << Tol << ")";
-}
-
-/// One head of an attention call (MatmulBounds.h): compiled within the
-/// derived bound of eager in every row, each of them within it of the double
-/// reference, and the reference without each row's last visible key outside
-/// it in at least 90% of the rows with two keys or more.
-template <class E>
-void expectAttention(const attention_bound::Head<E> &H, const E *Eager,
-                     const E *Compiled, const std::string &What) {
-  using namespace attention_bound;
-  const std::vector<double> Tol = rowBounds(H), Ref = reference(H);
-  const std::vector<int64_t> Drop = lastKeys(H);
-  const std::vector<double> Dropped = reference(H, Drop);
-  int64_t Rows = 0, Rejected = 0;
-  for (int64_t R = 0; R < H.T; ++R) {
-    const double Errors[] = {rowError(Eager, Compiled, R, H.J),
-                             rowError(Eager, Ref, R, H.J),
-                             rowError(Compiled, Ref, R, H.J)};
-    const char *Names[] = {"eager and compiled", "eager and the reference",
-                           "compiled and the reference"};
-    for (int X = 0; X < 3; ++X)
-      if (!(Errors[X] <= Tol[R])) {
-        ADD_FAILURE() << What << " row " << R << ": " << Names[X]
-                      << " differ by " << Errors[X] << " (tolerance "
-                      << Tol[R] << ")";
-        return;
-      }
-    if (Drop[R] >= 0) {
-      ++Rows;
-      Rejected += rowError(Dropped, Eager, R, H.J) > Tol[R];
-    }
-  }
-  EXPECT_GE(Rejected * 10, Rows * 9)
-      << What << ": the bound accepts the output without a key in "
-      << Rows - Rejected << " of " << Rows << " rows";
 }
 
 std::string dims(int64_t M, int64_t N, int64_t K) {
