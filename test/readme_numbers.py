@@ -115,6 +115,40 @@ def reduction_rtols(root):
             rtol(['N + " out"', 'N + " rstd"']), rtol(['name("logsumexp"'])]
 
 
+def matmul_tolerances(root):
+    """MatmulBounds.h's tolerance<T>(K) = (a + b K) eps(T) / eps(float): a
+    and b, and the double bound's a and b to two significant digits, as the
+    README's table rounds them."""
+    text = read(root, 'test/e2e/MatmulBounds.h')
+    m = re.search(r'return \(([0-9.e+-]+) \+ ([0-9.e+-]+) \* double\(K\)\)',
+                  text)
+    a, b = float(m.group(1)), float(m.group(2))
+    ratio = 2.0 ** -52 / 2.0 ** -23
+    return [a, b, float('%.2g' % (a * ratio)), float('%.2g' % (b * ratio))]
+
+
+def attention_coefficients(root):
+    """MatmulBounds.h's per-row attention bound u V (c1 (d + c2) A + c3 M +
+    c4 n + c5): the five coefficients."""
+    text = read(root, 'test/e2e/MatmulBounds.h')
+    m = re.search(r'\((\d+) \* double\(H\.D \+ (\d+)\) \* A \+ (\d+) \* M \+ '
+                  r'(\d+) \* double\(N\) \+ (\d+)\)', text)
+    return [float(g) for g in m.groups()]
+
+
+def sixteen_bit_identical(root):
+    """SixteenBitTest.cpp's share of bit-identical elements: the default
+    and the matmuls', in percent."""
+    text = read(root, 'test/e2e/SixteenBitTest.cpp')
+    default = re.search(r'double MinIdentical = ([0-9.]+)\)', text)
+    matmul = set(re.findall(r'expect16\([^;]*, ([0-9.]+)\);', text))
+    if len(matmul) != 1:
+        raise LookupError('SixteenBitTest.cpp: expect16 shares %s'
+                          % sorted(matmul))
+    return [round(100 * float(default.group(1))),
+            round(100 * float(matmul.pop()))]
+
+
 def claims(root):
     """(what, README pattern, the numbers the tree says, where to look)."""
     normal, asan = ci_seeds(root)
@@ -159,6 +193,18 @@ def claims(root):
         ('the GELU tolerance of the differential tests',
          r'`([0-9.e+-]+) \|x\| \+ (\d+) ulp` for GELU',
          gelu_tolerance(root), 'test/e2e/DifferentialTest.cpp'),
+        ('the float and double matmul tolerances',
+         r'\| `float` matmul \| `([0-9.e+-]+) \+ ([0-9.e+-]+) K` \|.*?'
+         r'= `([0-9.e+-]+) \+ ([0-9.e+-]+) K` \|',
+         matmul_tolerances(root), 'test/e2e/MatmulBounds.h: tolerance'),
+        ('the attention bound\'s coefficients',
+         r'per query row, `u V \((\d+) \(d \+ (\d+)\) A \+ (\d+) M \+ (\d+) n \+ '
+         r'(\d+)\)`',
+         attention_coefficients(root), 'test/e2e/MatmulBounds.h: rowBounds'),
+        ('the share of bit-identical 16-bit elements',
+         r'at least (\d+)% bit-identical \((\d+)% for matmul\)',
+         sixteen_bit_identical(root), 'test/e2e/SixteenBitTest.cpp: '
+         'MinIdentical, expect16'),
         ('the reductions\' relative tolerances',
          r'`rtol = ([0-9.e+-]+)` for sums, `([0-9.e+-]+)` for layernorm\'s '
          r'output and rstd, `([0-9.e+-]+)` for logsumexp',
