@@ -11,13 +11,19 @@
 // home: it is computed in the ref's memory and the copy is skipped whenever
 // the two have the same extents at run time (a store may broadcast, so the
 // extents are only known to fit). The ref must be written by that copy alone
-// and read by nothing: then no step sees it change early.
+// and read by nothing: then no step sees it change early. Likewise a
+// temporary stored beside such a ref from the same value (`h[_] = act;`
+// where a later group reads `act`): the value is then written once, into
+// the ref.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Passes.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
+#include <functional>
 #include <map>
 
 using namespace pk;
@@ -112,6 +118,113 @@ std::optional<HomeChoice> homeCopy(const loop::Program &P, unsigned I,
   return H;
 }
 
+/// Whether the extents of every pair in `Pairs` are equal whenever those of
+/// every pair in `Known` are (equality is transitive: h.0 == a.0 follows
+/// from h.0 == d and a.0 == d).
+bool implied(const std::vector<std::pair<ExtentId, ExtentId>> &Known,
+             const std::vector<std::pair<ExtentId, ExtentId>> &Pairs) {
+  std::map<ExtentId, ExtentId> Parent;
+  std::function<ExtentId(ExtentId)> Find = [&](ExtentId E) {
+    auto It = Parent.find(E);
+    if (It == Parent.end() || It->second == E)
+      return E;
+    return It->second = Find(It->second);
+  };
+  for (auto [A, B] : Known)
+    Parent[Find(A)] = Find(B);
+  return llvm::all_of(Pairs, [&](std::pair<ExtentId, ExtentId> Q) {
+    return Find(Q.first) == Find(Q.second);
+  });
+}
+
+/// Step `I` when its nest stores a temporary and, from the same value, a
+/// ref that can be the temporary's home (`act_buf` and `h` after `h[_] =
+/// act;` where a later product reads `act`): the value is then written
+/// once, into the ref, and the temporary's readers read the ref's memory.
+/// The nest's store into the temporary is removed; the nest must run only
+/// when the two have the same extents (its step's condition implies it),
+/// so that whenever it runs the temporary is at home. The step's
+/// alternatives (one nest per store, when other extents differ) keep their
+/// stores: the temporary's then writes the ref's memory or the workspace,
+/// as the flag says.
+std::optional<HomeChoice>
+homeSibling(loop::Program &P, unsigned I, const BufferUses &U,
+            const std::map<unsigned, HomeChoice> &Homes) {
+  const Function &F = *P.F;
+  const loop::Step &St = P.Steps[I];
+  loop::Nest &N = P.Nests[St.Nest];
+  if (N.Attention || N.Grouped)
+    return std::nullopt;
+  // Loads and stores of each root buffer in this step's nests.
+  std::map<unsigned, unsigned> Loads, Stores;
+  std::vector<unsigned> Nests = {St.Nest};
+  Nests.insert(Nests.end(), St.Otherwise.begin(), St.Otherwise.end());
+  for (unsigned Ni : Nests)
+    for (const loop::Stmt &S : P.Nests[Ni].Body) {
+      if (S.K == loop::Stmt::Load)
+        ++Loads[rootOf(F, S.Param)];
+      if (S.K == loop::Stmt::Store)
+        ++Stores[rootOf(F, S.Param)];
+    }
+  auto Count = [](const std::map<unsigned, unsigned> &M, unsigned Key) {
+    auto It = M.find(Key);
+    return It == M.end() ? 0u : It->second;
+  };
+  auto Identity = [&](const loop::Stmt &S, unsigned Rank) {
+    if (S.Map.Axes.size() != Rank)
+      return false;
+    for (unsigned K = 0; K < Rank; ++K)
+      if (S.Map.Axes[K].Axis != static_cast<int>(K) || S.Map.Axes[K].Gathered)
+        return false;
+    return true;
+  };
+  for (unsigned TI = 0; TI < N.Body.size(); ++TI) {
+    const loop::Stmt &TS = N.Body[TI];
+    if (TS.K != loop::Stmt::Store)
+      continue;
+    const unsigned T = TS.Param;
+    const Param &TP = F.Params[T];
+    // The temporary itself (not a view of it), written in this step only
+    // and read by later steps only.
+    if (!TP.isTemp() || Homes.count(T) ||
+        Count(Stores, T) != Count(U.Stores, T) || Count(Loads, T) != 0 ||
+        !Identity(TS, TP.Rank))
+      continue;
+    for (unsigned RI = 0; RI < N.Body.size(); ++RI) {
+      const loop::Stmt &RS = N.Body[RI];
+      if (RS.K != loop::Stmt::Store || RS.Args != TS.Args)
+        continue;
+      const Param &RP = F.Params[RS.Param];
+      // A whole ref of the value's dtype that nothing else writes or reads.
+      if (!RP.isArgument() || !RP.isWritable() || RP.Type != TP.Type ||
+          RP.Rank != TP.Rank || !Identity(RS, RP.Rank) ||
+          Count(U.Loads, RS.Param) != 0 ||
+          Count(Stores, RS.Param) != Count(U.Stores, RS.Param))
+        continue;
+      HomeChoice H;
+      H.Temp = T;
+      H.Ref = RS.Param;
+      H.Via = T;
+      for (unsigned K = 0; K < RP.Rank; ++K) {
+        ExtentId A = refExtent(F, T, K), B = refExtent(F, RS.Param, K);
+        if (A != B)
+          H.When.push_back({A, B});
+      }
+      if (!implied(St.When, H.When))
+        continue;
+      // The value is stored once, into the ref: statements after the
+      // removed store refer to earlier ones by index.
+      N.Body.erase(N.Body.begin() + TI);
+      for (loop::Stmt &S : N.Body)
+        for (unsigned &A : S.Args)
+          if (A > TI)
+            --A;
+      return H;
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 void pk::planBuffers(loop::Program &P) {
@@ -130,6 +243,12 @@ void pk::planBuffers(loop::Program &P) {
       P.Steps[I].CopiesHomedTemp = H->Temp;
     Homes[H->Temp] = *H;
   }
+  // Then temporaries stored beside a ref holding the same value (counted
+  // again: the copies above are gone).
+  const BufferUses Left = countUses(P);
+  for (unsigned I = 0; I < P.Steps.size(); ++I)
+    while (std::optional<HomeChoice> H = homeSibling(P, I, Left, Homes))
+      Homes[H->Temp] = *H;
 
   std::map<unsigned, std::pair<unsigned, unsigned>> Life;
   auto Visit = [&](const loop::Nest &N, unsigned Step) {

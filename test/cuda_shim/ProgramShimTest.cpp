@@ -111,6 +111,31 @@ TEST(ProgramShim, TheCallersWorkspace) {
                pk::ShapeError);
 }
 
+// act_buf lives in h when h has its extents (no workspace, act written
+// once); h broadcasting act's one row takes a workspace for it.
+TEST(ProgramShim, TheHiddenActivationsHomeIsItsRef) {
+  const int64_t D = 17, F = 33;
+  for (auto [M, HM, OM] :
+       {std::tuple<int64_t, int64_t, int64_t>{5, 5, 5}, {1, 3, 2}}) {
+    auto A = grid(M * D, 4), W1 = grid(F * D, 5), W2 = grid(D * F, 6);
+    std::vector<float> EH(HM * F), EO(OM * D);
+    eager::chain_keep_hidden({A.data(), {M, D}}, {W1.data(), {F, D}},
+                             {W2.data(), {D, F}}, {EH.data(), {HM, F}},
+                             {EO.data(), {OM, D}});
+    Dev<float> DA(A), DW1(W1), DW2(W2), DH(HM * F, std::nanf("")),
+        DO(OM * D, std::nanf(""));
+    pk::In<float, 2> RA(DA.get(), {M, D}), RW1(DW1.get(), {F, D}),
+        RW2(DW2.get(), {D, F});
+    pk::Out<float, 2> RH(DH.get(), {HM, F}), RO(DO.get(), {OM, D});
+    const int64_t Bytes =
+        pk::cuda::chain_keep_hidden_workspace_bytes(RA, RW1, RW2, RH, RO);
+    EXPECT_EQ(Bytes, M == HM ? 0 : (M * F * 4 + 63) / 64 * 64) << dims({M, HM});
+    pk::cuda::chain_keep_hidden(RA, RW1, RW2, RH, RO);
+    expectClose(EH, DH.host(), 0, "h " + dims({M, HM}));
+    expectClose(EO, DO.host(), 0, "o " + dims({M, OM}));
+  }
+}
+
 TEST(ProgramShim, AStepThatCannotRunFailsBeforeAnyLaunch) {
   // x's two rows cannot broadcast into mean_out's three; the launcher checks
   // that with the guards, before the product's launch.

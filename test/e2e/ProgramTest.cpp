@@ -164,6 +164,31 @@ TEST(Program, TheHiddenActivationIsStoredToo) {
     }
 }
 
+// act_buf's home is h (docs/design.md, "An output ref as a temporary's
+// home"): with h of act's extents the first product writes act once, into
+// h, and the second reads it there; h broadcasting act's one row (or
+// column) keeps the two apart, each written by a nest of its own.
+TEST(Program, TheHiddenActivationBroadcastIntoItsRefIsKeptApart) {
+  const int64_t D = 17, F = 9;
+  for (auto [M, HM, HF, OM] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 3, F, 2},
+        {1, 1, F, 4},
+        {4, 4, F, 4},
+        {0, 0, F, 0}}) {
+    auto A = grid(M * D, 14), W1 = grid(F * D, 15), W2 = grid(D * F, 16);
+    std::vector<float> EH(HM * HF), EO(OM * D), H = poisoned(HM * HF),
+                                                O = poisoned(OM * D);
+    eager::chain_keep_hidden({A.data(), {M, D}}, {W1.data(), {F, D}},
+                             {W2.data(), {D, F}}, {EH.data(), {HM, HF}},
+                             {EO.data(), {OM, D}});
+    chain_keep_hidden({A.data(), {M, D}}, {W1.data(), {F, D}},
+                      {W2.data(), {D, F}}, {H.data(), {HM, HF}},
+                      {O.data(), {OM, D}});
+    expectSame(EH, H, "h " + dims({M, HM, HF}));
+    expectSame(EO, O, "o " + dims({M, OM}));
+  }
+}
+
 TEST(Program, ProductsSeenThroughOtherFormsAreExact) {
   for (int64_t M : Shapes)
     for (int64_t K : {0, 1, 17})
