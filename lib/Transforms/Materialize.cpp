@@ -15,11 +15,14 @@
 //  * At a conflict between a consumer and the reductions in its operand's
 //    cone, the buffer holds either the operand itself (the whole
 //    elementwise chain above the reductions is computed once, in the
-//    producer's group) or, when that is smaller, the conflicting reductions'
-//    results (each extended by the elementwise chain above it that keeps its
-//    shape): RMSNorm feeding a projection keeps the [rows, 1] statistic, not
-//    a normalised copy of x. Sizes are compared with symbolic extents taken
-//    as 1024 (constants as they are).
+//    producer's group) or, when that moves fewer bytes, the conflicting
+//    reductions' results (each extended by the elementwise chain above it
+//    that keeps its shape), counting the chain the consumer then recomputes
+//    per evaluation of the operand (a product's prologue, once per tile):
+//    RMSNorm feeding a projection keeps the [rows, 1] statistic, not a
+//    normalised copy of x; two transcendentals above a mean feeding a
+//    product keep the operand. Symbolic extents are taken as 1024
+//    (constants as they are).
 //  * Every non-store use of a buffered value loads the buffer; stores of the
 //    value itself keep computing it in the producer's group (next to the
 //    buffer's store), so storing a hidden activation costs no copy.
@@ -37,6 +40,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 using namespace pk;
@@ -65,6 +69,46 @@ double estimatedSize(const Function &F, const Shape &Sh) {
     N *= X.K == Extent::Const ? static_cast<double>(X.Value) : 1024.0;
   }
   return N;
+}
+
+/// The cost model of a buffer choice (docs/design.md, "What is buffered, by
+/// cost"), in bytes moved per call: a buffer is written once and read once;
+/// the elementwise chain between buffered reductions and the operand that
+/// needs them is recomputed each time the consumer evaluates an element of
+/// the operand, at kFlopsPerByte (about the balance of a CPU core, 190
+/// GFLOP/s against 12 GB/s, and of an H100, 67 TFLOP/s against 3.35 TB/s),
+/// a transcendental counting kCostlyFlops (pk::vm's exp is about 15 vector
+/// instructions).
+constexpr double kFlopsPerByte = 16, kCostlyFlops = 16;
+/// A matmul consumer evaluates its left operand once per column tile and
+/// its right one once per row tile: at most ceil(extent / kProductTile)
+/// times (the GPU's tiles; the CPU's are wider, 768 to 4096 columns).
+constexpr double kProductTile = 128;
+
+/// Elements of a value's extent `E` (each symbolic extent taken as 1024).
+double estimatedExtent(const Function &F, ExtentId E) {
+  const Extent &X = F.Extents.get(E);
+  return X.K == Extent::Const ? static_cast<double>(X.Value) : 1024.0;
+}
+
+/// `B` bytes, rounded, in the largest unit that keeps them above 1.
+std::string bytesText(double B) {
+  if (B >= 1 << 20)
+    return fmt::format("{:.3g} MiB", B / (1 << 20));
+  if (B >= 1 << 10)
+    return fmt::format("{:.3g} KiB", B / (1 << 10));
+  return fmt::format("{:.3g} bytes", B);
+}
+
+/// How often a consumer evaluates each element of its operand `I`.
+double evaluationsOf(const Function &F, const Node &Consumer, unsigned I) {
+  if (Consumer.Kind != NodeKind::MatMul || Consumer.rank() < 2)
+    return 1;
+  const unsigned R = Consumer.rank();
+  // Operand a is read once per column tile of the result, b once per row
+  // tile.
+  ExtentId Across = Consumer.Sh[I == 0 ? R - 1 : R - 2];
+  return std::max(1.0, std::ceil(estimatedExtent(F, Across) / kProductTile));
 }
 
 /// One buffer to add: the value, the stores whose operand it replaces (the
@@ -210,10 +254,30 @@ private:
     return false;
   }
 
-  /// Buffer the operand, or the conflicting reductions below it when they
-  /// are smaller.
+  /// Flops of one element of `Operand` computed from `Stops` (and loads):
+  /// its elementwise ops, a transcendental counting kCostlyFlops.
+  double chainFlops(NodeId Operand, const std::vector<NodeId> &Stops) {
+    double Flops = 0;
+    walkCone(F, {Operand}, [&](NodeId V, const Node &N) {
+      if (llvm::is_contained(Stops, V) || N.Kind == NodeKind::Load ||
+          N.Kind == NodeKind::Reduce || N.Kind == NodeKind::MatMul)
+        return Walk::Skip;
+      if (N.Kind == NodeKind::Elementwise)
+        Flops += opInfo(N.Op).Cost == OpCost::Costly ? kCostlyFlops : 1;
+      else if (N.Kind == NodeKind::Cast)
+        Flops += 1;
+      return Walk::Operands;
+    });
+    return Flops;
+  }
+
+  /// Buffer the operand, or the conflicting reductions below it when that
+  /// moves fewer bytes, counting the chain above them that the consumer then
+  /// recomputes `Evaluations` times per element (once is free: the
+  /// producer would compute it once too).
   Decision operandOrTops(NodeId Operand, std::optional<Form> Keep,
-                         std::string Why, bool TopsOnly = false) {
+                         std::string Why, double Evaluations = 1,
+                         bool TopsOnly = false) {
     Decision D;
     D.Why = std::move(Why);
     std::vector<NodeId> Tops = topReductions(Operand, Keep);
@@ -226,17 +290,38 @@ private:
     }
     for (NodeId E : Extended)
       TopsSize += estimatedSize(F, F.Nodes[E].Sh);
+    // In bytes moved: each buffer written and read once (the same element
+    // size on both sides), plus the chain recomputed by the consumer.
+    const double Bytes = static_cast<double>(dtypeBytes(F.Nodes[Operand].Type));
+    const double OperandBytes = 2 * Bytes * OperandSize;
+    const double Recomputed = OperandSize * chainFlops(Operand, Extended) *
+                              (Evaluations - 1) / kFlopsPerByte;
+    const double TopsBytes = 2 * Bytes * TopsSize + Recomputed;
     // On a tie the reductions' side wins when a value computed from them
     // is used outside this operand too (a residual that is also squared for
     // a norm): its buffer then serves those users, and nothing downstream
     // has to compute the product again.
-    bool Smaller = TopsSize < OperandSize ||
-                   (TopsSize == OperandSize && sharedBeyond(Operand, Extended));
-    if (!Extended.empty() && (TopsOnly || Smaller) &&
-        !llvm::is_contained(Extended, Operand))
+    bool Smaller =
+        TopsBytes < OperandBytes ||
+        (TopsBytes == OperandBytes && sharedBeyond(Operand, Extended));
+    const bool Choice =
+        !Extended.empty() && !llvm::is_contained(Extended, Operand);
+    if (Choice && (TopsOnly || Smaller))
       D.Values = Extended;
     else
       D.Values = {Operand};
+    // Where there was a choice, the figures that made it.
+    if (Choice && !TopsOnly)
+      D.Why += fmt::format(
+          " (by cost, each symbolic extent as 1024: the operand {}, the "
+          "reductions below it {}{})",
+          bytesText(OperandBytes), bytesText(TopsBytes - Recomputed),
+          Recomputed > 0
+              ? fmt::format(" + {} for recomputing {} flops an element {} "
+                            "more times",
+                            bytesText(Recomputed),
+                            chainFlops(Operand, Extended), Evaluations - 1)
+              : "");
     return D;
   }
 
@@ -282,7 +367,8 @@ private:
           if (IsProduct(N.Operands[I]))
             return operandOrTops(N.Operands[I], std::nullopt,
                                  fmt::format("operand {} of the matmul{}",
-                                             I == 0 ? "a" : "b", line(N)));
+                                             I == 0 ? "a" : "b", line(N)),
+                                 evaluationsOf(F, N, I));
     }
     return std::nullopt;
   }
@@ -316,7 +402,8 @@ private:
           if (!Forms[N.Operands[I]].empty())
             return operandOrTops(N.Operands[I], std::nullopt,
                                  fmt::format("operand {} of the matmul{}",
-                                             I == 0 ? "a" : "b", line(N)));
+                                             I == 0 ? "a" : "b", line(N)),
+                                 evaluationsOf(F, N, I));
         break;
       case NodeKind::View:
         // A product's tile is written in its own layout: only a view that
@@ -390,7 +477,8 @@ private:
         // of higher rank) buffer the reductions in it.
         if (ValueFits)
           return Decision{{V}, {C}, Why};
-        return operandOrTops(V, std::nullopt, Why, /*TopsOnly=*/true);
+        return operandOrTops(V, std::nullopt, Why, /*Evaluations=*/1,
+                             /*TopsOnly=*/true);
       }
       default:
         break;

@@ -111,6 +111,29 @@ TEST(ProgramShim, TheCallersWorkspace) {
                pk::ShapeError);
 }
 
+// Both sides of the cost model on the GPU path: the operand buffered
+// (centered_costly_linear), the row means buffered and exp(c) in the
+// product's prologue (centered_exp_linear). Tolerance as in
+// ProgramTest.cpp's ChainsAboveARowStatisticFeedAProduct (K = 17), with the
+// shim's own exp and tanh (libm's) against eager's.
+TEST(ProgramShim, ChainsAboveARowStatisticFeedAProduct) {
+  const int64_t M = 17, K = 17, N = 33;
+  auto X = grid(M * K, 17), W = grid(N * K, 18);
+  std::vector<float> E1(M * N), E2(M * N);
+  eager::centered_costly_linear({X.data(), {M, K}}, {W.data(), {N, K}},
+                                {E1.data(), {M, N}});
+  eager::centered_exp_linear({X.data(), {M, K}}, {W.data(), {N, K}},
+                             {E2.data(), {M, N}});
+  Dev<float> DX(X), DW(W), D1(M * N, std::nanf("")), D2(M * N, std::nanf(""));
+  pk::cuda::centered_costly_linear({DX.get(), {M, K}}, {DW.get(), {N, K}},
+                                   {D1.get(), {M, N}});
+  pk::cuda::centered_exp_linear({DX.get(), {M, K}}, {DW.get(), {N, K}},
+                                {D2.get(), {M, N}});
+  const double Atol = 5e-6 * K + 4.5e-7 * K * K;
+  expectClose(E1, D1.host(), Atol, "centered_costly_linear");
+  expectClose(E2, D2.host(), Atol, "centered_exp_linear");
+}
+
 // act_buf lives in h when h has its extents (no workspace, act written
 // once); h broadcasting act's one row takes a workspace for it.
 TEST(ProgramShim, TheHiddenActivationsHomeIsItsRef) {

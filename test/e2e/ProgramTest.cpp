@@ -22,6 +22,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <tuple>
 
 namespace eager {
 #include "kernels/programs.cpp"
@@ -51,6 +52,10 @@ void llama_layer(pk::In<float, 2> x, pk::In<float, 1> g1, pk::In<float, 2> wq,
                  pk::In<float, 2> wk, pk::In<float, 2> wv, pk::In<float, 2> wo,
                  pk::In<float, 1> g2, pk::In<float, 2> wg, pk::In<float, 2> wu,
                  pk::In<float, 2> wd, pk::Out<float, 2> y, float scale);
+void centered_costly_linear(pk::In<float, 2> x, pk::In<float, 2> w,
+                            pk::Out<float, 2> y);
+void centered_exp_linear(pk::In<float, 2> x, pk::In<float, 2> w,
+                         pk::Out<float, 2> y);
 void product_then_stats(pk::In<float, 2> x, pk::In<float, 2> w,
                         pk::Out<float, 2> y, pk::Out<float, 1> mean_out,
                         pk::Out<float, 1> max_out);
@@ -260,6 +265,34 @@ TEST(Program, ReductionsOfOtherFormsAgree) {
         expectClose(E, O, 1e-7, 1e-7, "product_plus_column_mean " + D);
       }
     }
+}
+
+// The two sides of the cost model: centered_costly_linear keeps its operand
+// (tanh(c) * exp(c)) in a buffer, centered_exp_linear the row means, its
+// prologue computing exp(c) (test/lit/matmul/materialized.test).
+// Tolerance: x in [-1, 1], so c in [-2, 2] and |a| <= e^2 < 7.4; pk::vm's
+// exp and tanh are within 4 ulp of libm (docs/vmath.md), so a(c) is off by
+// <= 8 ulp of 7.4 (3.8e-6) plus |a'| <= 15 times the mean's rounding
+// (6e-8): 5e-6 per element, K of them in a sum with |w| <= 1, and the sum's
+// own rounding, <= K * 2^-24 * sum |a w| <= 4.5e-7 K^2.
+TEST(Program, ChainsAboveARowStatisticFeedAProduct) {
+  for (int64_t M : Shapes)
+    for (int64_t K : {1, 17, 65})
+      for (int64_t N : {1, 33, 129}) {
+        auto X = grid(M * K, 17), W = grid(N * K, 18);
+        const double Atol = 5e-6 * double(K) + 4.5e-7 * double(K * K);
+        for (auto [Name, Eager, Compiled] :
+             {std::tuple{"centered_costly_linear",
+                         &eager::centered_costly_linear,
+                         &centered_costly_linear},
+              std::tuple{"centered_exp_linear", &eager::centered_exp_linear,
+                         &centered_exp_linear}}) {
+          std::vector<float> E(M * N), O = poisoned(M * N);
+          Eager({X.data(), {M, K}}, {W.data(), {N, K}}, {E.data(), {M, N}});
+          Compiled({X.data(), {M, K}}, {W.data(), {N, K}}, {O.data(), {M, N}});
+          expectClose(E, O, 0, Atol, std::string(Name) + " " + dims({M, K, N}));
+        }
+      }
 }
 
 TEST(Program, StoredSoftmaxOfScores) {

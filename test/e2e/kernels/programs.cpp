@@ -101,3 +101,16 @@ PK_KERNEL void product_then_stats(In<float, 2> x, In<float, 2> w,
   mean_out[_] = mean(x[_], -1);
   max_out[_] = max(x[_], -1);
 }
+// A row statistic under an elementwise chain that feeds a product: buffering
+// the [rows] mean leaves the chain to the product's prologue, which runs it
+// once per column tile. By cost (Materialize.cpp), a chain of two
+// transcendentals is worth a buffer of the operand itself; one is not.
+PK_KERNEL void centered_costly_linear(In<float, 2> x, In<float, 2> w,
+                                      Out<float, 2> y) {
+  auto c = x[_] - mean(x[_], -1, keepdims);
+  y[_] = matmul(tanh(c) * exp(c), transpose(w[_]));
+}
+PK_KERNEL void centered_exp_linear(In<float, 2> x, In<float, 2> w,
+                                   Out<float, 2> y) {
+  y[_] = matmul(exp(x[_] - mean(x[_], -1, keepdims)), transpose(w[_]));
+}
