@@ -61,16 +61,6 @@ struct Form {
   }
 };
 
-/// Elements of a value, with each symbolic extent taken as 1024.
-double estimatedSize(const Function &F, const Shape &Sh) {
-  double N = 1;
-  for (ExtentId E : Sh) {
-    const Extent &X = F.Extents.get(E);
-    N *= X.K == Extent::Const ? static_cast<double>(X.Value) : 1024.0;
-  }
-  return N;
-}
-
 /// The cost model of a buffer choice (docs/design.md, "What is buffered, by
 /// cost"), in bytes moved per call: a buffer is written once and read once;
 /// the elementwise chain between buffered reductions and the operand that
@@ -89,6 +79,14 @@ constexpr double kProductTile = 128;
 double estimatedExtent(const Function &F, ExtentId E) {
   const Extent &X = F.Extents.get(E);
   return X.K == Extent::Const ? static_cast<double>(X.Value) : 1024.0;
+}
+
+/// Elements of a value, with each symbolic extent taken as 1024.
+double estimatedSize(const Function &F, const Shape &Sh) {
+  double N = 1;
+  for (ExtentId E : Sh)
+    N *= estimatedExtent(F, E);
+  return N;
 }
 
 /// `B` bytes, rounded, in the largest unit that keeps them above 1.

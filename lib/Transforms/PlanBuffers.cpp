@@ -44,10 +44,14 @@ struct BufferUses {
   std::map<unsigned, unsigned> Loads, Stores, LastStore;
 };
 
-BufferUses countUses(const loop::Program &P) {
+/// Over every step, or over step `Only` alone.
+BufferUses countUses(const loop::Program &P,
+                     std::optional<unsigned> Only = std::nullopt) {
   const Function &F = *P.F;
   BufferUses U;
   for (unsigned I = 0; I < P.Steps.size(); ++I) {
+    if (Only && I != *Only)
+      continue;
     std::vector<unsigned> Nests = {P.Steps[I].Nest};
     Nests.insert(Nests.end(), P.Steps[I].Otherwise.begin(),
                  P.Steps[I].Otherwise.end());
@@ -62,6 +66,23 @@ BufferUses countUses(const loop::Program &P) {
       }
   }
   return U;
+}
+
+/// How often `Key` occurs in a count.
+unsigned countOf(const std::map<unsigned, unsigned> &M, unsigned Key) {
+  auto It = M.find(Key);
+  return It == M.end() ? 0u : It->second;
+}
+
+/// Whether a load or store addresses element k of the domain's first `Rank`
+/// axes as element k of its buffer: no moved, gathered or index-0 axis.
+bool identityAccess(const loop::Stmt &S, unsigned Rank) {
+  if (S.Map.Axes.size() != Rank)
+    return false;
+  for (unsigned K = 0; K < Rank; ++K)
+    if (S.Map.Axes[K].Axis != static_cast<int>(K) || S.Map.Axes[K].Gathered)
+      return false;
+  return true;
 }
 
 /// Step `I` when it only copies a temporary (or a reshape of it) whole into
@@ -91,20 +112,13 @@ std::optional<HomeChoice> homeCopy(const loop::Program &P, unsigned I,
   // Element k of the domain is element k of both: the identity, no
   // gathered or index-0 axes.
   const unsigned Rank = RP.Rank;
-  if (F.Params[L.Param].Rank != Rank || N.Domain.size() != Rank)
+  if (F.Params[L.Param].Rank != Rank || N.Domain.size() != Rank ||
+      !identityAccess(L, Rank) || !identityAccess(S, Rank))
     return std::nullopt;
-  for (unsigned K = 0; K < Rank; ++K)
-    for (const loop::AxisAccess &A : {L.Map.Axes[K], S.Map.Axes[K]})
-      if (A.Axis != static_cast<int>(K) || A.Gathered)
-        return std::nullopt;
   // The ref: this copy is its only write and nothing reads it. The
   // temporary: written before this step only.
-  auto Count = [](const std::map<unsigned, unsigned> &M, unsigned Key) {
-    auto It = M.find(Key);
-    return It == M.end() ? 0u : It->second;
-  };
-  if (Count(U.Loads, S.Param) != 0 || Count(U.Stores, S.Param) != 1 ||
-      Count(U.LastStore, T) >= I)
+  if (countOf(U.Loads, S.Param) != 0 || countOf(U.Stores, S.Param) != 1 ||
+      countOf(U.LastStore, T) >= I)
     return std::nullopt;
   HomeChoice H;
   H.Temp = T;
@@ -155,29 +169,7 @@ homeSibling(loop::Program &P, unsigned I, const BufferUses &U,
   loop::Nest &N = P.Nests[St.Nest];
   if (N.Attention || N.Grouped)
     return std::nullopt;
-  // Loads and stores of each root buffer in this step's nests.
-  std::map<unsigned, unsigned> Loads, Stores;
-  std::vector<unsigned> Nests = {St.Nest};
-  Nests.insert(Nests.end(), St.Otherwise.begin(), St.Otherwise.end());
-  for (unsigned Ni : Nests)
-    for (const loop::Stmt &S : P.Nests[Ni].Body) {
-      if (S.K == loop::Stmt::Load)
-        ++Loads[rootOf(F, S.Param)];
-      if (S.K == loop::Stmt::Store)
-        ++Stores[rootOf(F, S.Param)];
-    }
-  auto Count = [](const std::map<unsigned, unsigned> &M, unsigned Key) {
-    auto It = M.find(Key);
-    return It == M.end() ? 0u : It->second;
-  };
-  auto Identity = [&](const loop::Stmt &S, unsigned Rank) {
-    if (S.Map.Axes.size() != Rank)
-      return false;
-    for (unsigned K = 0; K < Rank; ++K)
-      if (S.Map.Axes[K].Axis != static_cast<int>(K) || S.Map.Axes[K].Gathered)
-        return false;
-    return true;
-  };
+  const BufferUses Here = countUses(P, I);
   for (unsigned TI = 0; TI < N.Body.size(); ++TI) {
     const loop::Stmt &TS = N.Body[TI];
     if (TS.K != loop::Stmt::Store)
@@ -187,8 +179,8 @@ homeSibling(loop::Program &P, unsigned I, const BufferUses &U,
     // The temporary itself (not a view of it), written in this step only
     // and read by later steps only.
     if (!TP.isTemp() || Homes.count(T) ||
-        Count(Stores, T) != Count(U.Stores, T) || Count(Loads, T) != 0 ||
-        !Identity(TS, TP.Rank))
+        countOf(Here.Stores, T) != countOf(U.Stores, T) ||
+        countOf(Here.Loads, T) != 0 || !identityAccess(TS, TP.Rank))
       continue;
     for (unsigned RI = 0; RI < N.Body.size(); ++RI) {
       const loop::Stmt &RS = N.Body[RI];
@@ -197,9 +189,9 @@ homeSibling(loop::Program &P, unsigned I, const BufferUses &U,
       const Param &RP = F.Params[RS.Param];
       // A whole ref of the value's dtype that nothing else writes or reads.
       if (!RP.isArgument() || !RP.isWritable() || RP.Type != TP.Type ||
-          RP.Rank != TP.Rank || !Identity(RS, RP.Rank) ||
-          Count(U.Loads, RS.Param) != 0 ||
-          Count(Stores, RS.Param) != Count(U.Stores, RS.Param))
+          RP.Rank != TP.Rank || !identityAccess(RS, RP.Rank) ||
+          countOf(U.Loads, RS.Param) != 0 ||
+          countOf(Here.Stores, RS.Param) != countOf(U.Stores, RS.Param))
         continue;
       HomeChoice H;
       H.Temp = T;
