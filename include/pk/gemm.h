@@ -193,6 +193,64 @@ inline int64_t balancedBlock(int64_t Extent, int64_t Max, int64_t Unit) {
   return std::min(Limit, roundUp((Extent + Blocks - 1) / Blocks, Unit));
 }
 
+/// The row and column blocks (MC, NC) of a product on `Threads` threads,
+/// from the serial ones: first until every thread has two tiles, then until
+/// the tiles are a multiple of the threads (threads take contiguous runs of
+/// tiles: 2048 x 768 on two threads was nine row tiles, four on one thread
+/// and five on the other). Each step splits the side that packs fewer
+/// elements again: one more column block packs A's rows once more (M x K),
+/// one more row tile B's columns (N x K, for each of `Products` weights
+/// multiplying A: gemm_dual's two) - the first wherever A is the
+/// smaller (128 x 2048 x 5632 on two threads split its three column blocks
+/// into two row tiles, reading the 46 MB weight twice: 159 against
+/// 265 GFLOP/s for six column blocks) - except that the columns are split
+/// first until each thread has its own (then it packs only its own B). Each
+/// step shrinks a side wider than its micro-tile, so the loops end (a 33 x 16
+/// product once halved one-micro-tile columns forever: found by the fuzzer,
+/// regressions/gemm_tile_split_hang).
+inline void splitForThreads(int64_t Batch, int64_t M, int64_t N,
+                            int64_t Products, int64_t Threads, int64_t MR,
+                            int64_t NR, int64_t &MC, int64_t &NC) {
+  auto Count = [](int64_t Extent, int64_t Block) {
+    return (Extent + Block - 1) / Block;
+  };
+  auto Tiles = [&] { return Batch * Count(M, MC) * Count(N, NC); };
+  auto Packed = [&](int64_t Mc, int64_t Nc) {
+    return Count(N, Nc) * M + Count(M, Mc) * N * Products;
+  };
+  // A side's next block: half of it, or the first with more blocks (the
+  // micro-tile's rounding can keep a count's block the same as the last).
+  auto Next = [&](int64_t Extent, int64_t Block, int64_t Unit, bool Halve) {
+    if (Block <= Unit)
+      return Block;
+    if (Halve)
+      return balancedBlock(Extent, Block / 2, Unit);
+    for (int64_t Want = Count(Extent, Block) + 1;; ++Want) {
+      const int64_t Smaller = balancedBlock(Extent, Count(Extent, Want), Unit);
+      if (Smaller < Block)
+        return Smaller;
+    }
+  };
+  auto Split = [&](bool Halve) {
+    const int64_t NextMC = Next(M, MC, MR, Halve),
+                  NextNC = Next(N, NC, NR, Halve);
+    const bool Rows = NextMC < MC, Columns = NextNC < NC;
+    if (!Rows && !Columns)
+      return false;
+    if (Columns && (!Rows || Batch * Count(N, NC) < Threads ||
+                    4 * Packed(MC, NextNC) <= 3 * Packed(NextMC, NC)))
+      NC = NextNC;
+    else
+      MC = NextMC;
+    return true;
+  };
+  while (Threads > 1 && Tiles() < 2 * Threads && Split(/*Halve=*/true)) {
+  }
+  while (Threads > 1 && Tiles() % Threads != 0 && Tiles() < 8 * Threads &&
+         Split(/*Halve=*/false)) {
+  }
+}
+
 /// A 64-byte aligned buffer (the packed panels are read as whole vectors),
 /// from the thread's arena (pk/workspace.h): repeated products allocate
 /// nothing.
@@ -751,30 +809,7 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
   int64_t MC = balancedBlock(S.M, Blk.MC, MR);
   int64_t NC = balancedBlock(S.N, NCMax, NR);
   const int64_t Threads = Opt.Threaded ? thread_count() : 1;
-  auto Tiles = [&] {
-    return S.Batch * ((S.M + MC - 1) / MC) * ((S.N + NC - 1) / NC);
-  };
-  // Enough tiles for every thread: while there are fewer than two per
-  // thread, split the columns (each thread then packs only its own B) and,
-  // once they are one column block per thread or one micro-tile, the rows.
-  // Each step shrinks a side wider than its micro-tile, so the loop ends
-  // (a 33 x 16 product once halved one-micro-tile columns forever: found by
-  // the fuzzer, regressions/gemm_tile_split_hang).
-  while (Threads > 1 && Tiles() < 2 * Threads && (MC > MR || NC > NR)) {
-    const int64_t ColumnBlocks = S.Batch * ((S.N + NC - 1) / NC);
-    if (NC > NR && (ColumnBlocks < Threads || MC <= MR))
-      NC = balancedBlock(S.N, NC / 2, NR);
-    else
-      MC = balancedBlock(S.M, MC / 2, MR);
-  }
-  // Threads take contiguous runs of tiles: where the tiles are few, make
-  // their count a multiple of the threads' (2048 x 768 on two threads was
-  // nine row tiles, four on one thread and five on the other).
-  for (int64_t Want = (S.M + MC - 1) / MC + 1;
-       Threads > 1 && Tiles() % Threads != 0 && Tiles() < 8 * Threads &&
-       MC > MR;
-       ++Want)
-    MC = balancedBlock(S.M, (S.M + Want - 1) / Want, MR);
+  splitForThreads(S.Batch, S.M, S.N, Products, Threads, MR, NR, MC, NC);
   const int64_t TilesM = (S.M + MC - 1) / MC, TilesN = (S.N + NC - 1) / NC;
   const int64_t NumTiles = S.Batch * TilesM * TilesN;
 

@@ -604,6 +604,74 @@ TEST(GemmBound, DroppedTermFails) {
       << "the tolerance accepts a product missing one of 1000 terms";
 }
 
+// How a threaded product cuts its tiles (AVX-512's 12 x 32 micro-tile and
+// the blocks of a 2 MiB L2 here; the function takes them as arguments).
+struct Split {
+  int64_t RowTiles, ColumnTiles;
+};
+Split splitOf(int64_t Batch, int64_t M, int64_t N, int64_t Threads,
+              int64_t Products = 1, int64_t MC = 1356, int64_t NC = 768,
+              int64_t MR = 12, int64_t NR = 32) {
+  using pk::rt::gemm_detail::balancedBlock;
+  MC = balancedBlock(M, MC, MR);
+  NC = balancedBlock(N, NC, NR);
+  pk::rt::gemm_detail::splitForThreads(Batch, M, N, Products, Threads, MR, NR,
+                                       MC, NC);
+  return {(M + MC - 1) / MC, (N + NC - 1) / NC};
+}
+
+TEST(GemmThreadSplit, TheSmallerOperandIsPackedAgain) {
+  // A weight [2048, 5632] behind 128 rows: six column blocks, the weight
+  // read once (two row tiles read it twice: 1.65x slower on two threads).
+  Split S = splitOf(1, 128, 2048, 2);
+  EXPECT_EQ(S.RowTiles, 1);
+  EXPECT_EQ(S.ColumnTiles, 6);
+  // Square: rows, as before (columns pack as much and ran 8% slower).
+  S = splitOf(1, 512, 512, 2);
+  EXPECT_EQ(S.RowTiles, 3);
+  EXPECT_EQ(S.ColumnTiles, 2);
+  // The columns first while a thread has none of its own.
+  S = splitOf(1, 4096, 768, 2);
+  EXPECT_EQ(S.RowTiles, 4);
+  EXPECT_EQ(S.ColumnTiles, 1);
+  S = splitOf(1, 512, 768, 2);
+  EXPECT_EQ(S.ColumnTiles, 2);
+  EXPECT_EQ(S.RowTiles, 3);
+  // Two weights behind the same rows (gemm_dual) weigh B's side twice: at
+  // 120 x 512, once its columns are two blocks, one weight splits the rows
+  // (4 x 120 + 512 is more than 3/4 of 2 x 120 + 2 x 512), two the columns
+  // (4 x 120 + 2 x 512 against 2 x 120 + 4 x 512).
+  S = splitOf(1, 120, 512, 2, /*Products=*/1);
+  EXPECT_EQ(S.RowTiles, 2);
+  EXPECT_EQ(S.ColumnTiles, 2);
+  S = splitOf(1, 120, 512, 2, /*Products=*/2);
+  EXPECT_EQ(S.RowTiles, 1);
+  EXPECT_EQ(S.ColumnTiles, 4);
+  // One thread: the serial blocks.
+  S = splitOf(1, 128, 2048, 1);
+  EXPECT_EQ(S.RowTiles, 1);
+  EXPECT_EQ(S.ColumnTiles, 3);
+}
+
+TEST(GemmThreadSplit, EndsWithTilesForEveryThread) {
+  for (int64_t Threads : {2, 3, 4, 7, 16})
+    for (int64_t M : {1, 12, 13, 33, 128, 1000})
+      for (int64_t N : {1, 16, 32, 33, 700, 5632})
+        for (int64_t Batch : {1, 3}) {
+          const Split S = splitOf(Batch, M, N, Threads);
+          const int64_t Tiles = Batch * S.RowTiles * S.ColumnTiles;
+          const bool MicroTiles =
+              (S.RowTiles >= (M + 11) / 12) && (S.ColumnTiles >= (N + 31) / 32);
+          // Two per thread, or every tile one micro-tile; then a multiple of
+          // the threads, or many, or nothing left to split.
+          EXPECT_TRUE(Tiles >= 2 * Threads || MicroTiles)
+              << Batch << "x" << M << "x" << N << " on " << Threads;
+          EXPECT_TRUE(Tiles % Threads == 0 || Tiles >= 8 * Threads ||
+                      MicroTiles)
+              << Batch << "x" << M << "x" << N << " on " << Threads;
+        }
+}
+
 TEST(GemmIsaSelection, NamesAndPinning) {
   EXPECT_TRUE(pk::rt::gemm_isa_supported(GemmIsa::Baseline));
   const GemmIsa Saved = pk::rt::gemm_isa();
