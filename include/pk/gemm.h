@@ -877,8 +877,34 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
               packB(*Bs[P], true, Bi, K0, Kc, J0 + Jp, std::min(NR, Nc - Jp),
                     NR, NR, Panel);
             T *C = CTile(P);
-            for (int64_t Ip = 0; Ip < McPad; Ip += MR)
-              Micro.Run(Kc, PA + Ip * Kc, Panel, C + Ip * LdC + Jp, LdC);
+            // Packed panel by panel, the next panel's rows of w are fetched
+            // into L2 by this one's micro-kernels, a few rows each: packing
+            // it then reads L2 instead of waiting on memory. With M <= MC
+            // each weight is packed once per call, and from memory (an LLM's
+            // weights are past the L3) the pack was a third of the time at
+            // M = 128: 1.06-1.2x at M = 48-128, 1.02-1.04x at 256-512.
+            const Operand<T, WT> &W = *Bs[P];
+            const int64_t NextJ = J0 + Jp + NR;
+            const int64_t NextRows =
+                PanelByPanel && !W.Fill && W.KStride == 1 && Jp + NR < NcPad
+                    ? std::min(NR, Nc - Jp - NR)
+                    : 0;
+            const int64_t Calls = McPad / MR;
+            for (int64_t Ip = 0; Ip < McPad; Ip += MR) {
+              const int64_t Call = Ip / MR;
+              const int64_t Row0 = NextRows * Call / Calls,
+                            Row1 = NextRows * (Call + 1) / Calls;
+              PrefetchRows Ahead;
+              if (Row1 > Row0) {
+                Ahead.Base = reinterpret_cast<const char *>(
+                    W.Data + Bi * W.BatchStride + (NextJ + Row0) * W.RowStride +
+                    K0);
+                Ahead.Stride = W.RowStride * int64_t(sizeof(WT));
+                Ahead.Lines = (Kc * int64_t(sizeof(WT)) + 63) / 64;
+                Ahead.Rows = Row1 - Row0;
+              }
+              Micro.Run(Kc, PA + Ip * Kc, Panel, C + Ip * LdC + Jp, LdC, Ahead);
+            }
           }
       }
       for (int64_t I = 0; I < Mc; ++I)

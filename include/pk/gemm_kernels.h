@@ -102,6 +102,14 @@ struct Tile {
   int MR, NR;
 };
 
+/// Memory the micro-kernel fetches into L2 while it multiplies, its lines
+/// spread over the k loop: `Rows` rows of `Lines` 64-byte lines, `Stride`
+/// bytes apart (the rows of w that the next B panel is packed from).
+struct PrefetchRows {
+  const char *Base = nullptr;
+  int64_t Stride = 0, Lines = 0, Rows = 0;
+};
+
 /// Ct[MR x NR] (row stride LdC) += an A micro-panel (KC columns of MR
 /// values) times a B micro-panel (KC rows of NR values, 64-byte aligned).
 /// Inlined into one function per level, which gives it its instructions.
@@ -111,7 +119,7 @@ struct Tile {
 template <class T, int VectorBytes, int MR, int NV>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
 microBody(int64_t KC, const T *__restrict Ap, const T *__restrict Bp,
-          T *__restrict Ct, int64_t LdC) {
+          T *__restrict Ct, int64_t LdC, const PrefetchRows &Ahead) {
   PK_GEMM_CONTRACT_HERE
   typedef T Vec __attribute__((vector_size(VectorBytes)));
   constexpr int L = VectorBytes / int(sizeof(T)), NR = L * NV;
@@ -123,7 +131,24 @@ microBody(int64_t KC, const T *__restrict Ap, const T *__restrict Bp,
     for (int C = 0; C < NV; ++C)
       Acc[R][C] = Vec{};
   }
+  const char *AheadRow = Ahead.Base;
+  int64_t AheadLine = 0, AheadLeft = Ahead.Rows * Ahead.Lines;
+  // Spread evenly over the k loop, so that the lines are requested no
+  // faster than memory delivers them (in bursts, the fill buffers ran out
+  // and the multiply-adds waited on the prefetches).
+  const int64_t AheadEvery =
+      AheadLeft > 0 ? std::max<int64_t>(1, KC / AheadLeft) : 0;
+  int64_t AheadWait = 0;
   for (int64_t K = 0; K < KC; ++K) {
+    if (AheadLeft > 0 && --AheadWait <= 0) {
+      AheadWait = AheadEvery;
+      __builtin_prefetch(AheadRow + 64 * AheadLine, 0, 2);
+      --AheadLeft;
+      if (++AheadLine == Ahead.Lines) {
+        AheadLine = 0;
+        AheadRow += Ahead.Stride;
+      }
+    }
     Vec Bv[NV];
 #pragma GCC unroll 4
     for (int C = 0; C < NV; ++C)
@@ -149,7 +174,7 @@ microBody(int64_t KC, const T *__restrict Ap, const T *__restrict Bp,
 
 template <class T>
 using MicroFn = void (*)(int64_t KC, const T *Ap, const T *Bp, T *Ct,
-                         int64_t LdC);
+                         int64_t LdC, const PrefetchRows &Ahead);
 
 // Each level's vector width and tile rows. A tile row is two vectors; MR
 // rows so that MR x 2 accumulators, the two B vectors and the broadcast A
@@ -170,19 +195,21 @@ static_assert(kAvx512Rows <= kMaxPanelWidth);
 // x86-64).
 template <class T>
 PK_GEMM_CONTRACT void microBaseline(int64_t KC, const T *Ap, const T *Bp, T *Ct,
-                                    int64_t LdC) {
-  microBody<T, kBaselineBytes, kBaselineRows, 2>(KC, Ap, Bp, Ct, LdC);
+                                    int64_t LdC, const PrefetchRows &Ahead) {
+  microBody<T, kBaselineBytes, kBaselineRows, 2>(KC, Ap, Bp, Ct, LdC, Ahead);
 }
 #if PK_GEMM_X86
 template <class T>
 __attribute__((target("avx2,fma"))) PK_GEMM_CONTRACT void
-microAvx2(int64_t KC, const T *Ap, const T *Bp, T *Ct, int64_t LdC) {
-  microBody<T, kAvx2Bytes, kAvx2Rows, 2>(KC, Ap, Bp, Ct, LdC);
+microAvx2(int64_t KC, const T *Ap, const T *Bp, T *Ct, int64_t LdC,
+          const PrefetchRows &Ahead) {
+  microBody<T, kAvx2Bytes, kAvx2Rows, 2>(KC, Ap, Bp, Ct, LdC, Ahead);
 }
 template <class T>
 __attribute__((target("avx512f"))) PK_GEMM_CONTRACT void
-microAvx512(int64_t KC, const T *Ap, const T *Bp, T *Ct, int64_t LdC) {
-  microBody<T, kAvx512Bytes, kAvx512Rows, 2>(KC, Ap, Bp, Ct, LdC);
+microAvx512(int64_t KC, const T *Ap, const T *Bp, T *Ct, int64_t LdC,
+            const PrefetchRows &Ahead) {
+  microBody<T, kAvx512Bytes, kAvx512Rows, 2>(KC, Ap, Bp, Ct, LdC, Ahead);
 }
 #endif
 
