@@ -200,11 +200,12 @@ inline int64_t balancedBlock(int64_t Extent, int64_t Max, int64_t Unit) {
 /// and five on the other). Each step splits the side that packs fewer
 /// elements again: one more column block packs A's rows once more (M x K),
 /// one more row tile B's columns (N x K, for each of `Products` weights
-/// multiplying A: gemm_dual's two) - the first wherever A is the
-/// smaller (128 x 2048 x 5632 on two threads split its three column blocks
-/// into two row tiles, reading the 46 MB weight twice: 159 against
-/// 265 GFLOP/s for six column blocks) - except that the columns are split
-/// first until each thread has its own (then it packs only its own B). Each
+/// multiplying A: gemm_dual's two). 128 x 2048 x 5632 on two threads split
+/// its three column blocks into two row tiles, reading the 46 MB weight
+/// twice: 159 against 265 GFLOP/s for six column blocks. The columns are
+/// taken where they pack at most 3/4 of what the rows would (at 5/6,
+/// 512 x 768 x 3072, the rows ran 3% faster), and first until each thread
+/// has a column block of its own (then it packs only its own B). Each
 /// step shrinks a side wider than its micro-tile, so the loops end (a 33 x 16
 /// product once halved one-micro-tile columns forever: found by the fuzzer,
 /// regressions/gemm_tile_split_hang).
