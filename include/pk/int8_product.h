@@ -726,6 +726,177 @@ int8RowByRowAvx2(const Int8ProductShape &S, const int8_t *A8, const Int8Rows &B,
       Store.Fn(Store.Ctx, M, N0, Len, Sums.data() + M * kBlockColumns);
   }
 }
+
+/// The 16 dots of one group of a row of a (A, 64 * Steps int8 values) with
+/// the same group of 16 rows of b, left in a vector (lane l: row l), 128 *
+/// the group's sum of a not yet subtracted. With Ahead, each line read is
+/// prefetched Ahead bytes further (the next block's rows) into L2.
+template <int Steps, bool Prefetch>
+__attribute__((target("avx512f,avx512bw,avx512vnni"),
+               always_inline)) inline __m512i
+groupDots16Vnni(const int8_t *A, const int8_t *const *Rows, int64_t Ahead) {
+  const __m512i Flip = _mm512_set1_epi8(int8_t(0x80));
+  __m512i Acc[kBlockColumns];
+#pragma GCC unroll 16
+  for (int L = 0; L < kBlockColumns; ++L)
+    Acc[L] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (int S = 0; S < Steps; ++S) {
+    const __m512i Av = _mm512_loadu_si512(A + 64 * S);
+#pragma GCC unroll 16
+    for (int L = 0; L < kBlockColumns; ++L) {
+      const __m512i Bv =
+          _mm512_xor_si512(_mm512_loadu_si512(Rows[L] + 64 * S), Flip);
+      Acc[L] = _mm512_dpbusd_epi32(Acc[L], Bv, Av);
+      if (Prefetch)
+        _mm_prefetch(reinterpret_cast<const char *>(Rows[L] + 64 * S) + Ahead,
+                     _MM_HINT_T1);
+    }
+  }
+  return reduce16(Acc);
+}
+
+/// groupDots16Vnni for two adjacent groups of 32 stored one after the
+/// other (llama.cpp's Q8_0): one 64-byte vector of each row holds both, and
+/// the halves of its sums are the two groups' dots (as in dotsVnniPair).
+/// With One (a last, odd group) only the first group's 32 bytes are read.
+template <bool Prefetch>
+__attribute__((target("avx512f,avx512bw,avx512vnni"),
+               always_inline)) inline void
+pairDots16Vnni(const int8_t *A, const int8_t *const *Rows, int64_t Ahead,
+               bool One, __m512i Dots[2]) {
+  const __m512i Flip = _mm512_set1_epi8(int8_t(0x80));
+  const __mmask64 Mask = One ? __mmask64(0xFFFFFFFF) : ~__mmask64(0);
+  const __m512i Av = _mm512_maskz_loadu_epi8(Mask, A);
+  __m512i Acc[kBlockColumns];
+#pragma GCC unroll 16
+  for (int L = 0; L < kBlockColumns; ++L) {
+    // (Past the group: 128 times the zeros loaded for a.)
+    const __m512i Bv =
+        _mm512_xor_si512(_mm512_maskz_loadu_epi8(Mask, Rows[L]), Flip);
+    Acc[L] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), Bv, Av);
+    if (Prefetch)
+      _mm_prefetch(reinterpret_cast<const char *>(Rows[L]) + Ahead,
+                   _MM_HINT_T1);
+  }
+  foldHalves(Acc, Dots);
+}
+
+/// The factors of 16 columns for one group: lane l is Data[Offsets[l]]
+/// (Offsets[0] for lanes 0-7, [1] for 8-15, 64-bit, so any stride fits).
+__attribute__((target("avx512f"), always_inline)) inline __m512
+gatherFactors16(const float *Data, const __m512i Offsets[2]) {
+  // The masked forms: g++ 12 warns that the plain ones' undefined
+  // pass-through registers may be used uninitialised.
+  const __mmask8 All = 0xFF;
+  const __m256 Lo =
+      _mm512_mask_i64gather_ps(_mm256_setzero_ps(), All, Offsets[0], Data, 4);
+  const __m256 Hi =
+      _mm512_mask_i64gather_ps(_mm256_setzero_ps(), All, Offsets[1], Data, 4);
+  const __m512d Low = _mm512_maskz_insertf64x4(All, _mm512_setzero_pd(),
+                                               _mm256_castps_pd(Lo), 0);
+  return _mm512_castpd_ps(
+      _mm512_maskz_insertf64x4(All, Low, _mm256_castps_pd(Hi), 1));
+}
+
+/// int8Blocks on AVX512-VNNI when the term is known (Int8TermScales) and
+/// the groups are one or two vectors long (Steps = 1, 2: 64 * Steps bytes)
+/// or 32 bytes one after the other (Steps = 0: two groups a vector, as
+/// dotsVnniPair): the same groups-outermost loop over 16 columns, whose
+/// rows of b are read side by side (the next block's prefetched into L2, as
+/// dotsVnni does), but each group's 16 dots become terms in registers,
+/// their column factors gathered (one vector a group), and are added to the
+/// row's sums there: no call of the Term lambda, no store and reload of the
+/// dots. The same operations in the same order as the lambda's terms and
+/// int8Blocks' sum, so the same bits. At M = 1 the call's cost per group
+/// was a quarter of the memory stream's (Xeon, groups of 64: 20 GB/s of
+/// weights from L2 with the lambda, 32 without), and the stream from DRAM
+/// went 1.10-1.16x faster; at M = 4 and 8, where every row called the
+/// lambda, 1.7x and 2.1x (docs/design.md, "Q8_0 times Q8_0").
+template <int Steps>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void
+int8BlocksVnniScaled(const Int8ProductShape &S, const int8_t *A8,
+                     const int32_t *ASum128, const Int8Rows &B,
+                     const Int8TermScales &Sc, const StoreFn &Store,
+                     int64_t Begin, int64_t End) {
+  constexpr int64_t PerStep = Steps == 0 ? 2 : 1; // groups a step
+  const int64_t K = S.Groups * S.GroupSize;
+  std::vector<float> Sums(size_t(S.M * kBlockColumns));
+  const int8_t *Rows[kBlockColumns];
+  const int64_t Ahead = kBlockColumns * B.RowStride; // the next block's rows
+  for (int64_t Bl = Begin; Bl < End; ++Bl) {
+    const int64_t N0 = Bl * kBlockColumns;
+    const int Len = int(std::min<int64_t>(kBlockColumns, S.N - N0));
+    // Rows past the last column repeat it: read, computed, not used.
+    for (int L = 0; L < kBlockColumns; ++L)
+      Rows[L] = B.Data + (N0 + std::min(L, Len - 1)) * B.RowStride;
+    // Where each column's factors start (past the last: the last's).
+    __m512i Offsets[2][2];
+    for (int F = 0; F < Sc.Count; ++F) {
+      alignas(64) int64_t At[kBlockColumns];
+      for (int L = 0; L < kBlockColumns; ++L)
+        At[L] = (N0 + std::min(L, Len - 1)) * Sc.Factors[F].Stride;
+      Offsets[F][0] = _mm512_load_si512(At);
+      Offsets[F][1] = _mm512_load_si512(At + 8);
+    }
+    std::fill(Sums.begin(), Sums.end(), 0.0f);
+    for (int64_t G = 0; G < S.Groups; G += PerStep) {
+      const int Here = int(std::min<int64_t>(PerStep, S.Groups - G));
+      // Column[h][f]: factor f of the step's group h for the 16 columns.
+      __m512 Column[PerStep][2];
+      for (int H = 0; H < Here; ++H)
+        for (int F = 0; F < 2; ++F) {
+          Column[H][F] = _mm512_set1_ps(1.0f);
+          if (F < Sc.Count && !Sc.Factors[F].PerRow)
+            Column[H][F] = gatherFactors16(
+                Sc.Factors[F].Data + (G + H) * Sc.Factors[F].GroupStride,
+                Offsets[F]);
+        }
+      for (int64_t M = 0; M < S.M; ++M) {
+        const int8_t *A = A8 + M * K + G * S.GroupSize;
+        // The first row's pass over the block's rows prefetches the next.
+        __m512i Dots[2];
+        if constexpr (Steps == 0) {
+          if (M == 0)
+            pairDots16Vnni<true>(A, Rows, Ahead, Here == 1, Dots);
+          else
+            pairDots16Vnni<false>(A, Rows, Ahead, Here == 1, Dots);
+        } else {
+          Dots[0] = M == 0 ? groupDots16Vnni<Steps, true>(A, Rows, Ahead)
+                           : groupDots16Vnni<Steps, false>(A, Rows, Ahead);
+        }
+        float *Sum = Sums.data() + M * kBlockColumns;
+        for (int H = 0; H < Here; ++H) {
+          const int64_t Gh = G + H;
+          __m512 V = _mm512_maskz_cvtepi32_ps(
+              __mmask16(0xFFFF),
+              _mm512_sub_epi32(Dots[H],
+                               _mm512_set1_epi32(ASum128[M * S.Groups + Gh])));
+          // float(dot) times the factors in their order (an absent one is
+          // 1.0f in the lambda: no multiply, the same bits).
+#pragma GCC unroll 2
+          for (int F = 0; F < 2; ++F) {
+            if (F >= Sc.Count)
+              break;
+            const Int8TermFactor &Fa = Sc.Factors[F];
+            V = _mm512_mul_ps(
+                V, Fa.PerRow ? _mm512_set1_ps(
+                                   Fa.Data[Gh * Fa.GroupStride + M * Fa.Stride])
+                             : Column[H][F]);
+          }
+          // Rounded before the add, as the lambda's term is (no
+          // contraction).
+          __asm__("" : "+v"(V));
+          _mm512_storeu_ps(Sum, _mm512_add_ps(_mm512_loadu_ps(Sum), V));
+        }
+      }
+      for (const int8_t *&R : Rows)
+        R += Here * B.GroupStride;
+    }
+    for (int64_t M = 0; M < S.M; ++M)
+      Store.Fn(Store.Ctx, M, N0, Len, Sums.data() + M * kBlockColumns);
+  }
+}
 #endif
 
 /// The product for every row and a range [Begin, End) of column blocks, on
@@ -1099,6 +1270,12 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
   // registers (int8BlocksAvx2Scaled).
   const bool Avx2Scaled =
       Isa == Int8Isa::Avx2 && Scales.Set && S.GroupSize % 16 == 0;
+  // AVX512-VNNI with the term known and groups of one or two vectors (or
+  // pairs of groups of 32 in one): the terms in registers
+  // (int8BlocksVnniScaled).
+  const bool VnniScaled = Isa == Int8Isa::Avx512Vnni && Scales.Set &&
+                          (S.GroupSize == 64 || S.GroupSize == 128 ||
+                           (S.GroupSize == 32 && B.GroupStride == 32));
   auto Run = [&](int64_t Begin, int64_t End) {
 #if PK_GEMM_X86
     if (Avx2Scaled && Bytes && S.M <= int8RowByRowRows(S.GroupSize))
@@ -1106,10 +1283,20 @@ inline void int8ProductCore(const Int8ProductShape &S, bool Threads,
     if (Avx2Scaled)
       return int8BlocksAvx2Scaled(S, A16.data(), Bytes ? A8.data() : nullptr, B,
                                   Scales, Store, Begin, End);
+    if (VnniScaled && S.GroupSize == 32)
+      return int8BlocksVnniScaled<0>(S, A8.data(), ASum128.data(), B, Scales,
+                                     Store, Begin, End);
+    if (VnniScaled && S.GroupSize == 64)
+      return int8BlocksVnniScaled<1>(S, A8.data(), ASum128.data(), B, Scales,
+                                     Store, Begin, End);
+    if (VnniScaled)
+      return int8BlocksVnniScaled<2>(S, A8.data(), ASum128.data(), B, Scales,
+                                     Store, Begin, End);
 #endif
     int8Blocks(S, Isa, A32.data(), A8.data(), A16.data(), ASum128.data(), B,
                Term, Store, Begin, End);
   };
+  (void)VnniScaled;
   (void)Avx2Scaled;
   if (Threads && Blocks > 1) {
 #pragma omp parallel

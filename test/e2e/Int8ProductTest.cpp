@@ -235,9 +235,10 @@ TEST_P(Int8Level, WideActivationsFallBack) {
 // The term described to the runtime (Int8TermScales, as pkc passes it for
 // runq's product): at the avx2 level, groups of a multiple of 16 compute the
 // terms in registers (int8BlocksAvx2Scaled), and with every a in [-127, 127]
-// and groups of a multiple of 32 multiply bytes (dots8Avx2Bytes); the other
-// levels and shapes ignore it. The same bits in every case, for every order
-// and count of the factors.
+// and groups of a multiple of 32 multiply bytes (dots8Avx2Bytes); at the
+// avx512vnni level groups of 32 (two a vector, an odd last one alone), 64
+// and 128 do (int8BlocksVnniScaled); the other levels and shapes ignore it. The
+// same bits in every case, for every order and count of the factors.
 TEST_P(Int8Level, KnownTermsSameBits) {
   uint32_t Seed = 100;
   for (int32_t ALimit : {127, 128, 1000})
