@@ -265,23 +265,41 @@ dotsVnni(const int8_t *A, int32_t ASum128, const int8_t *const *Rows,
   _mm512_storeu_si512(Dot, S);
 }
 
-/// dotsVnni for two adjacent groups of 32 (llama.cpp's Q8_0 group size)
-/// stored one after the other: one 64-byte vector holds both, and the
-/// halves of its sums are the two groups' dots.
+/// The dots of two adjacent groups of 32 (llama.cpp's Q8_0 group size)
+/// stored one after the other, for 16 rows of b: one 64-byte vector of each
+/// row holds both, and the halves of its sums are the two groups' dots
+/// (Dots[0], Dots[1]; 128 * the groups' sums of a not yet subtracted).
+/// With Prefetch, each line read is prefetched Ahead bytes further into L2.
+/// With One (a last, odd group) only the first group's 32 bytes are read.
+template <bool Prefetch>
+__attribute__((target("avx512f,avx512bw,avx512vnni"),
+               always_inline)) inline void
+pairDots16Vnni(const int8_t *A, const int8_t *const *Rows, int64_t Ahead,
+               bool One, __m512i Dots[2]) {
+  const __m512i Flip = _mm512_set1_epi8(int8_t(0x80));
+  const __mmask64 Mask = One ? __mmask64(0xFFFFFFFF) : ~__mmask64(0);
+  const __m512i Av = _mm512_maskz_loadu_epi8(Mask, A);
+  __m512i Acc[kBlockColumns];
+#pragma GCC unroll 16
+  for (int L = 0; L < kBlockColumns; ++L) {
+    // (Past the group: 128 times the zeros loaded for a.)
+    const __m512i Bv =
+        _mm512_xor_si512(_mm512_maskz_loadu_epi8(Mask, Rows[L]), Flip);
+    Acc[L] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), Bv, Av);
+    if (Prefetch)
+      _mm_prefetch(reinterpret_cast<const char *>(Rows[L]) + Ahead,
+                   _MM_HINT_T1);
+  }
+  foldHalves(Acc, Dots);
+}
+
+/// dotsVnni for two adjacent groups of 32 stored one after the other
+/// (pairDots16Vnni).
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void
 dotsVnniPair(const int8_t *A, const int32_t *ASum128, const int8_t *const *Rows,
              int64_t Ahead, int32_t *Dot0, int32_t *Dot1) {
-  const __m512i Flip = _mm512_set1_epi8(int8_t(0x80));
-  const __m512i Av = _mm512_loadu_si512(A);
-  __m512i Acc[16];
-#pragma GCC unroll 16
-  for (int L = 0; L < 16; ++L) {
-    const __m512i Bv = _mm512_xor_si512(_mm512_loadu_si512(Rows[L]), Flip);
-    Acc[L] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), Bv, Av);
-    _mm_prefetch(reinterpret_cast<const char *>(Rows[L]) + Ahead, _MM_HINT_T1);
-  }
   __m512i Half[2];
-  foldHalves(Acc, Half);
+  pairDots16Vnni<true>(A, Rows, Ahead, false, Half);
   _mm512_storeu_si512(Dot0,
                       _mm512_sub_epi32(Half[0], _mm512_set1_epi32(ASum128[0])));
   _mm512_storeu_si512(Dot1,
@@ -754,32 +772,6 @@ groupDots16Vnni(const int8_t *A, const int8_t *const *Rows, int64_t Ahead) {
     }
   }
   return reduce16(Acc);
-}
-
-/// groupDots16Vnni for two adjacent groups of 32 stored one after the
-/// other (llama.cpp's Q8_0): one 64-byte vector of each row holds both, and
-/// the halves of its sums are the two groups' dots (as in dotsVnniPair).
-/// With One (a last, odd group) only the first group's 32 bytes are read.
-template <bool Prefetch>
-__attribute__((target("avx512f,avx512bw,avx512vnni"),
-               always_inline)) inline void
-pairDots16Vnni(const int8_t *A, const int8_t *const *Rows, int64_t Ahead,
-               bool One, __m512i Dots[2]) {
-  const __m512i Flip = _mm512_set1_epi8(int8_t(0x80));
-  const __mmask64 Mask = One ? __mmask64(0xFFFFFFFF) : ~__mmask64(0);
-  const __m512i Av = _mm512_maskz_loadu_epi8(Mask, A);
-  __m512i Acc[kBlockColumns];
-#pragma GCC unroll 16
-  for (int L = 0; L < kBlockColumns; ++L) {
-    // (Past the group: 128 times the zeros loaded for a.)
-    const __m512i Bv =
-        _mm512_xor_si512(_mm512_maskz_loadu_epi8(Mask, Rows[L]), Flip);
-    Acc[L] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), Bv, Av);
-    if (Prefetch)
-      _mm_prefetch(reinterpret_cast<const char *>(Rows[L]) + Ahead,
-                   _MM_HINT_T1);
-  }
-  foldHalves(Acc, Dots);
 }
 
 /// The factors of 16 columns for one group: lane l is Data[Offsets[l]]
