@@ -180,6 +180,16 @@ template <class T> struct StridedA {
 /// one thread.
 inline constexpr int64_t kGemvMaxRows = 32;
 
+/// Products with more rows than kGemvMaxRows and at most this many, whose
+/// weights are w[N, K] read in place (a StridedB with a unit stride along
+/// k: nn.Linear's layout), run gemmWeightRows: the micro-tile's rows are
+/// rows of w, read where they are, and x is packed instead of w. Measured
+/// (docs/design.md, "Short prefills: w read in place"; Xeon model 167,
+/// avx512, weights from memory): 1.13-1.42x the packed path at M = 40-64
+/// on one thread, 0.87-1.15x on two; at M = 80-256 within 0.90-1.15x
+/// either way, so those keep the packed path.
+inline constexpr int64_t kWeightRowsMaxRows = 64;
+
 namespace gemm_detail {
 
 inline int64_t roundUp(int64_t V, int64_t To) { return (V + To - 1) / To * To; }
@@ -757,6 +767,178 @@ inline void gemmAmxBf16(const GemmShape &S, bool Threaded,
 }
 #endif
 
+/// Dst[m * LdD + n] = Src[n * LdS + m] for n < Rows, m < Cols, and zeros in
+/// Dst's columns [Rows, LdD): a C^T tile turned into C's rows.
+template <class T>
+void transposeTile(const T *Src, int64_t LdS, int64_t Rows, int64_t Cols,
+                   T *Dst, int64_t LdD) {
+  if constexpr (std::is_same_v<T, float>) {
+    packKernel(gemm_isa())(Rows, Cols, Src, LdS, Dst, LdD);
+  } else {
+    constexpr int64_t Block = 16;
+    for (int64_t N0 = 0; N0 < Rows; N0 += Block)
+      for (int64_t M = 0; M < Cols; ++M)
+        for (int64_t N = N0; N < std::min(Rows, N0 + Block); ++N)
+          Dst[M * LdD + N] = Src[N * LdS + M];
+    for (int64_t M = 0; M < Cols; ++M)
+      std::fill(Dst + M * LdD + Rows, Dst + (M + 1) * LdD, T(0));
+  }
+}
+
+/// C = A B (and C2 = A B2) with w[N, K] read in place: the roles of the
+/// operands swapped, C^T = w A^T, so that the micro-kernel's MR rows are
+/// rows of w, read where they are (MicroKernel::RunRows), and its NR
+/// columns rows of A, packed as B panels are. With few rows of A the
+/// packed path's transpose of w into panels is amortised over few
+/// multiply-adds; here A (M x K) is packed instead, once per row tile
+/// while it fits (KeepA). Each tile is Mc rows of A by
+/// Nc rows of w; its C^T, Nc x Mc, is summed in memory over the K blocks,
+/// then transposed into C's rows for the epilogue. The next micro-panel's
+/// rows of w are prefetched into L2 by the current one's calls. Same
+/// arithmetic as gemmCore (one sum per element, k in order within a K
+/// block), so the same tolerance; K is never split between threads.
+template <class T, class WT>
+void gemmWeightRows(const GemmShape &S, const GemmOptions &Opt,
+                    const Operand<T> &A, const Operand<T, WT> &B,
+                    const RowEpilogue<T> &E, const Operand<T, WT> *B2,
+                    const MicroKernel<T> &Micro) {
+  static_assert(std::is_same_v<T, WT>, "w is read in place as T");
+  const int64_t MR = Micro.Shape.MR, NR = Micro.Shape.NR;
+  const int64_t Bytes = int64_t(sizeof(T)), Products = B2 ? 2 : 1;
+  const GemmBlocking &Blk = Opt.Blocking;
+  // All of A's rows in one tile (M <= kWeightRowsMaxRows), or the
+  // blocking's MC when a test asks for more row tiles (rounded up to NR).
+  const int64_t MC = roundUp(Blk.MC > 0 ? std::min(Blk.MC, S.M) : S.M, NR);
+  const CacheSizes &Caches = cache_sizes();
+  const int64_t L2 = Caches.L2 > 0 ? Caches.L2 : int64_t(1) << 20;
+  // A's packed K block takes half of L2 (at M = 64 on a 2 MiB L2: KC =
+  // 4096, one block for most LLM weights); the micro-panel of w, MR rows
+  // of KC, is read from memory by A's first panel and from L2 by the rest.
+  // (A micro-panel of w in half of L1, KC = 512, ran M = 48-64 1.15-1.2x
+  // slower on one thread, Xeon model 167.)
+  int64_t KC = Blk.KC;
+  if (KC <= 0)
+    KC = std::clamp<int64_t>(L2 / (2 * MC * Bytes) / 16 * 16, 128, 4096);
+  KC = balancedBlock(S.K, KC, 1);
+  // The C^T tile takes an eighth of L2: written by the micro-kernels,
+  // then transposed and read by the epilogue while it is still there. On
+  // two threads (Xeon model 167, 2 MiB L2) tiles of all the columns a
+  // thread computes ran 128 x 5632 x 2048 at 0.8x the speed of tiles of
+  // 468 rows of w.
+  const int64_t LdCT = MC + 64 / Bytes;
+  int64_t NCMax = std::max(MR, std::min(kTileBytes, L2 / 8) /
+                                   (Products * LdCT * Bytes) / MR * MR);
+  if (Blk.NC > 0)
+    NCMax = std::max(MR, std::min(NCMax, Blk.NC / MR * MR));
+  const int64_t TilesM = (S.M + MC - 1) / MC;
+  // Threads split w's rows (each packs A for itself: M x K against N x K):
+  // the fewest column tiles that give every thread as many tiles.
+  const int64_t Threads = Opt.Threaded ? thread_count() : 1;
+  int64_t TilesN = (S.N + NCMax - 1) / NCMax;
+  const int64_t MostTilesN = (S.N + MR - 1) / MR;
+  while (Threads > 1 && (S.Batch * TilesM * TilesN) % Threads != 0 &&
+         TilesN < MostTilesN)
+    ++TilesN;
+  const int64_t NC = balancedBlock(S.N, (S.N + TilesN - 1) / TilesN, MR);
+  TilesN = (S.N + NC - 1) / NC;
+  const int64_t NumTiles = S.Batch * TilesM * TilesN;
+  // A packed once per row tile for the whole depth, while that takes at
+  // most 16 MiB (64 rows of K = 65536): with the small C^T tiles above it
+  // would otherwise be packed again for every tile of a deep product. A
+  // test's blocking packs it per K block, as deeper products do.
+  const bool KeepA = Blk.KC <= 0 && MC * S.K * Bytes <= 2 * kKeptPanelBytes;
+
+  auto Run = [&](int64_t First, int64_t Last) __attribute__((noinline)) {
+    const int64_t NCPad = roundUp(NC, MR);
+    const int64_t LdC = NCPad + 64 / Bytes;
+    Buffer<T> Xp(KeepA ? MC * S.K : MC * KC), Wt(MR * KC),
+        CtT(Products * NCPad * LdCT), Ct(Products * MC * LdC);
+    const Operand<T, WT> *Bs[2] = {&B, B2};
+    // A's packed rows, kept for the whole depth, serve every column tile of
+    // the same rows: (batch, first row) of the tile they were packed for.
+    int64_t PackedBi = -1, PackedI0 = -1;
+    for (int64_t Tile = First; Tile < Last; ++Tile) {
+      const int64_t Block = Tile / TilesM; // batch * TilesN + column block
+      const int64_t Bi = Block / TilesN;
+      const int64_t J0 = Block % TilesN * NC, I0 = Tile % TilesM * MC;
+      const int64_t Mc = std::min(MC, S.M - I0), Nc = std::min(NC, S.N - J0);
+      const int64_t McPad = roundUp(Mc, NR), NcPad = roundUp(Nc, MR);
+      std::fill(CtT.get(), CtT.get() + Products * NCPad * LdCT, T(0));
+      const bool Packed = KeepA && Bi == PackedBi && I0 == PackedI0;
+      PackedBi = Bi;
+      PackedI0 = I0;
+      for (int64_t K0 = 0; K0 < S.K; K0 += KC) {
+        const int64_t Kc = std::min(KC, S.K - K0);
+        // K block K0 of the kept A at K0 * McPad, panel Ip at Ip * Kc.
+        T *XpBlock = Xp.get() + (KeepA ? K0 * McPad : 0);
+        if (!Packed)
+          packA(A, Opt.AUnitK, Bi, I0, Mc, McPad, NR, K0, Kc, XpBlock);
+        for (int64_t Jr = 0; Jr < NcPad; Jr += MR) {
+          const int64_t Rows = std::min(MR, Nc - Jr);
+          // What this micro-panel's calls fetch into L2: the next one's
+          // rows of w, or the tile's first ones in the next K block.
+          int64_t NextJ = J0 + Jr + MR, NextK = K0, NextKc = Kc,
+                  NextRows = std::min(MR, Nc - Jr - MR);
+          if (NextRows <= 0 && K0 + Kc < S.K) {
+            NextJ = J0;
+            NextK = K0 + Kc;
+            NextKc = std::min(KC, S.K - NextK);
+            NextRows = std::min(MR, Nc);
+          }
+          for (int64_t P = 0; P < Products; ++P) {
+            const Operand<T, WT> &W = *Bs[P];
+            const WT *Base = W.Data + Bi * W.BatchStride;
+            T *C = CtT.get() + P * NCPad * LdCT + Jr * LdCT;
+            if (Rows < MR)
+              packAlongK(W, Bi, J0 + Jr, Rows, K0, Kc, Wt.get(), MR);
+            const int64_t Calls = McPad / NR;
+            for (int64_t Ip = 0; Ip < McPad; Ip += NR) {
+              const int64_t Call = Ip / NR;
+              const int64_t Row0 =
+                                std::max<int64_t>(NextRows, 0) * Call / Calls,
+                            Row1 = std::max<int64_t>(NextRows, 0) * (Call + 1) /
+                                   Calls;
+              PrefetchRows Ahead;
+              if (Row1 > Row0) {
+                Ahead.Base = reinterpret_cast<const char *>(
+                    Base + (NextJ + Row0) * W.RowStride + NextK);
+                Ahead.Stride = W.RowStride * Bytes;
+                Ahead.Lines = (NextKc * Bytes + 63) / 64;
+                Ahead.Rows = Row1 - Row0;
+              }
+              if (Rows == MR)
+                Micro.RunRows(Kc, Base + (J0 + Jr) * W.RowStride + K0,
+                              W.RowStride, XpBlock + Ip * Kc, C + Ip, LdCT,
+                              Ahead);
+              else
+                Micro.Run(Kc, Wt.get(), XpBlock + Ip * Kc, C + Ip, LdCT, Ahead);
+            }
+          }
+        }
+      }
+      for (int64_t P = 0; P < Products; ++P)
+        transposeTile(CtT.get() + P * NCPad * LdCT, LdCT, Nc, Mc,
+                      Ct.get() + P * MC * LdC, LdC);
+      for (int64_t I = 0; I < Mc; ++I)
+        E(Bi, I0 + I, J0, Nc, static_cast<const T *>(Ct.get() + I * LdC),
+          B2 ? static_cast<const T *>(Ct.get() + MC * LdC + I * LdC) : nullptr);
+    }
+  };
+  if (Threads > 1 && NumTiles > 1) {
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+      Run(NumTiles * T0 / Tn, NumTiles * (T0 + 1) / Tn);
+#else
+      Run(0, NumTiles);
+#endif
+    }
+  } else {
+    Run(0, NumTiles);
+  }
+}
+
 /// C = A B for every batch with the micro-kernel of gemm_isa(): the tile
 /// loops of pk::rt::gemm, compiled once per element type and weight type.
 /// With B2 (gemm_dual), also C2 = A B2: each tile packs A once and
@@ -787,6 +969,14 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
     return gemv<T>(S, Opt.Threaded, A, B, E, {}, 0,
                    GemvWeights<T, WT>{B2, {}, 0});
   const MicroKernel<T> Micro = microKernel<T>(gemm_isa());
+  if constexpr (std::is_same_v<T, WT>) {
+    auto RowsInPlace = [](const Operand<T, WT> &W) {
+      return !W.Fill && W.KStride == 1;
+    };
+    if (S.M <= kWeightRowsMaxRows && S.K > 0 && RowsInPlace(B) &&
+        (!B2 || RowsInPlace(*B2)))
+      return gemmWeightRows(S, Opt, A, B, E, B2, Micro);
+  }
   const int64_t MR = Micro.Shape.MR, NR = Micro.Shape.NR;
   GemmBlocking Blk = Opt.Blocking;
   if (Blk.MC <= 0 || Blk.KC <= 0 || Blk.NC <= 0)

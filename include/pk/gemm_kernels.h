@@ -116,13 +116,21 @@ struct PrefetchRows {
 /// The sum starts from zero and Ct is added at the end, its rows prefetched
 /// at the start: a C tile larger than L2 no longer stalls the first
 /// multiply-adds on its loads (AMD EPYC, AVX2: 0.87 -> 0.89-0.98x OpenBLAS).
-template <class T, int VectorBytes, int MR, int NV>
+/// With ARows, A is not packed: its MR rows are read where they are, row r
+/// at Ap + r * LdA, contiguous along k (the rows of a w[N, K] weight, see
+/// gemmWeightRows in <pk/gemm.h>).
+template <class T, int VectorBytes, int MR, int NV, bool ARows = false>
 __attribute__((always_inline)) PK_GEMM_CONTRACT inline void
-microBody(int64_t KC, const T *__restrict Ap, const T *__restrict Bp,
-          T *__restrict Ct, int64_t LdC, const PrefetchRows &Ahead) {
+microBody(int64_t KC, const T *__restrict Ap, int64_t LdA,
+          const T *__restrict Bp, T *__restrict Ct, int64_t LdC,
+          const PrefetchRows &Ahead) {
   PK_GEMM_CONTRACT_HERE
   typedef T Vec __attribute__((vector_size(VectorBytes)));
   constexpr int L = VectorBytes / int(sizeof(T)), NR = L * NV;
+  const T *Row[MR];
+#pragma GCC unroll 16
+  for (int R = 0; R < MR; ++R)
+    Row[R] = Ap + (ARows ? R * LdA : R);
   Vec Acc[MR][NV];
 #pragma GCC unroll 16
   for (int R = 0; R < MR; ++R) {
@@ -155,7 +163,7 @@ microBody(int64_t KC, const T *__restrict Ap, const T *__restrict Bp,
       std::memcpy(&Bv[C], Bp + K * NR + C * L, sizeof(Vec));
 #pragma GCC unroll 16
     for (int R = 0; R < MR; ++R) {
-      const T A = Ap[K * MR + R];
+      const T A = ARows ? Row[R][K] : Row[R][K * MR];
 #pragma GCC unroll 4
       for (int C = 0; C < NV; ++C)
         Acc[R][C] += A * Bv[C];
@@ -175,6 +183,10 @@ microBody(int64_t KC, const T *__restrict Ap, const T *__restrict Bp,
 template <class T>
 using MicroFn = void (*)(int64_t KC, const T *Ap, const T *Bp, T *Ct,
                          int64_t LdC, const PrefetchRows &Ahead);
+/// The same with A's rows read in place (microBody's ARows).
+template <class T>
+using MicroRowsFn = void (*)(int64_t KC, const T *A, int64_t LdA, const T *Bp,
+                             T *Ct, int64_t LdC, const PrefetchRows &Ahead);
 
 // Each level's vector width and tile rows. A tile row is two vectors; MR
 // rows so that MR x 2 accumulators, the two B vectors and the broadcast A
@@ -196,20 +208,40 @@ static_assert(kAvx512Rows <= kMaxPanelWidth);
 template <class T>
 PK_GEMM_CONTRACT void microBaseline(int64_t KC, const T *Ap, const T *Bp, T *Ct,
                                     int64_t LdC, const PrefetchRows &Ahead) {
-  microBody<T, kBaselineBytes, kBaselineRows, 2>(KC, Ap, Bp, Ct, LdC, Ahead);
+  microBody<T, kBaselineBytes, kBaselineRows, 2>(KC, Ap, 0, Bp, Ct, LdC, Ahead);
+}
+template <class T>
+PK_GEMM_CONTRACT void microRowsBaseline(int64_t KC, const T *A, int64_t LdA,
+                                        const T *Bp, T *Ct, int64_t LdC,
+                                        const PrefetchRows &Ahead) {
+  microBody<T, kBaselineBytes, kBaselineRows, 2, true>(KC, A, LdA, Bp, Ct, LdC,
+                                                       Ahead);
 }
 #if PK_GEMM_X86
 template <class T>
 __attribute__((target("avx2,fma"))) PK_GEMM_CONTRACT void
 microAvx2(int64_t KC, const T *Ap, const T *Bp, T *Ct, int64_t LdC,
           const PrefetchRows &Ahead) {
-  microBody<T, kAvx2Bytes, kAvx2Rows, 2>(KC, Ap, Bp, Ct, LdC, Ahead);
+  microBody<T, kAvx2Bytes, kAvx2Rows, 2>(KC, Ap, 0, Bp, Ct, LdC, Ahead);
+}
+template <class T>
+__attribute__((target("avx2,fma"))) PK_GEMM_CONTRACT void
+microRowsAvx2(int64_t KC, const T *A, int64_t LdA, const T *Bp, T *Ct,
+              int64_t LdC, const PrefetchRows &Ahead) {
+  microBody<T, kAvx2Bytes, kAvx2Rows, 2, true>(KC, A, LdA, Bp, Ct, LdC, Ahead);
 }
 template <class T>
 __attribute__((target("avx512f"))) PK_GEMM_CONTRACT void
 microAvx512(int64_t KC, const T *Ap, const T *Bp, T *Ct, int64_t LdC,
             const PrefetchRows &Ahead) {
-  microBody<T, kAvx512Bytes, kAvx512Rows, 2>(KC, Ap, Bp, Ct, LdC, Ahead);
+  microBody<T, kAvx512Bytes, kAvx512Rows, 2>(KC, Ap, 0, Bp, Ct, LdC, Ahead);
+}
+template <class T>
+__attribute__((target("avx512f"))) PK_GEMM_CONTRACT void
+microRowsAvx512(int64_t KC, const T *A, int64_t LdA, const T *Bp, T *Ct,
+                int64_t LdC, const PrefetchRows &Ahead) {
+  microBody<T, kAvx512Bytes, kAvx512Rows, 2, true>(KC, A, LdA, Bp, Ct, LdC,
+                                                   Ahead);
 }
 #endif
 
@@ -217,17 +249,20 @@ microAvx512(int64_t KC, const T *Ap, const T *Bp, T *Ct, int64_t LdC,
 template <class T> struct MicroKernel {
   MicroFn<T> Run;
   Tile Shape;
+  MicroRowsFn<T> RunRows; ///< the same tile, A's rows read in place
 };
 template <class T> inline MicroKernel<T> microKernel(GemmIsa L) {
 #if PK_GEMM_X86
   if (L == GemmIsa::Avx512)
-    return {&microAvx512<T>, tileOf<T>(kAvx512Bytes, kAvx512Rows)};
+    return {&microAvx512<T>, tileOf<T>(kAvx512Bytes, kAvx512Rows),
+            &microRowsAvx512<T>};
   if (L == GemmIsa::Avx2)
-    return {&microAvx2<T>, tileOf<T>(kAvx2Bytes, kAvx2Rows)};
+    return {&microAvx2<T>, tileOf<T>(kAvx2Bytes, kAvx2Rows), &microRowsAvx2<T>};
 #else
   (void)L;
 #endif
-  return {&microBaseline<T>, tileOf<T>(kBaselineBytes, kBaselineRows)};
+  return {&microBaseline<T>, tileOf<T>(kBaselineBytes, kBaselineRows),
+          &microRowsBaseline<T>};
 }
 
 // --- Packing: transposed panels -------------------------------------------

@@ -170,7 +170,9 @@ protected:
   GemmIsa Saved = GemmIsa::Baseline;
 };
 
-const int64_t Extents[] = {0, 1, 3, 7, 8, 9, 17, 65, 127, 129};
+// 40: rows of A that the w-rows-in-place path takes (gemmWeightRows, more
+// than the GEMV's 32 and at most 64), a panel of A and a tail.
+const int64_t Extents[] = {0, 1, 3, 7, 8, 9, 17, 40, 65, 127, 129};
 
 /// Every (M, N, K) of Extents, both layouts, B as a lambda (packed) and as
 /// a StridedB (read in place: the GEMV kernels up to kGemvMaxRows rows,
@@ -215,7 +217,8 @@ TEST_P(GemmLevel, LargeAndBlockingBoundaries) {
   EXPECT_EQ(Cache.NC % Tile.NR, 0);
   const GemmBlocking Small = {2 * Tile.MR, 32, 2 * Tile.NR};
   unsigned Seed = 100;
-  for (const GemmBlocking &Blk : {Small, Cache}) {
+  for (bool IsSmall : {true, false}) {
+    const GemmBlocking &Blk = IsSmall ? Small : Cache;
     const int64_t Ms[] = {Blk.MC - 1, Blk.MC + 1, 2 * Blk.MC + Tile.MR + 1};
     const int64_t Ns[] = {Blk.NC - 1, Blk.NC + 1};
     const int64_t Ks[] = {Blk.KC - 1, Blk.KC, 2 * Blk.KC + 1};
@@ -228,7 +231,7 @@ TEST_P(GemmLevel, LargeAndBlockingBoundaries) {
             // In place (StridedA, StridedB) too with the small blocking:
             // B's kept block (more than one row tile), in both layouts.
             for (bool Strided : {false, true}) {
-              if (Strided && &Blk != &Small)
+              if (Strided && !IsSmall)
                 continue;
               Problem<float> P =
                   makeProblem<float>(1, M, N, K, TransB, false, Seed++);
@@ -250,6 +253,13 @@ TEST_P(GemmLevel, LargeAndBlockingBoundaries) {
   EXPECT_EQ(countOutside(P, run(P, GemmOptions{}, nullptr),
                          Name + " " + shapeName(1, 70, 1000, 1000, true)),
             0);
+  // w[N, K] read in place at prefill rows (gemmWeightRows): more rows than
+  // the GEMV takes, two K blocks of the cache-sized depth, a column tail.
+  Problem<float> R = makeProblem<float>(1, 40, 301, 4500, true, false, 9);
+  EXPECT_EQ(
+      countOutside(R, run(R, GemmOptions{}, nullptr, true),
+                   Name + " strided " + shapeName(1, 40, 301, 4500, true)),
+      0);
   for (bool TransB : {true, false}) {
     Problem<float> Q = makeProblem<float>(1, 6, 1000, 1000, TransB, false, 8);
     EXPECT_EQ(
@@ -261,7 +271,9 @@ TEST_P(GemmLevel, LargeAndBlockingBoundaries) {
 
 TEST_P(GemmLevel, BatchedAndBroadcast) {
   const std::string Name = pk::rt::gemm_isa_name(GetParam());
-  for (int64_t M : {5, 33}) // the GEMV path (strided B) and the packed one
+  // The GEMV path (strided B), w's rows in place (strided w[N, K]) and the
+  // packed path.
+  for (int64_t M : {5, 33})
     for (bool BroadcastA : {false, true})
       for (bool BroadcastB : {false, true})
         for (bool TransB : {true, false})
@@ -527,8 +539,9 @@ TEST_P(GemmLevel, ThreadCountDoesNotChangeBits) {
   GemmOptions Opt;
   Opt.Threaded = true;
   const int Saved = omp_get_max_threads();
-  // 600: several row tiles, so B's packed block is kept across them.
-  for (int64_t M : {4, 30, 131, 600})
+  // 600: several row tiles, so B's packed block is kept across them; 50:
+  // w's rows read in place (gemmWeightRows), split between the threads.
+  for (int64_t M : {4, 30, 50, 131, 600})
     for (bool Strided : {false, true}) {
       Problem<float> P = makeProblem<float>(2, M, 1000, 400, true, false, 3);
       omp_set_num_threads(1);
