@@ -23,6 +23,11 @@
 // figure beside linear_decode's is what narrow weights buy a decode step.
 // Peer: naive (the same dot product, converting each weight).
 //
+// `linear_prefill` is linear_decode's float product at a short prompt's
+// rows (M = 48, 64, 128; GFLOP/s), its weights rotating the same way, so
+// that each call reads its weight from memory as a prefill's layers do.
+// Peers: naive, OpenBLAS.
+//
 // `linear_prefill_bf16` is the bfloat16-weight product at prefill rows (M =
 // 16 and 32, where the float kernels run the GEMV, and 64, 128, 512:
 // compute-bound, GFLOP/s) with float activations (the float kernels, the
@@ -182,6 +187,24 @@ struct LinearDecode {
                 x.data(), K, Weights.next(), K, 0.0f, y.data(), N);
   }
 #endif
+};
+
+/// M x N x K of linear_prefill: a short prompt's rows (48, 64: w's rows
+/// read in place, pk::rt::gemm's gemmWeightRows) and 128 (the packed path).
+std::vector<Shape> linear_prefill_shapes() {
+  std::vector<Shape> S;
+  const int64_t KN[][2] = {
+      {768, 2048}, {2048, 2048}, {2048, 5632}, {5632, 2048}};
+  for (const auto &W : KN)
+    for (int64_t M : {48, 64, 128})
+      S.push_back({{M, W[1], W[0]}});
+  return S;
+}
+
+// linear_decode's product at prefill rows: compute-bound, GFLOP/s.
+struct LinearPrefill : LinearDecode {
+  using LinearDecode::LinearDecode;
+  double flops() const { return 2.0 * double(M) * double(N) * double(K); }
 };
 
 /// Rotation through the bfloat16 pool.
@@ -486,6 +509,8 @@ template <bool AmxOff> struct RunqPrefill {
 
 const bool LinearDecodeRegistered =
     pkbench::register_kernel<LinearDecode>("linear_decode", decode_shapes());
+const bool LinearPrefillRegistered = pkbench::register_kernel<LinearPrefill>(
+    "linear_prefill", linear_prefill_shapes());
 const bool LinearDecodeQ8Registered = pkbench::register_kernel<LinearDecodeQ8>(
     "linear_decode_q8", decode_shapes());
 const bool Int8ProductDecodeRegistered =
