@@ -767,6 +767,24 @@ inline void gemmAmxBf16(const GemmShape &S, bool Threaded,
 }
 #endif
 
+/// Run(First, Last) over the tiles [0, Tiles): with Parallel (and more than
+/// one tile), each OpenMP thread a contiguous share of them.
+template <class F> void runShares(bool Parallel, int64_t Tiles, const F &Run) {
+  if (Parallel && Tiles > 1) {
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
+      Run(Tiles * T0 / Tn, Tiles * (T0 + 1) / Tn);
+#else
+      Run(0, Tiles);
+#endif
+    }
+  } else {
+    Run(0, Tiles);
+  }
+}
+
 /// Dst[m * LdD + n] = Src[n * LdS + m] for n < Rows, m < Cols, and zeros in
 /// Dst's columns [Rows, LdD): a C^T tile turned into C's rows.
 template <class T>
@@ -924,19 +942,7 @@ void gemmWeightRows(const GemmShape &S, const GemmOptions &Opt,
           B2 ? static_cast<const T *>(Ct.get() + MC * LdC + I * LdC) : nullptr);
     }
   };
-  if (Threads > 1 && NumTiles > 1) {
-#pragma omp parallel
-    {
-#ifdef _OPENMP
-      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
-      Run(NumTiles * T0 / Tn, NumTiles * (T0 + 1) / Tn);
-#else
-      Run(0, NumTiles);
-#endif
-    }
-  } else {
-    Run(0, NumTiles);
-  }
+  runShares(Threads > 1, NumTiles, Run);
 }
 
 /// C = A B for every batch with the micro-kernel of gemm_isa(): the tile
@@ -1103,19 +1109,7 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
           B2 ? static_cast<const T *>(CTile(1) + I * LdC) : nullptr);
     }
   };
-  if (Threads > 1 && NumTiles > 1) {
-#pragma omp parallel
-    {
-#ifdef _OPENMP
-      const int64_t T0 = omp_get_thread_num(), Tn = omp_get_num_threads();
-      Run(NumTiles * T0 / Tn, NumTiles * (T0 + 1) / Tn);
-#else
-      Run(0, NumTiles);
-#endif
-    }
-  } else {
-    Run(0, NumTiles);
-  }
+  runShares(Threads > 1, NumTiles, Run);
 }
 
 // With PK_RUNTIME_LIBRARY (pk_add_kernels defines it, and links pk's runtime
