@@ -896,8 +896,8 @@ void gemmWeightRows(const GemmShape &S, const GemmOptions &Opt,
           // What this micro-panel's calls fetch into L2: the next one's
           // rows of w, or the tile's first ones in the next K block.
           int64_t NextJ = J0 + Jr + MR, NextK = K0, NextKc = Kc,
-                  NextRows = std::min(MR, Nc - Jr - MR);
-          if (NextRows <= 0 && K0 + Kc < S.K) {
+                  NextRows = std::max<int64_t>(0, std::min(MR, Nc - Jr - MR));
+          if (NextRows == 0 && K0 + Kc < S.K) {
             NextJ = J0;
             NextK = K0 + Kc;
             NextKc = std::min(KC, S.K - NextK);
@@ -912,10 +912,8 @@ void gemmWeightRows(const GemmShape &S, const GemmOptions &Opt,
             const int64_t Calls = McPad / NR;
             for (int64_t Ip = 0; Ip < McPad; Ip += NR) {
               const int64_t Call = Ip / NR;
-              const int64_t Row0 =
-                                std::max<int64_t>(NextRows, 0) * Call / Calls,
-                            Row1 = std::max<int64_t>(NextRows, 0) * (Call + 1) /
-                                   Calls;
+              const int64_t Row0 = NextRows * Call / Calls,
+                            Row1 = NextRows * (Call + 1) / Calls;
               PrefetchRows Ahead;
               if (Row1 > Row0) {
                 Ahead.Base = reinterpret_cast<const char *>(
