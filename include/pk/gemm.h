@@ -767,6 +767,24 @@ inline void gemmAmxBf16(const GemmShape &S, bool Threaded,
 }
 #endif
 
+/// What micro-kernel call Call of Calls fetches into L2: its share of Rows
+/// rows of Depth elements, rows [Row, Row + Rows) of the matrix at Base
+/// (Ld elements apart) from column K0. No address is formed for no rows.
+template <class WT>
+PrefetchRows rowsShare(const WT *Base, int64_t Ld, int64_t Row, int64_t K0,
+                       int64_t Depth, int64_t Rows, int64_t Call,
+                       int64_t Calls) {
+  const int64_t Row0 = Rows * Call / Calls, Row1 = Rows * (Call + 1) / Calls;
+  PrefetchRows Ahead;
+  if (Row1 > Row0) {
+    Ahead.Base = reinterpret_cast<const char *>(Base + (Row + Row0) * Ld + K0);
+    Ahead.Stride = Ld * int64_t(sizeof(WT));
+    Ahead.Lines = (Depth * int64_t(sizeof(WT)) + 63) / 64;
+    Ahead.Rows = Row1 - Row0;
+  }
+  return Ahead;
+}
+
 /// Run(First, Last) over the tiles [0, Tiles): with Parallel (and more than
 /// one tile), each OpenMP thread a contiguous share of them.
 template <class F> void runShares(bool Parallel, int64_t Tiles, const F &Run) {
@@ -911,17 +929,9 @@ void gemmWeightRows(const GemmShape &S, const GemmOptions &Opt,
               packAlongK(W, Bi, J0 + Jr, Rows, K0, Kc, Wt.get(), MR);
             const int64_t Calls = McPad / NR;
             for (int64_t Ip = 0; Ip < McPad; Ip += NR) {
-              const int64_t Call = Ip / NR;
-              const int64_t Row0 = NextRows * Call / Calls,
-                            Row1 = NextRows * (Call + 1) / Calls;
-              PrefetchRows Ahead;
-              if (Row1 > Row0) {
-                Ahead.Base = reinterpret_cast<const char *>(
-                    Base + (NextJ + Row0) * W.RowStride + NextK);
-                Ahead.Stride = W.RowStride * Bytes;
-                Ahead.Lines = (NextKc * Bytes + 63) / 64;
-                Ahead.Rows = Row1 - Row0;
-              }
+              const PrefetchRows Ahead =
+                  rowsShare(Base, W.RowStride, NextJ, NextK, NextKc, NextRows,
+                            Ip / NR, Calls);
               if (Rows == MR)
                 Micro.RunRows(Kc, Base + (J0 + Jr) * W.RowStride + K0,
                               W.RowStride, XpBlock + Ip * Kc, C + Ip, LdCT,
@@ -1086,18 +1096,9 @@ void gemmCore(const GemmShape &S, const GemmOptions &Opt, const Operand<T> &A,
                     : 0;
             const int64_t Calls = McPad / MR;
             for (int64_t Ip = 0; Ip < McPad; Ip += MR) {
-              const int64_t Call = Ip / MR;
-              const int64_t Row0 = NextRows * Call / Calls,
-                            Row1 = NextRows * (Call + 1) / Calls;
-              PrefetchRows Ahead;
-              if (Row1 > Row0) {
-                Ahead.Base = reinterpret_cast<const char *>(
-                    W.Data + Bi * W.BatchStride + (NextJ + Row0) * W.RowStride +
-                    K0);
-                Ahead.Stride = W.RowStride * int64_t(sizeof(WT));
-                Ahead.Lines = (Kc * int64_t(sizeof(WT)) + 63) / 64;
-                Ahead.Rows = Row1 - Row0;
-              }
+              const PrefetchRows Ahead =
+                  rowsShare(W.Data + Bi * W.BatchStride, W.RowStride, NextJ, K0,
+                            Kc, NextRows, Ip / MR, Calls);
               Micro.Run(Kc, PA + Ip * Kc, Panel, C + Ip * LdC + Jp, LdC, Ahead);
             }
           }
